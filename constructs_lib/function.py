@@ -1,0 +1,118 @@
+"""Lambda function defaults every pipeline handler shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+#: The runtime every function uses (the newest Python runtime aws-cdk-lib 2.275 knows).
+DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_14
+#: Metric namespace for Powertools Metrics (EMF).
+DEFAULT_METRICS_NAMESPACE = "OrderPipeline"
+
+
+@dataclass(frozen=True)
+class PipelineFunctionProps:
+    """Props for :class:`PipelineFunction`.
+
+    Attributes:
+        code_dir: directory holding only this function's code (the asset root).
+        service_name: ``POWERTOOLS_SERVICE_NAME`` and the ``service`` key on every log line.
+        handler: ``module.function`` inside ``code_dir``; default ``handler.handler``.
+        timeout: function timeout; default 30 s. Queues consuming into it derive their
+            visibility timeout from this (6x).
+        memory_size: MB; default 512.
+        layers: layers (Powertools, shared middleware); default none.
+        environment: extra environment variables; default none.
+        log_retention: CloudWatch Logs retention; default one month.
+        removal_policy: for the log group; default DESTROY.
+        metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``; default ``OrderPipeline``.
+        reserved_concurrency: optional reserved concurrency; default unset.
+    """
+
+    code_dir: Path
+    service_name: str
+    handler: str = "handler.handler"
+    timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
+    memory_size: int = 512
+    layers: Sequence[lambda_.ILayerVersion] = field(default_factory=tuple)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
+    reserved_concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        code_dir = Path(self.code_dir)
+        module = self.handler.rsplit(".", 1)[0].replace(".", "/")
+        if not (code_dir / f"{module}.py").is_file():
+            raise ValueError(f"handler {self.handler!r} not found in {code_dir}")
+        if not 128 <= self.memory_size <= 10240:
+            raise ValueError(f"memory_size must be within 128..10240 MB, got {self.memory_size}")
+        if self.timeout.to_seconds() > 900:
+            raise ValueError("Lambda timeout cannot exceed 900 s")
+
+
+class PipelineFunction(Construct):
+    """A Lambda function with the project's defaults.
+
+    Current Python runtime, x86_64, active X-Ray tracing, JSON log format with an explicit
+    log group (retention set, no LogRetention custom resource), Powertools environment.
+
+    The execution role has no AWS managed policy: it may write to its own log group only
+    (plus the X-Ray write actions that active tracing adds, which support no resource scoping).
+
+    Attributes:
+        function: the ``lambda_.Function``.
+        role: its execution role.
+        log_group: its log group.
+        timeout: the configured timeout (queues read it for the 6x rule).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: PipelineFunctionProps) -> None:
+        super().__init__(scope, construct_id)
+        self.timeout = props.timeout
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=props.log_retention, removal_policy=props.removal_policy
+        )
+        self.role = iam.Role(
+            self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"{props.service_name} execution role"
+        )
+        self.log_group.grant_write(self.role)
+        env = {
+            "POWERTOOLS_SERVICE_NAME": props.service_name,
+            "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            **props.environment,
+        }
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=DEFAULT_RUNTIME,
+            handler=props.handler,
+            code=lambda_.Code.from_asset(str(props.code_dir), exclude=["__pycache__", "*.pyc"]),
+            timeout=props.timeout,
+            memory_size=props.memory_size,
+            layers=list(props.layers),
+            environment=env,
+            tracing=lambda_.Tracing.ACTIVE,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            log_group=self.log_group,
+            role=self.role,
+            reserved_concurrent_executions=props.reserved_concurrency,
+        )
+
+    def grant_invoke_to(self, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` invoke this function (the unqualified ARN only, no versions/aliases)."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function_arn])
+        )

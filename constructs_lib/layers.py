@@ -1,0 +1,148 @@
+"""Lambda layers assembled at synth time without Docker.
+
+Why hand-written: CDK's Python bundling (``aws-lambda-python-alpha``) needs Docker, which is absent
+on our CI and dev machines. Our layer contents are pure Python, so we stage them by copying:
+
+- :class:`PythonPackagesLayer` copies *installed distributions* (e.g. ``aws-lambda-powertools``)
+  from the environment that runs the synth. The deployed version is therefore exactly the version
+  the tests ran against (pinned in ``lambdas/requirements.txt``).
+- :class:`SourceTreeLayer` copies local source packages (e.g. ``lambdas/shared``).
+
+Only pure-Python distributions are accepted: a compiled extension would be built for the synth
+machine, not for Lambda, so it is rejected at synth time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+_IGNORED_SUFFIXES = (".pyc", ".pyo")
+_IGNORED_PARTS = ("__pycache__",)
+_COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
+
+
+def _staging_root() -> Path:
+    # Resolved from this file, never from the working directory.
+    return Path(__file__).resolve().parent.parent / ".build" / "layers"
+
+
+def _wanted(path: Path) -> bool:
+    return path.suffix not in _IGNORED_SUFFIXES and not any(p in _IGNORED_PARTS for p in path.parts)
+
+
+def _fresh_dir(name: str) -> Path:
+    target = _staging_root() / name
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "python").mkdir(parents=True)
+    return target
+
+
+@dataclass(frozen=True)
+class PythonPackagesLayerProps:
+    """Props for :class:`PythonPackagesLayer`.
+
+    Attributes:
+        distributions: installed distribution names to copy (their files as recorded by pip).
+        compatible_runtimes: runtimes the layer declares; default: none declared.
+        description: layer description; default names the distributions and versions.
+    """
+
+    distributions: Sequence[str]
+    compatible_runtimes: Sequence[lambda_.Runtime] = field(default_factory=tuple)
+    description: str | None = None
+
+
+class PythonPackagesLayer(Construct):
+    """A layer holding copies of installed pure-Python distributions.
+
+    Attributes:
+        layer: the ``LayerVersion``.
+        versions: ``{distribution: version}`` that were staged.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: PythonPackagesLayerProps) -> None:
+        super().__init__(scope, construct_id)
+        if not props.distributions:
+            raise ValueError("PythonPackagesLayer needs at least one distribution")
+        target = _fresh_dir(construct_id)
+        self.versions: dict[str, str] = {}
+        for name in props.distributions:
+            try:
+                dist = metadata.distribution(name)
+            except metadata.PackageNotFoundError as exc:
+                raise ValueError(
+                    f"distribution {name!r} is not installed in the synth environment; "
+                    "run `make setup` (it installs requirements-dev.txt)"
+                ) from exc
+            self.versions[name] = dist.version
+            for rel in dist.files or ():
+                src = Path(str(dist.locate_file(rel)))
+                rel_path = Path(str(rel))
+                if rel_path.is_absolute() or ".." in rel_path.parts or not _wanted(rel_path):
+                    continue  # console scripts and caches are not layer content
+                if rel_path.suffix in _COMPILED_SUFFIXES:
+                    raise ValueError(f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker")
+                dest = target / "python" / rel_path
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dest)
+        description = props.description or ", ".join(f"{k}=={v}" for k, v in sorted(self.versions.items()))
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Layer",
+            code=lambda_.Code.from_asset(str(target)),
+            compatible_runtimes=list(props.compatible_runtimes) or None,
+            description=description[:256],
+        )
+
+
+@dataclass(frozen=True)
+class SourceTreeLayerProps:
+    """Props for :class:`SourceTreeLayer`.
+
+    Attributes:
+        packages: source package directories; each is copied as ``python/<dirname>``.
+        description: layer description.
+    """
+
+    packages: Sequence[Path]
+    description: str = "project source packages"
+
+
+class SourceTreeLayer(Construct):
+    """A layer holding copies of local source packages (without caches).
+
+    Attributes:
+        layer: the ``LayerVersion``.
+        digest: sha256 over the staged files (changes exactly when the code changes).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: SourceTreeLayerProps) -> None:
+        super().__init__(scope, construct_id)
+        target = _fresh_dir(construct_id)
+        digest = hashlib.sha256()
+        for package in props.packages:
+            package = Path(package)
+            if not (package / "__init__.py").is_file():
+                raise ValueError(f"{package} is not a Python package (no __init__.py)")
+            for src in sorted(package.rglob("*")):
+                rel = src.relative_to(package.parent)
+                if src.is_dir() or not _wanted(rel):
+                    continue
+                dest = target / "python" / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dest)
+                digest.update(str(rel).encode())
+                digest.update(src.read_bytes())
+        self.digest = digest.hexdigest()
+        self.layer = lambda_.LayerVersion(
+            self, "Layer", code=lambda_.Code.from_asset(str(target)), description=props.description[:256]
+        )

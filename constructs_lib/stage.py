@@ -1,0 +1,50 @@
+"""Stage settings (dev / prod) read once from CDK context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import RemovalPolicy
+from constructs import Node
+
+VALID_STAGES = ("dev", "prod")
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    """What differs between stages.
+
+    Attributes:
+        name: ``dev`` (default) or ``prod``.
+        removal_policy: DESTROY in dev, RETAIN in prod (tables and log groups survive a stack delete).
+        deletion_protection: DynamoDB deletion protection, on in prod only.
+        alarm_email: optional e-mail subscribed to the alarm topic (context ``alarm_email``).
+    """
+
+    name: str = "dev"
+    alarm_email: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in VALID_STAGES:
+            raise ValueError(f"stage must be one of {VALID_STAGES}, got {self.name!r}")
+        if self.alarm_email is not None and "@" not in self.alarm_email:
+            raise ValueError(f"alarm_email does not look like an e-mail address: {self.alarm_email!r}")
+
+    @property
+    def is_prod(self) -> bool:
+        return self.name == "prod"
+
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        return RemovalPolicy.RETAIN if self.is_prod else RemovalPolicy.DESTROY
+
+    @property
+    def deletion_protection(self) -> bool:
+        return self.is_prod
+
+    @classmethod
+    def from_context(cls, node: Node) -> StageConfig:
+        """Read ``stage`` and ``alarm_email`` from CDK context (``-c stage=prod -c alarm_email=a@b.c``)."""
+        stage = node.try_get_context("stage") or "dev"
+        email = node.try_get_context("alarm_email") or None
+        return cls(name=str(stage), alarm_email=str(email) if email else None)

@@ -1,0 +1,43 @@
+"""Intake: SQS orders -> validated, recorded, saga started. One correlation ID per record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from order_domain.model import parse_order
+from order_domain.wiring import intake_service
+from shared.batch import process_sqs_batch
+from shared.config import Settings
+from shared.idempotency import IdempotentOperation, business_key, make_persistence
+
+settings = Settings.from_env(required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "STATE_MACHINE_ARN"))
+logger = Logger()
+metrics = Metrics()
+service = intake_service(settings)
+idempotent = IdempotentOperation(
+    persistence=make_persistence(settings.idempotency_table),
+    ttl_seconds=settings.idempotency_ttl_seconds,
+    logger=logger,
+    metrics=metrics,
+)
+
+
+@idempotent
+def accept(command: dict[str, Any]) -> dict[str, Any]:
+    return service.accept(command["payload"]["order"])
+
+
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def record_handler(record: SQSRecord, correlation_id: str) -> dict[str, Any]:
+        order = parse_order(record.body)
+        key = business_key(order["order_id"], "intake", int(order.get("payment_attempt", 1)))
+        result = accept({"idempotency_key": key, "payload": {"order": order}}, context)
+        logger.info("order accepted", extra={"order_id": order["order_id"], "execution_arn": result["execution_arn"]})
+        return result
+
+    return process_sqs_batch(event, context, record_handler, logger=logger)

@@ -1,0 +1,1 @@
+"""Order domain: the order model, its status machine, inventory, payments and shipping."""

@@ -1,0 +1,142 @@
+"""Inventory: stock per SKU and one reservation per order, changed only in transactions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from order_domain.orders import OrderRepository
+from order_domain.status import OrderStatus
+from shared.aws import client, error_code, from_item, to_item
+from shared.exceptions import InsufficientStock, InvalidTransition
+
+RESERVED = "RESERVED"
+RELEASED = "RELEASED"
+
+
+def sku_key(sku: str) -> dict[str, Any]:
+    return to_item({"pk": f"sku#{sku}"})
+
+
+def reservation_key(order_id: str) -> dict[str, Any]:
+    return to_item({"pk": f"reservation#{order_id}"})
+
+
+class InventoryService:
+    """Reserve and release stock for an order.
+
+    A reservation and its stock decrements commit together (TransactWriteItems), so a
+    reservation is never partly made. Releasing when nothing was reserved writes a RELEASED
+    tombstone first, so a late reserve for the same order cannot take stock afterwards.
+    """
+
+    def __init__(self, table_name: str, orders: OrderRepository) -> None:
+        self.table_name = table_name
+        self.orders = orders
+
+    def _quantities(self, order: dict[str, Any]) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for item in order["items"]:
+            counts[item["sku"]] += int(item["quantity"])
+        return counts
+
+    def get_reservation(self, order_id: str) -> dict[str, Any] | None:
+        response = client("dynamodb").get_item(
+            TableName=self.table_name, Key=reservation_key(order_id), ConsistentRead=True
+        )
+        return from_item(response["Item"]) if "Item" in response else None
+
+    def reserve(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Reserve every item of the order or none; InsufficientStock if any SKU is short."""
+        order_id, order = payload["order_id"], payload["order"]
+        quantities = self._quantities(order)
+        reservation = {
+            **reservation_key(order_id),
+            **to_item({"status": RESERVED, "order_id": order_id, "items": dict(quantities)}),
+        }
+        actions: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.table_name,
+                    "Item": reservation,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        ]
+        for sku, qty in sorted(quantities.items()):
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self.table_name,
+                        "Key": sku_key(sku),
+                        "UpdateExpression": "SET available = available - :q",
+                        "ConditionExpression": "attribute_exists(pk) AND available >= :q",
+                        "ExpressionAttributeValues": to_item({":q": qty}),
+                    }
+                }
+            )
+        try:
+            client("dynamodb").transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            if error_code(exc) != "TransactionCanceledException":
+                raise
+            existing = self.get_reservation(order_id)
+            if existing is None:
+                raise InsufficientStock(f"order {order_id}: not enough stock for {dict(quantities)}") from exc
+            if existing["status"] == RELEASED:
+                raise InvalidTransition(f"order {order_id}: reservation was already released") from exc
+        self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED)
+        return {"status": "reserved", "items": dict(quantities)}
+
+    def release(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Give back whatever is reserved for the order; safe if nothing or everything was released."""
+        order_id = payload["order_id"]
+        self.orders.transition(order_id, OrderStatus.COMPENSATING)
+        for _ in range(3):
+            existing = self.get_reservation(order_id)
+            if existing is None:
+                try:
+                    client("dynamodb").put_item(
+                        TableName=self.table_name,
+                        Item={**reservation_key(order_id), **to_item({"status": RELEASED, "order_id": order_id, "items": {}})},
+                        ConditionExpression="attribute_not_exists(pk)",
+                    )
+                    return {"status": "nothing_reserved"}
+                except ClientError as exc:
+                    if error_code(exc) != "ConditionalCheckFailedException":
+                        raise
+                    continue  # a reserve just landed: release it
+            if existing["status"] == RELEASED:
+                return {"status": "already_released"}
+            actions: list[dict[str, Any]] = [
+                {
+                    "Update": {
+                        "TableName": self.table_name,
+                        "Key": reservation_key(order_id),
+                        "UpdateExpression": "SET #s = :released",
+                        "ConditionExpression": "#s = :reserved",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": to_item({":released": RELEASED, ":reserved": RESERVED}),
+                    }
+                }
+            ]
+            for sku, qty in sorted(existing.get("items", {}).items()):
+                actions.append(
+                    {
+                        "Update": {
+                            "TableName": self.table_name,
+                            "Key": sku_key(sku),
+                            "UpdateExpression": "SET available = available + :q",
+                            "ExpressionAttributeValues": to_item({":q": int(qty)}),
+                        }
+                    }
+                )
+            try:
+                client("dynamodb").transact_write_items(TransactItems=actions)
+                return {"status": "released", "items": existing.get("items", {})}
+            except ClientError as exc:
+                if error_code(exc) != "TransactionCanceledException":
+                    raise
+        return {"status": "already_released"}

@@ -1,0 +1,59 @@
+"""Charging and refunding through the payment provider, keyed by business identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from order_domain.model import order_total_cents
+from order_domain.orders import OrderRepository
+from order_domain.providers import ProviderClient
+from order_domain.status import OrderStatus
+from shared.exceptions import PaymentDeclined, ProviderUnavailable
+from shared.idempotency import business_key
+
+CHARGE = "charge-payment"
+REFUND = "refund-payment"
+
+
+class PaymentService:
+    """The provider receives our business key as its idempotency key, so a retried or
+    duplicated charge is deduplicated by the provider too (belt and braces)."""
+
+    def __init__(self, provider: ProviderClient, orders: OrderRepository) -> None:
+        self.provider = provider
+        self.orders = orders
+
+    def charge(self, payload: dict[str, Any]) -> dict[str, Any]:
+        order_id, order = payload["order_id"], payload["order"]
+        attempt = int(order.get("payment_attempt", 1))
+        result = self.provider.call(
+            {
+                "action": "charge",
+                "idempotency_key": business_key(order_id, CHARGE, attempt),
+                "order_id": order_id,
+                "amount_cents": order_total_cents(order),
+                "currency": order["currency"],
+                "payment_token": order["payment_token"],
+            }
+        )
+        if result.get("status") != "captured":
+            raise PaymentDeclined(f"order {order_id}: payment {result.get('status')} ({result.get('reason', 'no reason')})")
+        self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED)
+        return {"status": "captured", "payment_id": result["payment_id"], "amount_cents": result["amount_cents"]}
+
+    def refund(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Refund whatever the charge reached; the provider looks the charge up by its key."""
+        order_id, order = payload["order_id"], payload["order"]
+        attempt = int(order.get("payment_attempt", 1))
+        self.orders.transition(order_id, OrderStatus.COMPENSATING)
+        result = self.provider.call(
+            {
+                "action": "refund",
+                "idempotency_key": business_key(order_id, REFUND, attempt),
+                "charge_idempotency_key": business_key(order_id, CHARGE, attempt),
+                "order_id": order_id,
+            }
+        )
+        if result.get("status") not in ("refunded", "nothing_to_refund", "already_refunded"):
+            raise ProviderUnavailable(f"order {order_id}: refund ended {result.get('status')}")
+        return {"status": result["status"], "amount_cents": result.get("amount_cents", 0)}

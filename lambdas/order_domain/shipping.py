@@ -1,0 +1,35 @@
+"""Shipping through the carrier, keyed by business identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from order_domain.orders import OrderRepository
+from order_domain.providers import ProviderClient
+from order_domain.status import OrderStatus
+from shared.exceptions import ShippingUnavailable
+from shared.idempotency import business_key
+
+SHIP = "ship-order"
+
+
+class ShippingService:
+    def __init__(self, carrier: ProviderClient, orders: OrderRepository) -> None:
+        self.carrier = carrier
+        self.orders = orders
+
+    def ship(self, payload: dict[str, Any]) -> dict[str, Any]:
+        order_id, order = payload["order_id"], payload["order"]
+        result = self.carrier.call(
+            {
+                "action": "ship",
+                "idempotency_key": business_key(order_id, SHIP, int(order.get("payment_attempt", 1))),
+                "order_id": order_id,
+                "address": order["shipping_address"],
+                "items": order["items"],
+            }
+        )
+        if result.get("status") != "shipped":
+            raise ShippingUnavailable(f"order {order_id}: carrier {result.get('status')} ({result.get('reason', '')})")
+        self.orders.transition(order_id, OrderStatus.SHIPPED)
+        return {"status": "shipped", "tracking_id": result["tracking_id"]}

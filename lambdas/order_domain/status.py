@@ -1,0 +1,49 @@
+"""Order statuses and the allowed transitions between them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class OrderStatus(StrEnum):
+    RECEIVED = "RECEIVED"
+    INVENTORY_RESERVED = "INVENTORY_RESERVED"
+    PAYMENT_CHARGED = "PAYMENT_CHARGED"
+    SHIPPED = "SHIPPED"
+    COMPENSATING = "COMPENSATING"
+    COMPLETED = "COMPLETED"
+    COMPENSATED = "COMPENSATED"
+    NEEDS_ATTENTION = "NEEDS_ATTENTION"
+
+
+TERMINAL = frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION})
+
+#: status -> statuses it may move to. No step moves an order backwards or skips a state.
+TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
+    OrderStatus.RECEIVED: frozenset({OrderStatus.INVENTORY_RESERVED, OrderStatus.COMPENSATING}),
+    OrderStatus.INVENTORY_RESERVED: frozenset({OrderStatus.PAYMENT_CHARGED, OrderStatus.COMPENSATING}),
+    OrderStatus.PAYMENT_CHARGED: frozenset({OrderStatus.SHIPPED, OrderStatus.COMPENSATING}),
+    OrderStatus.SHIPPED: frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATING}),
+    OrderStatus.COMPENSATING: frozenset({OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION}),
+    OrderStatus.COMPLETED: frozenset(),
+    OrderStatus.COMPENSATED: frozenset(),
+    OrderStatus.NEEDS_ATTENTION: frozenset(),
+}
+
+
+def predecessors(status: OrderStatus) -> frozenset[OrderStatus]:
+    """Every status from which ``status`` can be reached (so a move *to* one of them is backwards)."""
+    seen: set[OrderStatus] = set()
+    frontier = {status}
+    while frontier:
+        current = frontier.pop()
+        for source, targets in TRANSITIONS.items():
+            if current in targets and source not in seen:
+                seen.add(source)
+                frontier.add(source)
+    return frozenset(seen)
+
+
+def sources_of(target: OrderStatus) -> frozenset[OrderStatus]:
+    """Statuses that may move directly to ``target``."""
+    return frozenset(s for s, targets in TRANSITIONS.items() if target in targets)

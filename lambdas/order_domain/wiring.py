@@ -1,0 +1,53 @@
+"""Builds domain services from settings (one place, so handlers stay three lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from order_domain.intake import IntakeService
+from order_domain.inventory import InventoryService
+from order_domain.orders import OrderRepository
+from order_domain.payments import PaymentService
+from order_domain.providers import ProviderClient
+from order_domain.saga_start import SagaStarter
+from order_domain.shipping import ShippingService
+from order_domain.status import OrderStatus
+from shared.config import Settings
+
+Action = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _orders(settings: Settings) -> OrderRepository:
+    assert settings.orders_table  # guaranteed by Settings.from_env(required=...)
+    return OrderRepository(settings.orders_table)
+
+
+def intake_service(settings: Settings) -> IntakeService:
+    assert settings.state_machine_arn
+    return IntakeService(_orders(settings), SagaStarter(settings.state_machine_arn))
+
+
+def inventory_service(settings: Settings) -> InventoryService:
+    assert settings.inventory_table
+    return InventoryService(settings.inventory_table, _orders(settings))
+
+
+def payment_service(settings: Settings) -> PaymentService:
+    assert settings.payment_provider_function
+    return PaymentService(ProviderClient(settings.payment_provider_function), _orders(settings))
+
+
+def shipping_service(settings: Settings) -> ShippingService:
+    assert settings.carrier_function
+    return ShippingService(ProviderClient(settings.carrier_function), _orders(settings))
+
+
+def finalize_action(settings: Settings) -> Action:
+    orders = _orders(settings)
+
+    def finalize(payload: dict[str, Any]) -> dict[str, Any]:
+        outcome = OrderStatus(payload["outcome"])
+        return {"status": outcome.value, "transition": orders.transition(payload["order_id"], outcome)}
+
+    return finalize

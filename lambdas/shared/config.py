@@ -1,0 +1,63 @@
+"""Settings read once, at the edge (module import), from the function's environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.exceptions import ConfigurationError
+
+#: Idempotency record TTL. Must outlive every redelivery of the same business operation:
+#: SQS retention (4 days on the orders queue) and the DLQ replay window (14 days DLQ retention).
+#: A replay after the record expired would re-run the operation, so the TTL covers the DLQ
+#: retention plus one day of slack.
+DEFAULT_IDEMPOTENCY_TTL_SECONDS = 15 * 24 * 3600
+
+
+def _require(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigurationError(f"environment variable {name} is required but not set")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resource names and tunables. Unset optional resources are ``None``.
+
+    Use :meth:`from_env` once per module; pass the result down instead of reading ``os.environ``.
+    """
+
+    idempotency_table: str | None = None
+    orders_table: str | None = None
+    inventory_table: str | None = None
+    ledger_table: str | None = None
+    state_machine_arn: str | None = None
+    payment_provider_function: str | None = None
+    carrier_function: str | None = None
+    idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, required: tuple[str, ...] = ()) -> Settings:
+        """Build settings from environment variables; ``required`` names must be present."""
+        env = os.environ if env is None else env
+        for name in required:
+            _require(env, name)
+        ttl = env.get("IDEMPOTENCY_TTL_SECONDS", str(DEFAULT_IDEMPOTENCY_TTL_SECONDS))
+        try:
+            ttl_seconds = int(ttl)
+        except ValueError as exc:
+            raise ConfigurationError(f"IDEMPOTENCY_TTL_SECONDS must be an integer, got {ttl!r}") from exc
+        if ttl_seconds < 3600:
+            raise ConfigurationError("IDEMPOTENCY_TTL_SECONDS below one hour would let redeliveries re-run effects")
+        return cls(
+            idempotency_table=env.get("IDEMPOTENCY_TABLE_NAME") or None,
+            orders_table=env.get("ORDERS_TABLE_NAME") or None,
+            inventory_table=env.get("INVENTORY_TABLE_NAME") or None,
+            ledger_table=env.get("LEDGER_TABLE_NAME") or None,
+            state_machine_arn=env.get("STATE_MACHINE_ARN") or None,
+            payment_provider_function=env.get("PAYMENT_PROVIDER_FUNCTION") or None,
+            carrier_function=env.get("CARRIER_FUNCTION") or None,
+            idempotency_ttl_seconds=ttl_seconds,
+        )

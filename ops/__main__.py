@@ -1,0 +1,7 @@
+"""Entry point for ``python -m ops``."""
+
+import sys
+
+from ops.cli import main
+
+sys.exit(main())

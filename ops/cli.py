@@ -1,0 +1,90 @@
+"""``python -m ops``: the operator CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a rate is within 0..1, got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ops", description="Operate the order pipeline.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
+    local_commands = local.add_subparsers(dest="local_command", required=True)
+    run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
+    run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
+    run.add_argument("--seed", type=int, default=7, help="seed for the order mix (default 7)")
+    run.add_argument("--decline-rate", type=_rate, default=0.15, help="share of orders whose payment is declined")
+    run.add_argument("--ship-fail-rate", type=_rate, default=0.10, help="share of orders the carrier rejects")
+    run.add_argument("--out-of-stock-rate", type=_rate, default=0.05, help="share of orders with an unstocked SKU")
+    run.add_argument("--stage", choices=("dev", "prod"), default="dev")
+    run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    run.add_argument("--json", action="store_true", help="print the JSON report")
+    run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    return parser
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    o = report["orders"]
+    print(f"{'order':<22} {'status':<16} correlation id")
+    for detail in report["order_details"]:
+        print(f"{detail['order_id']:<22} {detail['status']:<16} {detail['correlation_id']}")
+    print()
+    print(
+        f"orders: {o['submitted']} submitted, {o['completed']} completed, {o['compensated']} compensated, "
+        f"{o['needs_attention']} needs attention, {o['failed']} failed, {o['in_flight']} in flight"
+    )
+    ledger = report["ledger"]
+    print(
+        f"sandbox ledger: {ledger['charges']} charges, {ledger['refunds']} refunds, {ledger['shipments']} shipments, "
+        f"{ledger['duplicate_charges']} duplicate charges, {ledger['reservations_outstanding']} reservations outstanding"
+    )
+    print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
+    logs = report["logs"]
+    print(f"log lines: {logs['lines']}, without correlation id: {logs['without_correlation_id']}")
+    e = report["elapsed"]
+    print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "local" and args.local_command == "run":
+        from ops.local.orders import OrderMix
+        from ops.local.run import RunOptions, run_local
+
+        options = RunOptions(
+            orders=args.orders,
+            seed=args.seed,
+            mix=OrderMix(decline_rate=args.decline_rate, ship_fail_rate=args.ship_fail_rate, out_of_stock_rate=args.out_of_stock_rate),
+            stage=args.stage,
+            timeout_seconds=args.timeout,
+            assembly_dir=args.assembly,
+            echo_logs=args.echo_logs,
+        )
+        report = run_local(options)
+        if args.json:
+            json.dump(report, sys.stdout, indent=2, default=str)
+            print()
+        else:
+            _print_summary(report)
+        return 0
+    return 2

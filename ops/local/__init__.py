@@ -1,0 +1,1 @@
+"""Run the synthesized pipeline on one machine against moto, in-process."""

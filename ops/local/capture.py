@@ -1,0 +1,90 @@
+"""Capture what the handlers print (Powertools JSON logs, EMF metrics), line by line."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+
+class LineCapture(io.TextIOBase):
+    """A thread-safe text stream that keeps complete lines (each thread buffers its own partial line)."""
+
+    def __init__(self, echo: TextIO | None = None) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self._echo = echo
+        self._lock = threading.Lock()
+        self._partial = threading.local()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        buffer = getattr(self._partial, "text", "") + text
+        *complete, rest = buffer.split("\n")
+        self._partial.text = rest
+        if complete:
+            with self._lock:
+                self.lines.extend(line for line in complete if line.strip())
+                if self._echo is not None:
+                    self._echo.write("\n".join(complete) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._echo is not None:
+            self._echo.flush()
+
+    def records(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """(log records, EMF metric documents, other lines)."""
+        logs: list[dict[str, Any]] = []
+        metrics: list[dict[str, Any]] = []
+        other: list[str] = []
+        with self._lock:
+            lines = list(self.lines)
+        for line in lines:
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                other.append(line)
+                continue
+            if isinstance(doc, dict) and "_aws" in doc:
+                metrics.append(doc)
+            elif isinstance(doc, dict) and "level" in doc:
+                logs.append(doc)
+            else:
+                other.append(line)
+        return logs, metrics, other
+
+
+def _powertools_handlers() -> Iterator[logging.StreamHandler[Any]]:
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if not isinstance(logger, logging.Logger):
+            continue
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and isinstance(handler.formatter, LambdaPowertoolsFormatter):
+                yield handler
+
+
+def point_powertools_loggers_at(stream: TextIO) -> None:
+    """Re-point every Powertools logger handler created so far at ``stream``."""
+    for handler in _powertools_handlers():
+        handler.setStream(stream)
+
+
+@contextmanager
+def capture_stdout(capture: LineCapture) -> Iterator[LineCapture]:
+    """Send ``sys.stdout`` (EMF prints, new Powertools loggers) to ``capture`` until exit."""
+    saved = sys.stdout
+    sys.stdout = capture  # type: ignore[assignment]
+    try:
+        yield capture
+    finally:
+        sys.stdout = saved

@@ -1,0 +1,30 @@
+"""Simulated time for the local run: visibility timeouts pass without waiting for them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class SimClock:
+    """Wall time plus an offset that the runner advances when nothing else can progress."""
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return time.time() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("time only moves forward")
+        with self._lock:
+            self._offset += seconds
+
+    @property
+    def simulated_seconds(self) -> float:
+        """How much time was skipped (beyond wall time)."""
+        with self._lock:
+            return self._offset

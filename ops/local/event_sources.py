@@ -1,0 +1,126 @@
+"""An emulated SQS event source mapping (Lambda's poller), driven by the simulated clock.
+
+Why hand-written: moto stores event source mappings but does not poll. This follows Lambda's
+documented SQS behaviour: receive up to BatchSize messages, invoke once per batch, delete the
+successful ones, and leave failed ones invisible for the queue's visibility timeout; SQS itself
+(moto) moves a message to the DLQ once its receive count passes maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from ops.local.clock import SimClock
+from ops.local.deploy import EventSourceSpec
+from ops.local.template import ACCOUNT, REGION
+
+
+@dataclass
+class PollStats:
+    batches: int = 0
+    records: int = 0
+    failed_records: int = 0
+    deleted: int = 0
+
+
+@dataclass
+class SqsPoller:
+    spec: EventSourceSpec
+    clock: SimClock
+    stats: PollStats = field(default_factory=PollStats)
+    _hidden: list[tuple[float, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._sqs = boto3.client("sqs", region_name=REGION)
+
+    @staticmethod
+    def _record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+        attrs = {
+            k: {
+                "stringValue": v.get("StringValue"),
+                "binaryValue": v.get("BinaryValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": v["DataType"],
+            }
+            for k, v in (message.get("MessageAttributes") or {}).items()
+        }
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": attrs,
+            "md5OfBody": message.get("MD5OfBody"),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": REGION,
+        }
+
+    def poll_once(self) -> int:
+        """Receive one batch and invoke the function; returns the number of records delivered."""
+        response = self._sqs.receive_message(
+            QueueUrl=self.spec.queue_url,
+            MaxNumberOfMessages=min(self.spec.batch_size, 10),
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            WaitTimeSeconds=0,
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return 0
+        event = {"Records": [self._record(m, self.spec.queue_arn) for m in messages]}
+        result, errored = self.spec.function.invoke(event)
+        ids = {m["MessageId"] for m in messages}
+        if errored:
+            failed = ids  # an invocation error fails the whole batch
+        elif self.spec.report_batch_item_failures:
+            reported = {f.get("itemIdentifier") for f in (json.loads(result) or {}).get("batchItemFailures", [])}
+            # Lambda treats an empty or unknown identifier as a failure of the whole batch.
+            failed = ids if (reported - ids) else reported & ids
+        else:
+            failed = set()
+        self.stats.batches += 1
+        self.stats.records += len(messages)
+        self.stats.failed_records += len(failed)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        for start in range(0, len(done), 10):
+            chunk = done[start : start + 10]
+            self._sqs.delete_message_batch(
+                QueueUrl=self.spec.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+            )
+            self.stats.deleted += len(chunk)
+        visible_at = self.clock.now() + self.spec.visibility_timeout
+        self._hidden.extend((visible_at, m["ReceiptHandle"]) for m in messages if m["MessageId"] in failed)
+        return len(messages)
+
+    def next_visible_at(self) -> float | None:
+        return min((t for t, _ in self._hidden), default=None)
+
+    def release_due(self) -> int:
+        """Make failed messages whose (simulated) visibility timeout has passed visible again."""
+        now = self.clock.now()
+        due = [h for h in self._hidden if h[0] <= now]
+        self._hidden = [h for h in self._hidden if h[0] > now]
+        for _, handle in due:
+            self._sqs.change_message_visibility(QueueUrl=self.spec.queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
+        return len(due)
+
+    def queue_depth(self) -> int:
+        attrs = self._sqs.get_queue_attributes(
+            QueueUrl=self.spec.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+def queue_name_from_url(url: str) -> str:
+    return url.rsplit("/", 1)[-1]
+
+
+__all__ = ["ACCOUNT", "PollStats", "SqsPoller", "queue_name_from_url"]

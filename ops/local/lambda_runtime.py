@@ -1,0 +1,126 @@
+"""An in-process stand-in for the Lambda runtime.
+
+Why hand-written: moto's Lambda backend executes functions in Docker, which is not available
+here, and no maintained library runs a Python handler in-process with Lambda's contract
+(per-function environment at init, a context with a deadline, errors as
+``{"errorType", "errorMessage"}`` payloads). This module does exactly that for the handler
+code a template names, loading it from the function's own asset directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_env_lock = threading.RLock()
+_counter = itertools.count()
+
+
+@dataclass
+class FakeLambdaContext:
+    """The attributes and method Powertools and our handlers read from a Lambda context."""
+
+    function_name: str = "test-function"
+    memory_limit_in_mb: int = 512
+    timeout_seconds: float = 30.0
+    function_version: str = "$LATEST"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    clock: Callable[[], float] = time.monotonic
+    _deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._deadline = self.clock() + self.timeout_seconds
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
+
+    @property
+    def log_group_name(self) -> str:
+        return f"/aws/lambda/{self.function_name}"
+
+    @property
+    def log_stream_name(self) -> str:
+        return "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - self.clock()) * 1000))
+
+
+@contextmanager
+def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
+    """Temporarily overlay ``env`` on ``os.environ`` (serialised: the environment is process-wide)."""
+    with _env_lock:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update({k: str(v) for k, v in env.items()})
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def ensure_on_path(*directories: Path) -> None:
+    """Append layer directories to ``sys.path`` (after the venv, like /opt/python on Lambda)."""
+    for directory in directories:
+        text = str(directory)
+        if text not in sys.path:
+            sys.path.append(text)
+
+
+def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callable[[Any, Any], Any]:
+    """Import ``handler`` (``module.function``) from ``code_dir`` under ``env``, as a cold start.
+
+    Each load gets a unique module name, so two functions whose files are both ``handler.py``
+    do not collide, and a reload is a fresh cold start.
+    """
+    module_path, _, function_name = handler.rpartition(".")
+    source = Path(code_dir) / (module_path.replace(".", "/") + ".py")
+    if not source.is_file():
+        raise FileNotFoundError(f"handler module {source} not found")
+    unique = f"_lambda_{next(_counter)}_{source.parent.name}_{source.stem}"
+    spec = importlib.util.spec_from_file_location(unique, source)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {source}")
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    with patched_environ(env):
+        sys.modules[unique] = module
+        spec.loader.exec_module(module)
+    fn = getattr(module, function_name, None)
+    if not callable(fn):
+        raise AttributeError(f"{source} has no callable {function_name!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The payload Lambda returns for an unhandled exception."""
+    return {
+        "errorType": type(exc).__name__,
+        "errorMessage": str(exc),
+        "stackTrace": traceback.format_tb(exc.__traceback__)[-5:],
+    }
+
+
+def invoke_json(fn: Callable[[Any, Any], Any], event: Any, context: FakeLambdaContext) -> tuple[str, bool]:
+    """Call ``fn`` like Lambda does: returns (JSON result, errored)."""
+    try:
+        result = fn(event, context)
+        return json.dumps(result, default=str), False
+    except Exception as exc:  # a Lambda handler's exception becomes an error payload
+        return json.dumps(error_payload(exc)), True

@@ -1,0 +1,224 @@
+"""``ops local run``: synthesize, deploy the template into moto, push orders through, report.
+
+Everything runs in this process against moto (``mock_aws``): no request leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import types
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+
+from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
+from ops.local.clock import SimClock
+from ops.local.deploy import LocalDeployment
+from ops.local.event_sources import SqsPoller
+from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
+from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
+from ops.local.template import REGION, CloudAssembly
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUTDIR = REPO_ROOT / ".build" / "local.out"
+FAKE_ENV = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    orders: int = 20
+    seed: int = 7
+    mix: OrderMix = field(default_factory=OrderMix)
+    stage: str = "dev"
+    timeout_seconds: float = 300.0
+    assembly_dir: Path | None = None  # reuse an existing cdk.out instead of synthesizing
+    echo_logs: bool = False
+
+
+def synthesize(outdir: Path, stage: str) -> CloudAssembly:
+    """Synthesize the CDK app (checks and cdk-nag included) into ``outdir``."""
+    from stacks.app_builder import STACK_NAME, build_app
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    # The CLI sets this context; without it the template carries no asset paths.
+    app = build_app(context={"stage": stage, "aws:cdk:enable-asset-metadata": True}, outdir=str(outdir))
+    app.synth()
+    return CloudAssembly(outdir, f"{STACK_NAME}-{stage}")
+
+
+@contextmanager
+def local_aws(clock: SimClock) -> Iterator[None]:
+    """moto in-process with Step Functions executing the real ASL; retry waits take simulated time."""
+    from moto import mock_aws
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    shim = types.SimpleNamespace(sleep=clock.advance, time=time.time, monotonic=time.monotonic)
+    # moto logs every caught task failure at ERROR; those are the saga's expected business paths.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    with ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
+        stack.enter_context(mock.patch.dict(os.environ, FAKE_ENV))
+        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
+        yield
+
+
+class PipelineRun:
+    """One local run: deployment, pollers, the loop that drains them, and the report."""
+
+    def __init__(self, assembly: CloudAssembly, options: RunOptions, clock: SimClock) -> None:
+        self.options = options
+        self.clock = clock
+        self.capture = LineCapture(echo=sys.stderr if options.echo_logs else None)
+        self.deployment = LocalDeployment(assembly, self.clock, self.capture).deploy()
+        self.pollers = [SqsPoller(spec, self.clock) for spec in self.deployment.event_sources]
+        self.orders_table = self.deployment.table("OrdersTable")
+        self.inventory_table = self.deployment.table("InventoryTable")
+        self.ledger_table = self.deployment.table("SandboxLedgerTable")
+        self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
+        self.submitted: list[tuple[dict[str, Any], str | None]] = []
+
+    def seed_inventory(self) -> None:
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        for sku in STOCKED_SKUS:
+            ddb.put_item(TableName=self.inventory_table, Item={"pk": {"S": f"sku#{sku}"}, "available": {"N": str(INITIAL_STOCK)}})
+
+    def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
+        """Send orders to the orders queue like a producer would (correlation ID as a message attribute)."""
+        sqs = boto3.client("sqs", region_name=REGION)
+        queue_url = self.pollers[0].spec.queue_url
+        for start in range(0, len(orders), 10):
+            entries = []
+            for i, (order, cid) in enumerate(orders[start : start + 10]):
+                entry: dict[str, Any] = {"Id": str(i), "MessageBody": json.dumps(order)}
+                if cid:
+                    entry["MessageAttributes"] = {"correlation_id": {"DataType": "String", "StringValue": cid}}
+                entries.append(entry)
+            sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        self.submitted.extend(orders)
+
+    def _running_executions(self) -> int:
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")
+        return sum(len(p["executions"]) for p in pages)
+
+    def drain(self) -> None:
+        """Poll until queues are empty and no execution runs; advance simulated time when idle."""
+        deadline = time.monotonic() + self.options.timeout_seconds
+        while time.monotonic() < deadline:
+            if sum(p.poll_once() for p in self.pollers):
+                continue
+            if sum(p.release_due() for p in self.pollers):
+                continue
+            if self._running_executions():
+                time.sleep(0.02)
+                continue
+            upcoming = [t for p in self.pollers if (t := p.next_visible_at()) is not None]
+            if upcoming:
+                self.clock.advance(max(0.0, min(upcoming) - self.clock.now()))
+                continue
+            if not any(p.queue_depth() for p in self.pollers):
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
+
+    def evaluate_alarms(self) -> list[str]:
+        """Emulate CloudWatch for the template's SQS depth alarms; return the alarms in ALARM."""
+        sqs = boto3.client("sqs", region_name=REGION)
+        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+        by_name = {q["name"]: q["url"] for q in self.deployment.queues.values()}
+        for name, alarm in self.deployment.alarms.items():
+            if alarm["Namespace"] != "AWS/SQS" or alarm["MetricName"] != "ApproximateNumberOfMessagesVisible":
+                continue
+            queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+            if queue not in by_name:
+                continue
+            depth = int(
+                sqs.get_queue_attributes(QueueUrl=by_name[queue], AttributeNames=["ApproximateNumberOfMessages"])[
+                    "Attributes"
+                ]["ApproximateNumberOfMessages"]
+            )
+            breaching = depth > alarm["Threshold"]
+            cloudwatch.set_alarm_state(
+                AlarmName=name,
+                StateValue="ALARM" if breaching else "OK",
+                StateReason=f"local evaluation: {queue} has {depth} visible message(s)",
+            )
+        alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
+        return sorted(a["AlarmName"] for a in alarms)
+
+    def report(self, wall_seconds: float) -> dict[str, Any]:
+        orders = order_statuses(self.orders_table)
+        submitted_ids = [o["order_id"] for o, _ in self.submitted]
+        statuses = Counter(orders.get(oid, {}).get("status", "NOT_ACCEPTED") for oid in submitted_ids)
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        executions = [
+            e for p in sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn) for e in p["executions"]
+        ]
+        logs, emf, _ = self.capture.records()
+        in_flight = sum(n for s, n in statuses.items() if s not in TERMINAL and s != "NOT_ACCEPTED")
+        return {
+            "orders": {
+                "submitted": len(submitted_ids),
+                "completed": statuses.get("COMPLETED", 0),
+                "compensated": statuses.get("COMPENSATED", 0),
+                "needs_attention": statuses.get("NEEDS_ATTENTION", 0),
+                "failed": statuses.get("NOT_ACCEPTED", 0),
+                "in_flight": in_flight,
+            },
+            "order_details": [
+                {
+                    "order_id": oid,
+                    "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
+                    "correlation_id": orders.get(oid, {}).get("correlation_id"),
+                }
+                for oid in submitted_ids
+            ],
+            "executions": dict(Counter(e["status"] for e in executions)),
+            "ledger": ledger_summary(self.ledger_table, self.inventory_table, orders),
+            "dlq": dlq_depths(self.deployment.queues, self.deployment.dlq_ids),
+            "alarms_in_alarm": self.evaluate_alarms(),
+            "logs": log_summary(logs),
+            "metrics": metric_totals(emf),
+            "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
+            "elapsed": {"wall_seconds": round(wall_seconds, 3), "simulated_seconds": round(self.clock.simulated_seconds, 3)},
+        }
+
+
+def run_local(options: RunOptions) -> dict[str, Any]:
+    """Synthesize (unless given an assembly), run ``options.orders`` orders, return the report."""
+    started = time.monotonic()
+    with mock.patch.dict(os.environ, FAKE_ENV):
+        assembly = (
+            CloudAssembly(options.assembly_dir, f"OrderPipeline-{options.stage}")
+            if options.assembly_dir
+            else synthesize(DEFAULT_OUTDIR, options.stage)
+        )
+    clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
+    with local_aws(clock):
+        run = PipelineRun(assembly, options, clock)
+        with capture_stdout(run.capture), run.deployment.lambda_routing():
+            point_powertools_loggers_at(run.capture)
+            run.seed_inventory()
+            run.submit(make_orders(options.orders, options.seed, options.mix))
+            run.drain()
+        return run.report(time.monotonic() - started)

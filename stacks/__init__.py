@@ -1,0 +1,1 @@
+"""CDK stacks: wiring only; constructs live in constructs_lib/, code in lambdas/."""

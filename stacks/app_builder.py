@@ -1,0 +1,29 @@
+"""Builds the CDK app (shared by app.py, the tests and the local runner)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import App, Aspects, Environment, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from constructs_lib.checks import ResilienceChecks
+from constructs_lib.stage import StageConfig
+from stacks.nag_suppressions import apply_suppressions
+from stacks.order_pipeline_stack import OrderPipelineStack
+
+STACK_NAME = "OrderPipeline"
+
+
+def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> App:
+    """Create the app with the order pipeline stack, checks and cdk-nag attached."""
+    app = App(context=dict(context) if context else None, outdir=outdir)
+    stage = StageConfig.from_context(app.node)
+    env = Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION"))
+    stack = OrderPipelineStack(app, f"{STACK_NAME}-{stage.name}", stage=stage, env=env)
+    apply_suppressions(stack)
+    Aspects.of(app).add(ResilienceChecks())
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+    return app

@@ -1,0 +1,478 @@
+"""Fixtures for handler tests: moto, the stack's tables, orders and events, handlers run in-process.
+
+Everything AWS goes to moto (``mock_aws``). Handlers are loaded from their own asset directory
+with ``ops.local.lambda_runtime.load_handler`` (a cold start under the function's environment).
+The sandbox provider functions that charge/refund/ship invoke with ``lambda.invoke`` are served
+by a fake Lambda client that runs the loaded sandbox handler in-process (moto's Lambda needs Docker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import io
+import itertools
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.validation import validate
+from moto import mock_aws
+
+import shared.aws
+from ops.local.lambda_runtime import FakeLambdaContext, invoke_json, load_handler
+from order_domain.model import ORDER_SCHEMA
+from order_domain.orders import OrderRepository
+from order_domain.status import OrderStatus
+
+Handler = Callable[[Any, Any], Any]
+
+ROOT = Path(__file__).resolve().parents[2]
+LAMBDAS = ROOT / "lambdas"
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/x"
+QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders"
+PAYMENT_FUNCTION = "sandbox-payment"
+CARRIER_FUNCTION = "sandbox-carrier"
+
+_ids = itertools.count(1)
+
+
+# --------------------------------------------------------------------------------------------
+# AWS: moto, tables, state machine, environment
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """Every AWS call of the test goes to moto; no cached client survives into or out of it."""
+    shared.aws.reset_clients()
+    with mock_aws():
+        yield
+    shared.aws.reset_clients()
+
+
+@dataclass(frozen=True)
+class Tables:
+    idempotency: str
+    orders: str
+    inventory: str
+    ledger: str
+
+
+def _create_table(ddb: Any, name: str, hash_key: str, range_key: str | None = None, ttl: str | None = None) -> None:
+    keys = [{"AttributeName": hash_key, "KeyType": "HASH"}]
+    attributes = [{"AttributeName": hash_key, "AttributeType": "S"}]
+    if range_key:
+        keys.append({"AttributeName": range_key, "KeyType": "RANGE"})
+        attributes.append({"AttributeName": range_key, "AttributeType": "S"})
+    ddb.create_table(TableName=name, KeySchema=keys, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST")
+    if ttl:
+        ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
+
+
+@pytest.fixture
+def tables(aws: None) -> Tables:
+    """The stack's four tables, keyed as constructs_lib/tables.py and the stack define them."""
+    names = Tables(
+        idempotency="test-idempotency",
+        orders="test-orders",
+        inventory="test-inventory",
+        ledger="test-sandbox-ledger",
+    )
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _create_table(ddb, names.idempotency, "id", ttl="expiration")
+    _create_table(ddb, names.orders, "order_id")
+    _create_table(ddb, names.inventory, "pk")
+    _create_table(ddb, names.ledger, "pk", "sk")
+    return names
+
+
+@pytest.fixture
+def state_machine(aws: None) -> str:
+    """A trivial Standard state machine for intake to start executions on; returns its ARN."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    definition = {"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}
+    return str(
+        sfn.create_state_machine(name="order-saga", definition=json.dumps(definition), roleArn=ROLE_ARN)[
+            "stateMachineArn"
+        ]
+    )
+
+
+@pytest.fixture
+def pipeline_env(tables: Tables, state_machine: str) -> dict[str, str]:
+    """Environment variables the stack gives the functions (shared/config.py names)."""
+    return {
+        "IDEMPOTENCY_TABLE_NAME": tables.idempotency,
+        "ORDERS_TABLE_NAME": tables.orders,
+        "INVENTORY_TABLE_NAME": tables.inventory,
+        "LEDGER_TABLE_NAME": tables.ledger,
+        "STATE_MACHINE_ARN": state_machine,
+        "PAYMENT_PROVIDER_FUNCTION": PAYMENT_FUNCTION,
+        "CARRIER_FUNCTION": CARRIER_FUNCTION,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Logs: Powertools Logger writes one JSON object per line to stdout
+
+
+def route_powertools_logs(stream: Any) -> None:
+    """Point every Powertools Logger handler at ``stream``.
+
+    A Powertools logger is configured once per service name and keeps the stream it was created
+    with, so a logger first built in an earlier test would still write to that test's capture.
+    """
+    for candidate in list(logging.Logger.manager.loggerDict.values()):
+        handler = getattr(candidate, "powertools_handler", None)
+        if isinstance(handler, logging.StreamHandler):
+            # Not setStream(): it flushes the old stream, which may be a capture already closed.
+            with handler.lock or contextlib.nullcontext():
+                handler.stream = stream
+
+
+class LogCapture:
+    """Captured stdout split into Logger lines and EMF metric blobs (Metrics also prints JSON)."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self._capsys = capsys
+        self.lines: list[dict[str, Any]] = []
+        self.metric_blobs: list[dict[str, Any]] = []
+
+    def read(self) -> list[dict[str, Any]]:
+        """Consume what was written so far; returns every Logger line captured in the test."""
+        for raw in self._capsys.readouterr().out.splitlines():
+            if not raw.strip():
+                continue
+            try:
+                parsed = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise AssertionError(f"stdout line is not JSON: {raw!r}") from exc
+            (self.metric_blobs if "_aws" in parsed else self.lines).append(parsed)
+        return self.lines
+
+    def find(self, message: str | None = None, **fields: Any) -> list[dict[str, Any]]:
+        """Logger lines whose message starts with ``message`` and whose fields equal ``fields``."""
+        self.read()
+        return [
+            line
+            for line in self.lines
+            if (message is None or str(line.get("message", "")).startswith(message))
+            and all(line.get(k) == v for k, v in fields.items())
+        ]
+
+    def metric_total(self, name: str) -> float:
+        """Sum of metric ``name`` over every EMF blob flushed so far."""
+        self.read()
+        total = 0.0
+        for blob in self.metric_blobs:
+            value = blob.get(name)
+            if value is None:
+                continue
+            total += sum(value) if isinstance(value, list) else value
+        return total
+
+    def assert_correlated(self) -> None:
+        """Every Logger line carries a non-empty ``correlation_id``."""
+        missing = [line for line in self.read() if not line.get("correlation_id")]
+        assert not missing, f"log lines without correlation_id: {missing}"
+
+
+@pytest.fixture
+def logs(capsys: pytest.CaptureFixture[str]) -> Iterator[LogCapture]:
+    route_powertools_logs(sys.stdout)
+    capture = LogCapture(capsys)
+    yield capture
+    capture.assert_correlated()
+
+
+# --------------------------------------------------------------------------------------------
+# Handlers
+
+
+@pytest.fixture
+def lambda_context() -> FakeLambdaContext:
+    return FakeLambdaContext(function_name="test-function", timeout_seconds=300)
+
+
+@pytest.fixture
+def load(pipeline_env: dict[str, str], logs: LogCapture) -> Callable[..., Handler]:
+    """``load("reserve_inventory", **extra_env)``: a cold start of ``lambdas/<dir>/handler.py``."""
+
+    def _load(function_dir: str, **extra_env: str) -> Handler:
+        env = {**pipeline_env, "POWERTOOLS_SERVICE_NAME": function_dir.replace("_", "-"), **extra_env}
+        handler = load_handler(LAMBDAS / function_dir, "handler.handler", env)
+        route_powertools_logs(sys.stdout)
+        return handler
+
+    return _load
+
+
+@dataclass
+class FakeLambdaClient:
+    """Stands in for ``boto3.client("lambda")``: ``invoke`` runs a loaded handler in-process.
+
+    Each invoke runs in a copy of the caller's context, as a separate function would: the
+    provider's correlation scope cannot clear the calling step's log keys.
+    """
+
+    functions: dict[str, Handler]
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    failures: list[BaseException] = field(default_factory=list)
+
+    def fail_next(self, exc: BaseException) -> None:
+        """Raise ``exc`` from the next invoke instead of running the function."""
+        self.failures.append(exc)
+
+    def invoke(self, *, FunctionName: str, Payload: bytes, InvocationType: str = "RequestResponse", **_: Any) -> Any:  # noqa: N803 - boto3 parameter names
+        event = json.loads(Payload)
+        self.calls.append((FunctionName, event))
+        if self.failures:
+            raise self.failures.pop(0)
+        function = self.functions[FunctionName]
+        context = FakeLambdaContext(function_name=FunctionName)
+        body, errored = contextvars.copy_context().run(invoke_json, function, event, context)
+        response: dict[str, Any] = {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": io.BytesIO(body.encode())}
+        if errored:
+            response["FunctionError"] = "Unhandled"
+        return response
+
+    def requests_to(self, function_name: str) -> list[dict[str, Any]]:
+        return [event for name, event in self.calls if name == function_name]
+
+
+@pytest.fixture
+def providers(load: Callable[..., Handler], monkeypatch: pytest.MonkeyPatch) -> FakeLambdaClient:
+    """The sandbox payment provider and carrier, reachable through ``shared.aws.client("lambda")``."""
+    fake = FakeLambdaClient(
+        functions={PAYMENT_FUNCTION: load("sandbox_payment"), CARRIER_FUNCTION: load("sandbox_carrier")}
+    )
+    monkeypatch.setitem(shared.aws._clients, "lambda", fake)
+    return fake
+
+
+# --------------------------------------------------------------------------------------------
+# Orders, events, saga input
+
+
+@pytest.fixture
+def order_factory() -> Callable[..., dict[str, Any]]:
+    """``order_factory(**overrides)``: a schema-valid order (validated against ORDER_SCHEMA)."""
+
+    def _make(**overrides: Any) -> dict[str, Any]:
+        order: dict[str, Any] = {
+            "order_id": f"order-{next(_ids)}-{uuid.uuid4().hex[:6]}",
+            "customer_id": "customer-1",
+            "currency": "EUR",
+            "payment_token": "tok_visa",
+            "items": [
+                {"sku": "SKU-A", "quantity": 2, "unit_price_cents": 1250},
+                {"sku": "SKU-B", "quantity": 1, "unit_price_cents": 999},
+            ],
+            "shipping_address": {
+                "name": "Ada Lovelace",
+                "line1": "1 Analytical Way",
+                "city": "London",
+                "postcode": "N1 1AA",
+                "country": "GB",
+            },
+        }
+        order.update(overrides)
+        validate(event=order, schema=ORDER_SCHEMA)
+        return order
+
+    return _make
+
+
+def make_sqs_record(
+    body: str | dict[str, Any],
+    *,
+    correlation_id: str | None = None,
+    message_id: str | None = None,
+    receive_count: int = 1,
+) -> dict[str, Any]:
+    """One record of a Lambda SQS event; a dict body is JSON-encoded."""
+    text = body if isinstance(body, str) else json.dumps(body)
+    attributes: dict[str, Any] = {}
+    if correlation_id is not None:
+        attributes["correlation_id"] = {
+            "stringValue": correlation_id,
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": "String",
+        }
+    now_ms = str(int(time.time() * 1000))
+    return {
+        "messageId": message_id or str(uuid.uuid4()),
+        "receiptHandle": f"receipt-{uuid.uuid4().hex}",
+        "body": text,
+        "attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": now_ms,
+            "SenderId": "AIDAEXAMPLE",
+            "ApproximateFirstReceiveTimestamp": now_ms,
+        },
+        "messageAttributes": attributes,
+        "md5OfBody": "0" * 32,
+        "eventSource": "aws:sqs",
+        "eventSourceARN": QUEUE_ARN,
+        "awsRegion": REGION,
+    }
+
+
+@pytest.fixture
+def sqs_record() -> Callable[..., dict[str, Any]]:
+    """``sqs_record(body, correlation_id=..., message_id=..., receive_count=...)``."""
+    return make_sqs_record
+
+
+@pytest.fixture
+def sqs_event() -> Callable[..., dict[str, Any]]:
+    """``sqs_event(*records)``: each record is a full record (from ``sqs_record``), an order dict or a raw body."""
+
+    def _event(*records: dict[str, Any] | str) -> dict[str, Any]:
+        built = [r if isinstance(r, dict) and "messageId" in r else make_sqs_record(r) for r in records]
+        return {"Records": built}
+
+    return _event
+
+
+@pytest.fixture
+def saga_input() -> Callable[..., dict[str, Any]]:
+    """``saga_input(order, correlation_id=None)``: the execution input intake starts the saga with."""
+
+    def _input(order: dict[str, Any], correlation_id: str | None = None) -> dict[str, Any]:
+        return {"order_id": order["order_id"], "correlation_id": correlation_id or str(uuid.uuid4()), "order": order}
+
+    return _input
+
+
+# --------------------------------------------------------------------------------------------
+# Table state: seeding and reading
+
+
+_FORWARD = [
+    OrderStatus.RECEIVED,
+    OrderStatus.INVENTORY_RESERVED,
+    OrderStatus.PAYMENT_CHARGED,
+    OrderStatus.SHIPPED,
+    OrderStatus.COMPLETED,
+]
+
+
+@pytest.fixture
+def orders(tables: Tables) -> OrderRepository:
+    return OrderRepository(tables.orders)
+
+
+@pytest.fixture
+def seed_order(orders: OrderRepository) -> Callable[..., dict[str, Any]]:
+    """``seed_order(order, status)``: record the order and walk it (legally) to ``status``."""
+
+    def _seed(order: dict[str, Any], status: OrderStatus = OrderStatus.RECEIVED, correlation_id: str = "seed") -> dict[str, Any]:
+        orders.create(order, correlation_id)
+        if status in _FORWARD:
+            path = _FORWARD[1 : _FORWARD.index(status) + 1]
+        else:
+            path = [OrderStatus.COMPENSATING] + ([status] if status != OrderStatus.COMPENSATING else [])
+        for step in path:
+            assert orders.transition(order["order_id"], step) == "moved"
+        return orders.get(order["order_id"])
+
+    return _seed
+
+
+@dataclass
+class Inventory:
+    table: str
+
+    def seed(self, **available: int) -> None:
+        ddb = shared.aws.client("dynamodb")
+        for sku, count in available.items():
+            ddb.put_item(TableName=self.table, Item=shared.aws.to_item({"pk": f"sku#{sku}", "available": count}))
+
+    def available(self, sku: str) -> int | None:
+        response = shared.aws.client("dynamodb").get_item(
+            TableName=self.table, Key=shared.aws.to_item({"pk": f"sku#{sku}"}), ConsistentRead=True
+        )
+        return shared.aws.from_item(response["Item"])["available"] if "Item" in response else None
+
+    def reservation(self, order_id: str) -> dict[str, Any] | None:
+        response = shared.aws.client("dynamodb").get_item(
+            TableName=self.table, Key=shared.aws.to_item({"pk": f"reservation#{order_id}"}), ConsistentRead=True
+        )
+        return shared.aws.from_item(response["Item"]) if "Item" in response else None
+
+
+@pytest.fixture
+def inventory(tables: Tables) -> Inventory:
+    return Inventory(tables.inventory)
+
+
+def scan(table: str) -> list[dict[str, Any]]:
+    ddb = shared.aws.client("dynamodb")
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = ddb.scan(**kwargs)
+        items.extend(shared.aws.from_item(i) for i in page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@dataclass
+class LedgerView:
+    """The sandbox providers' ledger: operation records and request records."""
+
+    table: str
+
+    def ops(self, provider: str | None = None) -> list[dict[str, Any]]:
+        return [i for i in scan(self.table) if i["sk"] == "op" and (provider is None or i["provider"] == provider)]
+
+    def op(self, provider: str, key: str) -> dict[str, Any] | None:
+        found = [i for i in self.ops(provider) if i["idempotency_key"] == key]
+        return found[0] if found else None
+
+    def requests(self, provider: str | None = None, key: str | None = None) -> list[dict[str, Any]]:
+        items = [i for i in scan(self.table) if i["pk"].startswith("req#")]
+        items = [i for i in items if (provider is None or i["provider"] == provider)]
+        items = [i for i in items if (key is None or i["idempotency_key"] == key)]
+        return sorted(items, key=lambda i: i["sk"])
+
+
+@pytest.fixture
+def ledger(tables: Tables) -> LedgerView:
+    return LedgerView(tables.ledger)
+
+
+@dataclass
+class IdempotencyView:
+    table: str
+
+    def records(self) -> list[dict[str, Any]]:
+        return scan(self.table)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        response = shared.aws.client("dynamodb").get_item(
+            TableName=self.table, Key=shared.aws.to_item({"id": key}), ConsistentRead=True
+        )
+        return shared.aws.from_item(response["Item"]) if "Item" in response else None
+
+    def forget(self, key: str) -> None:
+        """Delete a record: as if it expired, or the function crashed after its effect but before saving."""
+        shared.aws.client("dynamodb").delete_item(TableName=self.table, Key=shared.aws.to_item({"id": key}))
+
+
+@pytest.fixture
+def idempotency_records(tables: Tables) -> IdempotencyView:
+    return IdempotencyView(tables.idempotency)

@@ -1,0 +1,161 @@
+"""Queues, dead-letter queues, DLQ alarms and the orders event source mapping (dev template)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from constructs_lib.queue import DLQ_RETENTION, VISIBILITY_TO_TIMEOUT_RATIO
+from tests.infra.conftest import SynthResult
+
+FOURTEEN_DAYS_S = 1_209_600
+
+
+@pytest.fixture(scope="module")
+def queues(dev: SynthResult) -> dict[str, dict[str, Any]]:
+    found = dev.of_type("AWS::SQS::Queue")
+    assert len(found) >= 2, "expected at least the orders queue and its DLQ"
+    return found
+
+
+@pytest.fixture(scope="module")
+def dlq_ids(queues: dict[str, dict[str, Any]]) -> set[str]:
+    """Logical IDs that some queue's RedrivePolicy points at."""
+    ids = set()
+    for queue in queues.values():
+        redrive = queue["Properties"].get("RedrivePolicy")
+        if redrive:
+            ids.add(redrive["deadLetterTargetArn"]["Fn::GetAtt"][0])
+    assert ids, "no queue has a dead-letter queue"
+    return ids
+
+
+def test_queues_use_sqs_managed_sse(queues: dict[str, dict[str, Any]]) -> None:
+    for logical_id, queue in queues.items():
+        assert queue["Properties"].get("SqsManagedSseEnabled") is True, logical_id
+        assert "KmsMasterKeyId" not in queue["Properties"], logical_id
+
+
+def test_queues_have_policy_denying_insecure_transport(dev: SynthResult, queues: dict[str, dict[str, Any]]) -> None:
+    policies = dev.of_type("AWS::SQS::QueuePolicy").values()
+    for logical_id in queues:
+        attached = [p["Properties"] for p in policies if {"Ref": logical_id} in p["Properties"]["Queues"]]
+        assert attached, f"{logical_id} has no queue policy"
+        deny_statements = [
+            s
+            for p in attached
+            for s in p["PolicyDocument"]["Statement"]
+            if s["Effect"] == "Deny"
+            and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+            and s["Action"] == "sqs:*"
+            and s["Principal"] == {"AWS": "*"}
+            and s["Resource"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+        ]
+        assert deny_statements, f"{logical_id} does not deny non-TLS access"
+
+
+def test_queues_without_dlq_role_have_redrive_policy(
+    dev: SynthResult, queues: dict[str, dict[str, Any]], dlq_ids: set[str]
+) -> None:
+    sources = {k: v for k, v in queues.items() if k not in dlq_ids}
+    assert sources
+    for logical_id, queue in sources.items():
+        redrive = queue["Properties"].get("RedrivePolicy")
+        assert redrive, f"{logical_id} has no dead-letter queue"
+        assert redrive["maxReceiveCount"] == dev.stack.orders_queue.max_receive_count == 3
+        assert redrive["deadLetterTargetArn"]["Fn::GetAtt"][0] in queues
+
+
+def test_dlqs_retain_messages_fourteen_days(queues: dict[str, dict[str, Any]], dlq_ids: set[str]) -> None:
+    assert DLQ_RETENTION.to_seconds() == FOURTEEN_DAYS_S
+    for logical_id in dlq_ids:
+        props = queues[logical_id]["Properties"]
+        assert props["MessageRetentionPeriod"] == FOURTEEN_DAYS_S, logical_id
+        assert "RedrivePolicy" not in props, f"DLQ {logical_id} must not redrive further"
+
+
+def test_dlqs_outlive_source_queue_retention(queues: dict[str, dict[str, Any]], dlq_ids: set[str]) -> None:
+    # A message's age counts from its first enqueue: a DLQ shorter than its source would drop it early.
+    for queue in queues.values():
+        redrive = queue["Properties"].get("RedrivePolicy")
+        if redrive:
+            dlq = queues[redrive["deadLetterTargetArn"]["Fn::GetAtt"][0]]
+            assert dlq["Properties"]["MessageRetentionPeriod"] > queue["Properties"]["MessageRetentionPeriod"]
+
+
+def test_orders_queue_visibility_covers_six_intake_timeouts(dev: SynthResult) -> None:
+    queue = dev.properties(dev.logical_id(dev.stack.orders_queue.queue))
+    intake = dev.properties(dev.logical_id(dev.stack.intake.function))
+    assert intake["Timeout"] == 30
+    assert queue["VisibilityTimeout"] >= VISIBILITY_TO_TIMEOUT_RATIO * intake["Timeout"]
+    assert VISIBILITY_TO_TIMEOUT_RATIO == 6
+
+
+def test_dlq_alarms_fire_on_first_visible_message(dev: SynthResult, dlq_ids: set[str]) -> None:
+    alarms = dev.of_type("AWS::CloudWatch::Alarm")
+    topic_ref = {"Ref": dev.logical_id(dev.stack.alarm_topic)}
+    for dlq_id in dlq_ids:
+        dimension = {"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}
+        on_dlq = {k: a["Properties"] for k, a in alarms.items() if dimension in a["Properties"].get("Dimensions", [])}
+        assert len(on_dlq) == 1, f"DLQ {dlq_id} should have exactly one depth alarm, got {sorted(on_dlq)}"
+        (props,) = on_dlq.values()
+        assert props["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert props["Namespace"] == "AWS/SQS"
+        assert props["Dimensions"] == [dimension]
+        assert props["Period"] == 60
+        assert props["EvaluationPeriods"] == 1
+        assert props["Threshold"] == 0
+        assert props["ComparisonOperator"] == "GreaterThanThreshold"
+        assert props["TreatMissingData"] == "notBreaching"
+        assert props["AlarmActions"] == [topic_ref]
+        assert props["OKActions"] == [topic_ref]
+
+
+def test_dlq_alarm_matches_expected_shape(dev: SynthResult) -> None:
+    """The same contract through ``Template.has_resource_properties`` (object_like)."""
+    dlq_id = dev.logical_id(dev.stack.orders_queue.dlq)
+    dev.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": "ApproximateNumberOfMessagesVisible",
+            "Namespace": "AWS/SQS",
+            "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}],
+            "Period": 60,
+            "EvaluationPeriods": 1,
+            "Threshold": 0,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": Match.array_with([{"Ref": dev.logical_id(dev.stack.alarm_topic)}]),
+        },
+    )
+
+
+def test_alarm_topic_encrypted_with_key_cloudwatch_can_use(dev: SynthResult) -> None:
+    (key_id,) = dev.of_type("AWS::KMS::Key")
+    topic = dev.properties(dev.logical_id(dev.stack.alarm_topic))
+    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    key = dev.properties(key_id)
+    assert key["EnableKeyRotation"] is True
+    cloudwatch = [
+        s for s in key["KeyPolicy"]["Statement"] if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert cloudwatch, "CloudWatch alarms cannot publish to the topic without kms:Decrypt/GenerateDataKey*"
+    assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= {a for s in cloudwatch for a in s["Action"]}
+
+
+def test_orders_event_source_mapping_reports_batch_item_failures(dev: SynthResult) -> None:
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", 1)
+    dev.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BatchSize": 10,
+            "EventSourceArn": {"Fn::GetAtt": [dev.logical_id(dev.stack.orders_queue.queue), "Arn"]},
+            "FunctionName": {"Ref": dev.logical_id(dev.stack.intake.function)},
+        },
+    )
+    (mapping,) = dev.of_type("AWS::Lambda::EventSourceMapping").values()
+    # batch_size 10 needs no batching window; without it, Lambda polls as soon as messages arrive.
+    assert "MaximumBatchingWindowInSeconds" not in mapping["Properties"]
