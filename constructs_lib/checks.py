@@ -24,7 +24,10 @@ SQS_DEFAULT_VISIBILITY_SECONDS = 30
 LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3
 
 MISSING_DLQ = "ResilienceChecks: queue has no dead-letter queue (RedrivePolicy)"
-MISSING_ALARM = "ResilienceChecks: dead-letter queue has no ApproximateNumberOfMessagesVisible > 0 alarm"
+MISSING_ALARM = (
+    "ResilienceChecks: dead-letter queue has no alarm on ApproximateNumberOfMessagesVisible > 0 "
+    "within 60 s that notifies someone"
+)
 SHORT_VISIBILITY = "ResilienceChecks: visibility timeout is below 6x the consuming function's timeout"
 
 
@@ -84,7 +87,12 @@ class ResilienceChecks:
         for alarm in alarms:
             if alarm.metric_name != "ApproximateNumberOfMessagesVisible" or alarm.namespace != "AWS/SQS":
                 continue
-            if alarm.comparison_operator not in ("GreaterThanThreshold", "GreaterThanOrEqualToThreshold"):
+            threshold = stack.resolve(alarm.threshold)
+            period = stack.resolve(alarm.period)
+            fires_on_first_message = (alarm.comparison_operator == "GreaterThanThreshold" and threshold == 0) or (
+                alarm.comparison_operator == "GreaterThanOrEqualToThreshold" and threshold == 1
+            )
+            if not fires_on_first_message or period is None or int(period) > 60 or not alarm.alarm_actions:
                 continue
             for dim in stack.resolve(alarm.dimensions) or []:
                 if _get(dim, "name") == "QueueName":

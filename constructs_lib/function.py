@@ -79,11 +79,12 @@ class PipelineFunction(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: PipelineFunctionProps) -> None:
         super().__init__(scope, construct_id)
         self.timeout = props.timeout
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=props.log_retention, removal_policy=props.removal_policy
-        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=props.log_retention, removal_policy=props.removal_policy)
         self.role = iam.Role(
-            self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"{props.service_name} execution role"
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{props.service_name} execution role",
         )
         self.log_group.grant_write(self.role)
         env = {

@@ -8,6 +8,8 @@ on our CI and dev machines. Our layer contents are pure Python, so we stage them
   the tests ran against (pinned in ``lambdas/requirements.txt``).
 - :class:`SourceTreeLayer` copies local source packages (e.g. ``lambdas/shared``).
 
+Staging directories are content-addressed (``.build/layers/<id>-<sha256 prefix>``) and written
+atomically, so parallel synths (pytest-xdist, CI) never see a half-written layer.
 Only pure-Python distributions are accepted: a compiled extension would be built for the synth
 machine, not for Lambda, so it is rejected at synth time.
 """
@@ -15,8 +17,10 @@ machine, not for Lambda, so it is rejected at synth time.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -38,12 +42,28 @@ def _wanted(path: Path) -> bool:
     return path.suffix not in _IGNORED_SUFFIXES and not any(p in _IGNORED_PARTS for p in path.parts)
 
 
-def _fresh_dir(name: str) -> Path:
-    target = _staging_root() / name
-    if target.exists():
-        shutil.rmtree(target)
-    (target / "python").mkdir(parents=True)
-    return target
+def _stage(name: str, files: Iterable[tuple[Path, Path]]) -> tuple[Path, str]:
+    """Copy ``(source, path inside python/)`` pairs into a content-addressed layer directory."""
+    pairs = sorted(files, key=lambda pair: str(pair[1]))
+    digest = hashlib.sha256()
+    for src, rel in pairs:
+        digest.update(str(rel).encode())
+        digest.update(src.read_bytes())
+    hexdigest = digest.hexdigest()
+    target = _staging_root() / f"{name}-{hexdigest[:16]}"
+    if target.is_dir():
+        return target, hexdigest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    for src, rel in pairs:
+        dest = tmp / "python" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another synth staged the same content first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target, hexdigest
 
 
 @dataclass(frozen=True)
@@ -73,8 +93,8 @@ class PythonPackagesLayer(Construct):
         super().__init__(scope, construct_id)
         if not props.distributions:
             raise ValueError("PythonPackagesLayer needs at least one distribution")
-        target = _fresh_dir(construct_id)
         self.versions: dict[str, str] = {}
+        files: list[tuple[Path, Path]] = []
         for name in props.distributions:
             try:
                 dist = metadata.distribution(name)
@@ -85,15 +105,15 @@ class PythonPackagesLayer(Construct):
                 ) from exc
             self.versions[name] = dist.version
             for rel in dist.files or ():
-                src = Path(str(dist.locate_file(rel)))
                 rel_path = Path(str(rel))
                 if rel_path.is_absolute() or ".." in rel_path.parts or not _wanted(rel_path):
                     continue  # console scripts and caches are not layer content
                 if rel_path.suffix in _COMPILED_SUFFIXES:
-                    raise ValueError(f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker")
-                dest = target / "python" / rel_path
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dest)
+                    raise ValueError(
+                        f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker"
+                    )
+                files.append((Path(str(dist.locate_file(rel))), rel_path))
+        target, _ = _stage(construct_id, files)
         description = props.description or ", ".join(f"{k}=={v}" for k, v in sorted(self.versions.items()))
         self.layer = lambda_.LayerVersion(
             self,
@@ -127,22 +147,15 @@ class SourceTreeLayer(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: SourceTreeLayerProps) -> None:
         super().__init__(scope, construct_id)
-        target = _fresh_dir(construct_id)
-        digest = hashlib.sha256()
-        for package in props.packages:
-            package = Path(package)
+        files: list[tuple[Path, Path]] = []
+        for package in map(Path, props.packages):
             if not (package / "__init__.py").is_file():
                 raise ValueError(f"{package} is not a Python package (no __init__.py)")
-            for src in sorted(package.rglob("*")):
+            for src in package.rglob("*"):
                 rel = src.relative_to(package.parent)
-                if src.is_dir() or not _wanted(rel):
-                    continue
-                dest = target / "python" / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dest)
-                digest.update(str(rel).encode())
-                digest.update(src.read_bytes())
-        self.digest = digest.hexdigest()
+                if src.is_file() and _wanted(rel):
+                    files.append((src, rel))
+        target, self.digest = _stage(construct_id, files)
         self.layer = lambda_.LayerVersion(
             self, "Layer", code=lambda_.Code.from_asset(str(target)), description=props.description[:256]
         )

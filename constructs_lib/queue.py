@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_lambda as lambda_
@@ -35,6 +35,8 @@ class ResilientQueueProps:
         batch_size: event source batch size; default 10.
         max_batching_window: default none (0 s).
         max_concurrency: event source maximum concurrency (2..1000); default unset.
+        removal_policy: for both queues; default DESTROY (prod passes RETAIN so a stack
+            delete never drops failed messages).
     """
 
     alarm_topic: sns.ITopic
@@ -46,6 +48,7 @@ class ResilientQueueProps:
     batch_size: int = 10
     max_batching_window: Duration | None = None
     max_concurrency: int | None = None
+    removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
 
     def __post_init__(self) -> None:
         if (self.consumer is None) != (self.consumer_timeout is None):
@@ -54,8 +57,8 @@ class ResilientQueueProps:
             raise ValueError(f"max_receive_count must be within 1..1000, got {self.max_receive_count}")
         if not 1 <= self.batch_size <= 10000:
             raise ValueError(f"batch_size must be within 1..10000, got {self.batch_size}")
-        if self.batch_size > 10 and self.max_batching_window is None:
-            raise ValueError("batch_size above 10 needs max_batching_window (SQS event source rule)")
+        if self.batch_size > 10 and (self.max_batching_window is None or self.max_batching_window.to_seconds() < 1):
+            raise ValueError("batch_size above 10 needs max_batching_window of at least 1 s (SQS event source rule)")
         if self.max_concurrency is not None and not 2 <= self.max_concurrency <= 1000:
             raise ValueError("max_concurrency must be within 2..1000")
         if self.consumer_timeout is not None and self.visibility_timeout is not None:
@@ -98,6 +101,7 @@ class ResilientQueue(Construct):
             retention_period=DLQ_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
+            removal_policy=props.removal_policy,
         )
         self.queue = sqs.Queue(
             self,
@@ -107,11 +111,12 @@ class ResilientQueue(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=props.max_receive_count),
+            removal_policy=props.removal_policy,
         )
         self.dlq_alarm = cloudwatch.Alarm(
             self,
             "DlqDepthAlarm",
-            alarm_description=f"{construct_id}: messages in the dead-letter queue (every one is a failed business operation)",
+            alarm_description=f"{construct_id}: messages in the DLQ (each is a failed business operation)",
             metric=self.dlq.metric_approximate_number_of_messages_visible(
                 period=Duration.minutes(1), statistic="Maximum"
             ),

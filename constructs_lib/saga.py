@@ -109,7 +109,7 @@ class OrderSaga(Construct):
         budget = (
             3 * props.forward_retry.worst_case_seconds(step_s)
             + 2 * props.compensation_retry.worst_case_seconds(step_s)
-            + 2 * step_s * 4  # finalize steps (and their service retries)
+            + props.forward_retry.worst_case_seconds(step_s)  # the one Mark* step that runs
         )
         self.timeout = Duration.seconds(int(budget) + 60)
 

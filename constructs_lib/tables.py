@@ -51,9 +51,7 @@ class DataTable(Construct):
             "Table",
             partition_key=dynamodb.Attribute(name=props.partition_key, type=dynamodb.AttributeType.STRING),
             sort_key=(
-                dynamodb.Attribute(name=props.sort_key, type=dynamodb.AttributeType.STRING)
-                if props.sort_key
-                else None
+                dynamodb.Attribute(name=props.sort_key, type=dynamodb.AttributeType.STRING) if props.sort_key else None
             ),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(

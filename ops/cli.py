@@ -56,7 +56,8 @@ def _print_summary(report: dict[str, Any]) -> None:
     ledger = report["ledger"]
     print(
         f"sandbox ledger: {ledger['charges']} charges, {ledger['refunds']} refunds, {ledger['shipments']} shipments, "
-        f"{ledger['duplicate_charges']} duplicate charges, {ledger['reservations_outstanding']} reservations outstanding"
+        f"{ledger['duplicate_charges']} duplicate charges, "
+        f"{ledger['reservations_outstanding']} reservations outstanding"
     )
     print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
     logs = report["logs"]
@@ -74,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = RunOptions(
             orders=args.orders,
             seed=args.seed,
-            mix=OrderMix(decline_rate=args.decline_rate, ship_fail_rate=args.ship_fail_rate, out_of_stock_rate=args.out_of_stock_rate),
+            mix=OrderMix(
+                decline_rate=args.decline_rate,
+                ship_fail_rate=args.ship_fail_rate,
+                out_of_stock_rate=args.out_of_stock_rate,
+            ),
             stage=args.stage,
             timeout_seconds=args.timeout,
             assembly_dir=args.assembly,

@@ -46,9 +46,13 @@ class OrderPipelineStack(Stack):
         # Tables.
         table_opts: dict[str, Any] = {"removal_policy": removal, "deletion_protection": stage.deletion_protection}
         self.idempotency_table = IdempotencyTable(self, "IdempotencyTable", **table_opts).table
-        self.orders_table = DataTable(self, "OrdersTable", props=DataTableProps(partition_key="order_id", **table_opts)).table
+        self.orders_table = DataTable(
+            self, "OrdersTable", props=DataTableProps(partition_key="order_id", **table_opts)
+        ).table
         self.inventory_table = DataTable(self, "InventoryTable", props=DataTableProps(**table_opts)).table
-        self.ledger_table = DataTable(self, "SandboxLedgerTable", props=DataTableProps(sort_key="sk", **table_opts)).table
+        self.ledger_table = DataTable(
+            self, "SandboxLedgerTable", props=DataTableProps(sort_key="sk", **table_opts)
+        ).table
 
         # Layers: Powertools (the version the tests use) and our shared code.
         powertools = PythonPackagesLayer(
@@ -123,7 +127,10 @@ class OrderPipelineStack(Stack):
         )
 
         self.intake = function(
-            "Intake", "intake", {**base_env, "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn}, INTAKE_TIMEOUT
+            "Intake",
+            "intake",
+            {**base_env, "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn},
+            INTAKE_TIMEOUT,
         )
         self.idempotency_table.grant(self.intake.function, *DDB_ITEM_RW)
         self.orders_table.grant(self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem")
@@ -138,6 +145,7 @@ class OrderPipelineStack(Stack):
                 consumer_timeout=INTAKE_TIMEOUT,
                 max_receive_count=3,
                 batch_size=10,
+                removal_policy=removal,
             ),
         )
 

@@ -3,4 +3,8 @@
 from order_domain.wiring import payment_service
 from shared.step import build_step_handler
 
-handler = build_step_handler("charge-payment", lambda settings: payment_service(settings).charge, required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "PAYMENT_PROVIDER_FUNCTION"))
+handler = build_step_handler(
+    "charge-payment",
+    lambda settings: payment_service(settings).charge,
+    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "PAYMENT_PROVIDER_FUNCTION"),
+)

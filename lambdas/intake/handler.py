@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from order_domain.model import parse_order
 from order_domain.wiring import intake_service
 from shared.batch import process_sqs_batch
 from shared.config import Settings
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 settings = Settings.from_env(required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "STATE_MACHINE_ARN"))
 logger = Logger()

@@ -100,7 +100,10 @@ class InventoryService:
                 try:
                     client("dynamodb").put_item(
                         TableName=self.table_name,
-                        Item={**reservation_key(order_id), **to_item({"status": RELEASED, "order_id": order_id, "items": {}})},
+                        Item={
+                            **reservation_key(order_id),
+                            **to_item({"status": RELEASED, "order_id": order_id, "items": {}}),
+                        },
                         ConditionExpression="attribute_not_exists(pk)",
                     )
                     return {"status": "nothing_reserved"}

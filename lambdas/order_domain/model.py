@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools.utilities.validation import SchemaValidationError, validate
-
 from shared.exceptions import InvalidOrder
 
 ORDER_SCHEMA: dict[str, Any] = {
@@ -58,6 +56,9 @@ def parse_order(body: str | bytes | None) -> dict[str, Any]:
         order = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidOrder(f"body is not valid JSON: {exc}") from exc
+    # Imported on first use: fastjsonschema is not needed to import the handler (cold start).
+    from aws_lambda_powertools.utilities.validation import SchemaValidationError, validate
+
     try:
         validate(event=order, schema=ORDER_SCHEMA)
     except SchemaValidationError as exc:

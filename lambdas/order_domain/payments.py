@@ -37,7 +37,9 @@ class PaymentService:
             }
         )
         if result.get("status") != "captured":
-            raise PaymentDeclined(f"order {order_id}: payment {result.get('status')} ({result.get('reason', 'no reason')})")
+            raise PaymentDeclined(
+                f"order {order_id}: payment {result.get('status')} ({result.get('reason', 'no reason')})"
+            )
         self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED)
         return {"status": "captured", "payment_id": result["payment_id"], "amount_cents": result["amount_cents"]}
 

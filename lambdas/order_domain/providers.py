@@ -28,7 +28,9 @@ class ProviderClient:
         except (ClientError, BotoCoreError, json.JSONDecodeError) as exc:
             raise ProviderUnavailable(f"{self.function_name} call failed: {exc}") from exc
         if response.get("FunctionError"):
-            raise ProviderUnavailable(f"{self.function_name} failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
+            raise ProviderUnavailable(
+                f"{self.function_name} failed: {payload.get('errorType')}: {payload.get('errorMessage')}"
+            )
         if payload.get("status") == "error":
             if payload.get("error") == "idempotency_key_reused":
                 raise PayloadMismatch(f"provider rejected reuse of key {request.get('idempotency_key')}")

@@ -3,4 +3,8 @@
 from order_domain.wiring import inventory_service
 from shared.step import build_step_handler
 
-handler = build_step_handler("reserve-inventory", lambda settings: inventory_service(settings).reserve, required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "INVENTORY_TABLE_NAME"))
+handler = build_step_handler(
+    "reserve-inventory",
+    lambda settings: inventory_service(settings).reserve,
+    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "INVENTORY_TABLE_NAME"),
+)

@@ -26,8 +26,10 @@ def _charge(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
         "payment_id": f"pay_{uuid.uuid4().hex[:16]}",
     }
     stored, created = ledger.put_op(PROVIDER, request["idempotency_key"], op)
-    if not created and stored.get("action") == "charge" and (
-        stored.get("order_id") != op["order_id"] or stored.get("amount_cents") != op["amount_cents"]
+    if (
+        not created
+        and stored.get("action") == "charge"
+        and (stored.get("order_id") != op["order_id"] or stored.get("amount_cents") != op["amount_cents"])
     ):
         return {"status": "error", "error": "idempotency_key_reused"}, True
     return stored, not created
@@ -43,16 +45,26 @@ def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
         # Never charged (or the charge is still in flight): cancel the charge key first, so a
         # late charge with that key is answered "cancelled" instead of moving money.
         _, created = ledger.put_op(
-            PROVIDER, charge_key, {"action": "charge", "order_id": request.get("order_id"), "status": "cancelled", "amount_cents": 0}
+            PROVIDER,
+            charge_key,
+            {"action": "charge", "order_id": request.get("order_id"), "status": "cancelled", "amount_cents": 0},
         )
         if not created:
             charge = ledger.get_op(PROVIDER, charge_key)
     if charge is None or charge.get("status") != "captured":
         stored, created = ledger.put_op(
-            PROVIDER, refund_key, {"action": "refund", "order_id": request.get("order_id"), "status": "nothing_to_refund", "amount_cents": 0}
+            PROVIDER,
+            refund_key,
+            {"action": "refund", "order_id": request.get("order_id"), "status": "nothing_to_refund", "amount_cents": 0},
         )
         return stored, not created
-    refund = {"action": "refund", "order_id": charge.get("order_id"), "status": "refunded", "amount_cents": charge["amount_cents"], "charge_key": charge_key}
+    refund = {
+        "action": "refund",
+        "order_id": charge.get("order_id"),
+        "status": "refunded",
+        "amount_cents": charge["amount_cents"],
+        "charge_key": charge_key,
+    }
     try:
         client("dynamodb").transact_write_items(
             TransactItems=[

@@ -20,5 +20,13 @@ ledger = Ledger(settings.ledger_table or "")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with correlation_scope(logger, from_payload(event)):
         result = carrier.handle(event, ledger)
-        logger.info("carrier request", extra={"action": event.get("action"), "idempotency_key": event.get("idempotency_key"), "status": result.get("status"), "deduplicated": result.get("deduplicated")})
+        logger.info(
+            "carrier request",
+            extra={
+                "action": event.get("action"),
+                "idempotency_key": event.get("idempotency_key"),
+                "status": result.get("status"),
+                "deduplicated": result.get("deduplicated"),
+            },
+        )
         return result

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -15,6 +17,35 @@ from shared.exceptions import classify
 
 RecordHandler = Callable[[SQSRecord, str], Any]
 
+#: Records of one batch processed at once. A standard queue promises no order, so records may
+#: run concurrently; with N AWS round trips per record the batch takes ~N round trips, not 10 x N.
+DEFAULT_CONCURRENCY = 10
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=DEFAULT_CONCURRENCY, thread_name_prefix="record")
+        return _pool
+
+
+class ConcurrentBatchProcessor(BatchProcessor):
+    """Powertools' BatchProcessor, with the records of a batch processed on a thread pool.
+
+    Why: Powertools runs records one after another (its async processor needs async handlers,
+    and boto3 is synchronous). Everything else - partial responses, failure collection, the
+    all-failed behaviour - is Powertools' own.
+    """
+
+    def process(self) -> list[tuple[Any, ...]]:
+        if len(self.records) <= 1:
+            return super().process()
+        return list(_executor().map(self._process_record, self.records))
+
 
 def process_sqs_batch(
     event: dict[str, Any],
@@ -23,14 +54,14 @@ def process_sqs_batch(
     *,
     logger: Logger,
 ) -> dict[str, Any]:
-    """Run ``record_handler(record, correlation_id)`` for each record; report failures only.
+    """Run ``record_handler(record, correlation_id)`` for each record (concurrently); report failures only.
 
     Each record runs in its own correlation scope: its ID comes from the ``correlation_id``
     message attribute, or is minted here (the entry point) when absent. A failing record is
     logged with its category and correlation ID and reported in ``batchItemFailures``; a
     batch where every record fails reports every record (no exception, so nothing else is retried).
     """
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
     def handle(record: SQSRecord) -> Any:
         with correlation_scope(logger, from_sqs_record(record.raw_event)) as cid:
@@ -48,4 +79,4 @@ def process_sqs_batch(
                 )
                 raise
 
-    return process_partial_response(event=event, record_handler=handle, processor=processor, context=context)
+    return dict(process_partial_response(event=event, record_handler=handle, processor=processor, context=context))

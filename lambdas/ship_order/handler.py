@@ -3,4 +3,8 @@
 from order_domain.wiring import shipping_service
 from shared.step import build_step_handler
 
-handler = build_step_handler("ship-order", lambda settings: shipping_service(settings).ship, required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "CARRIER_FUNCTION"))
+handler = build_step_handler(
+    "ship-order",
+    lambda settings: shipping_service(settings).ship,
+    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "CARRIER_FUNCTION"),
+)

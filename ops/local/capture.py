@@ -73,7 +73,7 @@ def _powertools_handlers() -> Iterator[logging.StreamHandler[Any]]:
                 yield handler
 
 
-def point_powertools_loggers_at(stream: TextIO) -> None:
+def point_powertools_loggers_at(stream: TextIO | io.TextIOBase) -> None:
     """Re-point every Powertools logger handler created so far at ``stream``."""
     for handler in _powertools_handlers():
         handler.setStream(stream)
@@ -83,7 +83,7 @@ def point_powertools_loggers_at(stream: TextIO) -> None:
 def capture_stdout(capture: LineCapture) -> Iterator[LineCapture]:
     """Send ``sys.stdout`` (EMF prints, new Powertools loggers) to ``capture`` until exit."""
     saved = sys.stdout
-    sys.stdout = capture  # type: ignore[assignment]
+    sys.stdout = capture
     try:
         yield capture
     finally:

@@ -341,7 +341,11 @@ class LocalDeployment:
         def invoke_in_process(fn_self: Any, event: Any = None) -> tuple[str, bool, str]:
             target = deployment.functions.get(fn_self.function_name)
             if target is None:
-                return json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": fn_self.function_name}), True, ""
+                return (
+                    json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": fn_self.function_name}),
+                    True,
+                    "",
+                )
             if isinstance(event, (str, bytes)):
                 event = json.loads(event or "{}")
             result, errored = target.invoke(event)

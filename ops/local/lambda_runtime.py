@@ -105,7 +105,7 @@ def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callab
     fn = getattr(module, function_name, None)
     if not callable(fn):
         raise AttributeError(f"{source} has no callable {function_name!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:

@@ -55,8 +55,16 @@ def make_orders(count: int, seed: int, mix: OrderMix) -> list[tuple[dict[str, An
             "currency": "EUR",
             "payment_token": token,
             "items": items,
-            "shipping_address": {"name": "A. Customer", "line1": "1 Main St", "city": "Berlin", "postcode": "10115", "country": country},
+            "shipping_address": {
+                "name": "A. Customer",
+                "line1": "1 Main St",
+                "city": "Berlin",
+                "postcode": "10115",
+                "country": country,
+            },
         }
-        correlation_id = None if rng.random() < mix.missing_correlation_rate else f"cid-{seed}-{i:05d}-{rng.getrandbits(32):08x}"
+        correlation_id = (
+            None if rng.random() < mix.missing_correlation_rate else f"cid-{seed}-{i:05d}-{rng.getrandbits(32):08x}"
+        )
         out.append((order, correlation_id))
     return out

@@ -48,7 +48,9 @@ def ledger_summary(ledger_table: str, inventory_table: str, orders: dict[str, di
             shipped[oid] += 1
     reservations = [i for i in scan_all(inventory_table) if str(i.get("pk", "")).startswith("reservation#")]
     outstanding = [
-        r for r in reservations if r.get("status") == "RESERVED" and orders.get(str(r.get("order_id")), {}).get("status") != "COMPLETED"
+        r
+        for r in reservations
+        if r.get("status") == "RESERVED" and orders.get(str(r.get("order_id")), {}).get("status") != "COMPLETED"
     ]
     return {
         "charges": sum(captured.values()),
@@ -74,9 +76,12 @@ def dlq_depths(queues: dict[str, dict[str, str]], dlq_ids: set[str]) -> dict[str
     out = {}
     for lid in sorted(dlq_ids):
         attrs = sqs.get_queue_attributes(
-            QueueUrl=queues[lid]["url"], AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+            QueueUrl=queues[lid]["url"],
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
-        out[queues[lid]["name"]] = int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+        out[queues[lid]["name"]] = int(attrs["ApproximateNumberOfMessages"]) + int(
+            attrs["ApproximateNumberOfMessagesNotVisible"]
+        )
     return out
 
 

@@ -26,6 +26,7 @@ from ops.local.capture import LineCapture, capture_stdout, point_powertools_logg
 from ops.local.clock import SimClock
 from ops.local.deploy import LocalDeployment
 from ops.local.event_sources import SqsPoller
+from ops.local.moto_patches import atomic_dynamodb
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
 from ops.local.template import REGION, CloudAssembly
@@ -58,9 +59,18 @@ def synthesize(outdir: Path, stage: str) -> CloudAssembly:
     from stacks.app_builder import STACK_NAME, build_app
 
     outdir.mkdir(parents=True, exist_ok=True)
-    # The CLI sets this context; without it the template carries no asset paths.
-    app = build_app(context={"stage": stage, "aws:cdk:enable-asset-metadata": True}, outdir=str(outdir))
-    app.synth()
+    context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
+    # The CLI sets asset metadata; without it the template carries no asset paths.
+    context.update({"stage": stage, "aws:cdk:enable-asset-metadata": True})
+    cloud_assembly = build_app(context=context, outdir=str(outdir)).synth()
+    errors = [
+        f"{message.id}: {message.entry.data}"
+        for stack in cloud_assembly.stacks
+        for message in stack.messages
+        if str(message.level.value).lower() == "error"
+    ]
+    if errors:  # what `cdk synth` refuses, we refuse too (ResilienceChecks findings)
+        raise RuntimeError("synth reported errors:\n" + "\n".join(errors))
     return CloudAssembly(outdir, f"{STACK_NAME}-{stage}")
 
 
@@ -79,6 +89,7 @@ def local_aws(clock: SimClock) -> Iterator[None]:
         stack.enter_context(mock.patch.dict(os.environ, FAKE_ENV))
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
+        stack.enter_context(atomic_dynamodb())
         yield
 
 
@@ -100,7 +111,9 @@ class PipelineRun:
     def seed_inventory(self) -> None:
         ddb = boto3.client("dynamodb", region_name=REGION)
         for sku in STOCKED_SKUS:
-            ddb.put_item(TableName=self.inventory_table, Item={"pk": {"S": f"sku#{sku}"}, "available": {"N": str(INITIAL_STOCK)}})
+            ddb.put_item(
+                TableName=self.inventory_table, Item={"pk": {"S": f"sku#{sku}"}, "available": {"N": str(INITIAL_STOCK)}}
+            )
 
     def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
         """Send orders to the orders queue like a producer would (correlation ID as a message attribute)."""
@@ -118,7 +131,9 @@ class PipelineRun:
 
     def _running_executions(self) -> int:
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn, statusFilter="RUNNING")
+        pages = sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
+        )
         return sum(len(p["executions"]) for p in pages)
 
     def drain(self) -> None:
@@ -172,7 +187,9 @@ class PipelineRun:
         statuses = Counter(orders.get(oid, {}).get("status", "NOT_ACCEPTED") for oid in submitted_ids)
         sfn = boto3.client("stepfunctions", region_name=REGION)
         executions = [
-            e for p in sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn) for e in p["executions"]
+            e
+            for p in sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn)
+            for e in p["executions"]
         ]
         logs, emf, _ = self.capture.records()
         in_flight = sum(n for s, n in statuses.items() if s not in TERMINAL and s != "NOT_ACCEPTED")
@@ -200,7 +217,10 @@ class PipelineRun:
             "logs": log_summary(logs),
             "metrics": metric_totals(emf),
             "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
-            "elapsed": {"wall_seconds": round(wall_seconds, 3), "simulated_seconds": round(self.clock.simulated_seconds, 3)},
+            "elapsed": {
+                "wall_seconds": round(wall_seconds, 3),
+                "simulated_seconds": round(self.clock.simulated_seconds, 3),
+            },
         }
 
 

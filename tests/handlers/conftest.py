@@ -126,18 +126,32 @@ def pipeline_env(tables: Tables, state_machine: str) -> dict[str, str]:
 # Logs: Powertools Logger writes one JSON object per line to stdout
 
 
-def route_powertools_logs(stream: Any) -> None:
-    """Point every Powertools Logger handler at ``stream``.
+class _CurrentStdout:
+    """Writes to whatever ``sys.stdout`` is at write time (capsys swaps it between test phases)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+CURRENT_STDOUT = _CurrentStdout()
+
+
+def route_powertools_logs() -> None:
+    """Point every Powertools Logger handler at the current ``sys.stdout``.
 
     A Powertools logger is configured once per service name and keeps the stream it was created
-    with, so a logger first built in an earlier test would still write to that test's capture.
+    with (a previous test's capture, or this test's setup-phase capture), so it is re-pointed
+    after every handler load.
     """
     for candidate in list(logging.Logger.manager.loggerDict.values()):
         handler = getattr(candidate, "powertools_handler", None)
-        if isinstance(handler, logging.StreamHandler):
+        if isinstance(handler, logging.StreamHandler) and handler.stream is not CURRENT_STDOUT:
             # Not setStream(): it flushes the old stream, which may be a capture already closed.
             with handler.lock or contextlib.nullcontext():
-                handler.stream = stream
+                handler.stream = CURRENT_STDOUT
 
 
 class LogCapture:
@@ -189,7 +203,7 @@ class LogCapture:
 
 @pytest.fixture
 def logs(capsys: pytest.CaptureFixture[str]) -> Iterator[LogCapture]:
-    route_powertools_logs(sys.stdout)
+    route_powertools_logs()
     capture = LogCapture(capsys)
     yield capture
     capture.assert_correlated()
@@ -211,7 +225,7 @@ def load(pipeline_env: dict[str, str], logs: LogCapture) -> Callable[..., Handle
     def _load(function_dir: str, **extra_env: str) -> Handler:
         env = {**pipeline_env, "POWERTOOLS_SERVICE_NAME": function_dir.replace("_", "-"), **extra_env}
         handler = load_handler(LAMBDAS / function_dir, "handler.handler", env)
-        route_powertools_logs(sys.stdout)
+        route_powertools_logs()
         return handler
 
     return _load
@@ -233,7 +247,7 @@ class FakeLambdaClient:
         """Raise ``exc`` from the next invoke instead of running the function."""
         self.failures.append(exc)
 
-    def invoke(self, *, FunctionName: str, Payload: bytes, InvocationType: str = "RequestResponse", **_: Any) -> Any:  # noqa: N803 - boto3 parameter names
+    def invoke(self, *, FunctionName: str, Payload: bytes, InvocationType: str = "RequestResponse", **_: Any) -> Any:
         event = json.loads(Payload)
         self.calls.append((FunctionName, event))
         if self.failures:
@@ -241,7 +255,11 @@ class FakeLambdaClient:
         function = self.functions[FunctionName]
         context = FakeLambdaContext(function_name=FunctionName)
         body, errored = contextvars.copy_context().run(invoke_json, function, event, context)
-        response: dict[str, Any] = {"StatusCode": 200, "ExecutedVersion": "$LATEST", "Payload": io.BytesIO(body.encode())}
+        response: dict[str, Any] = {
+            "StatusCode": 200,
+            "ExecutedVersion": "$LATEST",
+            "Payload": io.BytesIO(body.encode()),
+        }
         if errored:
             response["FunctionError"] = "Unhandled"
         return response
@@ -378,7 +396,9 @@ def orders(tables: Tables) -> OrderRepository:
 def seed_order(orders: OrderRepository) -> Callable[..., dict[str, Any]]:
     """``seed_order(order, status)``: record the order and walk it (legally) to ``status``."""
 
-    def _seed(order: dict[str, Any], status: OrderStatus = OrderStatus.RECEIVED, correlation_id: str = "seed") -> dict[str, Any]:
+    def _seed(
+        order: dict[str, Any], status: OrderStatus = OrderStatus.RECEIVED, correlation_id: str = "seed"
+    ) -> dict[str, Any]:
         orders.create(order, correlation_id)
         if status in _FORWARD:
             path = _FORWARD[1 : _FORWARD.index(status) + 1]

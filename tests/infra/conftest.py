@@ -9,7 +9,7 @@ session (``dev`` / ``prod``) and every test reads the same ``Template``. The app
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,7 @@ class SynthResult:
         return self.template.to_json()["Resources"]
 
     def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
-        return self.template.find_resources(resource_type)
+        return {k: dict(v) for k, v in self.template.find_resources(resource_type).items()}
 
     def logical_id(self, construct: Any) -> str:
         """Logical ID of an L2's default child (or of an L1)."""
@@ -105,41 +105,39 @@ class SynthResult:
         return json.loads((self.outdir / "validation-report.json").read_text())
 
 
-@pytest.fixture(scope="session")
-def isolated_layer_staging(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Stage layer contents in a temp dir instead of the shared ``.build/layers``.
+def synth_pipeline(outdir: Path, layer_staging: Path, **context: Any) -> SynthResult:
+    """Build the app like ``cdk synth`` (cdk.json context + overrides) and synthesize it once.
 
-    ``constructs_lib.layers`` wipes and refills ``<repo>/.build/layers/<name>`` on every synth; a test
-    run must neither race with a concurrent ``cdk synth`` (or another xdist worker) nor clobber it.
-    Asset hashes depend on content only, so the templates are identical.
+    Layer contents are staged under ``layer_staging`` instead of the shared ``<repo>/.build/layers``,
+    so a test run neither races with a concurrent ``cdk synth`` / another xdist worker nor writes
+    into the working tree. Asset hashes depend on content only, so the template is the same.
     """
-    staging = tmp_path_factory.mktemp("layer-staging")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(constructs_lib.layers, "_staging_root", lambda: staging)
-        yield staging
-
-
-def synth_pipeline(outdir: Path, **context: Any) -> SynthResult:
-    """Build the app like ``cdk synth`` (cdk.json context + overrides) and synthesize it once."""
-    app = build_app(context={**CDK_JSON_CONTEXT, **context}, outdir=str(outdir))
-    stage = str(app.node.try_get_context("stage"))
-    try:
-        app.synth()  # runs ResilienceChecks and the cdk-nag validation plugin
-    except RuntimeError as exc:  # cdk-nag violations surface as "ValidationFailed: ..."
-        pytest.fail(f"synth of the {stage} app failed: {exc}")
+        mp.setattr(constructs_lib.layers, "_staging_root", lambda: layer_staging, raising=False)
+        app = build_app(context={**CDK_JSON_CONTEXT, **context}, outdir=str(outdir))
+        stage = str(app.node.try_get_context("stage"))
+        try:
+            app.synth()  # runs ResilienceChecks and the cdk-nag validation plugin
+        except RuntimeError as exc:  # cdk-nag violations surface as "ValidationFailed: ..."
+            pytest.fail(f"synth of the {stage} app failed: {exc}")
     stack = app.node.find_child(f"{STACK_NAME}-{stage}")
     assert isinstance(stack, OrderPipelineStack)
     return SynthResult(app=app, stack=stack, template=Template.from_stack(stack), outdir=outdir)
 
 
 @pytest.fixture(scope="session")
-def dev(tmp_path_factory: pytest.TempPathFactory, isolated_layer_staging: Path) -> SynthResult:
-    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), stage="dev")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), tmp_path_factory.mktemp("layers-dev"), stage="dev")
 
 
 @pytest.fixture(scope="session")
-def prod(tmp_path_factory: pytest.TempPathFactory, isolated_layer_staging: Path) -> SynthResult:
-    return synth_pipeline(tmp_path_factory.mktemp("cdk-prod"), stage="prod", alarm_email="ops@example.com")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    return synth_pipeline(
+        tmp_path_factory.mktemp("cdk-prod"),
+        tmp_path_factory.mktemp("layers-prod"),
+        stage="prod",
+        alarm_email="ops@example.com",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,63 @@
+# Two commands for a fresh machine (Python 3.11+, Node 20+, npm): `make demo` and `make test`.
+# Each sets itself up: a virtualenv from the pinned requirements, npm packages from package-lock.json.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK ?= OrderPipeline-dev
+STAGE ?= dev
+ORDERS ?= 20
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_DEPRECATED := quiet
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate nag clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt lambdas/requirements.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+setup: $(VENV)/.installed node_modules/.installed ## create the virtualenv and install pinned npm tools
+
+demo: setup ## run the whole pipeline locally on moto and print the orders
+	$(PY) -m ops local run --orders $(ORDERS)
+
+test: setup lint typecheck unit synth cfn-lint asl-validate ## every gate: lint, types, pytest, synth (+cdk-nag), cfn-lint, asl-validator
+	@echo "all gates passed"
+
+lint: setup ## ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: setup ## mypy on the app, constructs, handlers and ops
+	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas
+
+unit: setup ## pytest (infrastructure assertions, handlers on moto, end-to-end local run)
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider
+
+synth: setup ## cdk synth (fails on ResilienceChecks errors and unacknowledged cdk-nag findings)
+	npx cdk synth --quiet -c stage=$(STAGE)
+
+cfn-lint: synth ## cfn-lint on the synthesized template: 0 errors (warnings are printed)
+	@$(VENV)/bin/cfn-lint cdk.out/$(STACK).template.json; rc=$$?; \
+	  if [ $$((rc & 2)) -ne 0 ]; then echo "cfn-lint: errors found"; exit 1; fi; echo "cfn-lint: 0 errors"
+
+asl-validate: synth ## validate the state machine definition with asl-validator
+	$(PY) -m tools.export_asl cdk.out $(STACK) .build/asl
+	npx asl-validator --json-path .build/asl/*.asl.json
+
+clean: ## remove build output (keeps the virtualenv and node_modules)
+	rm -rf cdk.out .build .pytest_cache .mypy_cache .ruff_cache

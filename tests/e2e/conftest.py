@@ -1,0 +1,15 @@
+"""End-to-end fixtures: one synthesized assembly per session (synth takes ~5 s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ops.local.run import synthesize
+from ops.local.template import CloudAssembly
+
+
+@pytest.fixture(scope="session")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> CloudAssembly:
+    return synthesize(Path(tmp_path_factory.mktemp("cdk.out")), "dev")

@@ -1,0 +1,133 @@
+"""ShipOrder and FinalizeOrder saga steps, and the forward chain as Step Functions passes its state."""
+
+from __future__ import annotations
+
+import pytest
+
+from order_domain.status import OrderStatus
+from shared.exceptions import ShippingUnavailable
+
+from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture
+
+
+@pytest.fixture
+def ship(load, providers):
+    return load("ship_order")
+
+
+@pytest.fixture
+def finalize(load):
+    return load("finalize_order")
+
+
+def test_ship_to_undeliverable_country_raises_shipping_unavailable(
+    ship, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, logs: LogCapture
+):
+    order = order_factory(shipping_address={"name": "N", "line1": "L", "city": "C", "postcode": "P", "country": "ZZ"})
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+
+    with pytest.raises(ShippingUnavailable) as raised:
+        ship(saga_input(order, "cid-zz"), lambda_context)
+
+    assert type(raised.value).__name__ == "ShippingUnavailable"
+    (op,) = ledger.ops("carrier")
+    assert op["status"] == "rejected"
+    assert orders.get(order["order_id"])["status"] == OrderStatus.PAYMENT_CHARGED.value
+    (failed,) = logs.find("ship-order failed")
+    assert failed["category"] == "permanent"
+    assert failed["correlation_id"] == "cid-zz"
+
+
+def test_ship_twice_ships_once_with_one_tracking_id(
+    ship, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, logs
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+    event = saga_input(order)
+
+    first = ship(event, lambda_context)
+    second = ship(event, lambda_context)
+
+    assert first["status"] == "shipped"
+    assert first["tracking_id"].startswith("trk_")
+    assert second == first
+    (op,) = ledger.ops("carrier")
+    assert op["tracking_id"] == first["tracking_id"]
+    assert len(ledger.requests("carrier")) == 1
+    assert orders.get(order["order_id"])["status"] == OrderStatus.SHIPPED.value
+
+
+def test_finalize_moves_shipped_to_completed_and_a_repeat_is_a_no_op(
+    finalize, order_factory, saga_input, seed_order, orders, idempotency_records: IdempotencyView, lambda_context, logs
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.SHIPPED)
+    event = {**saga_input(order, "cid-final"), "outcome": "COMPLETED"}
+
+    first = finalize(event, lambda_context)
+    history = orders.get(order["order_id"])["history"]
+    second = finalize(event, lambda_context)
+
+    assert first == {"status": "COMPLETED", "transition": "moved"}
+    assert second == first
+    stored = orders.get(order["order_id"])
+    assert stored["status"] == OrderStatus.COMPLETED.value
+    assert stored["history"] == history
+    assert idempotency_records.get(f"{order['order_id']}#finalize-order-completed#attempt-1") is not None
+
+    idempotency_records.forget(f"{order['order_id']}#finalize-order-completed#attempt-1")
+    assert finalize(event, lambda_context) == {"status": "COMPLETED", "transition": "already"}
+    assert orders.get(order["order_id"])["history"] == history
+
+
+def test_finalize_accepts_the_payload_the_state_machine_sends(
+    finalize, order_factory, saga_input, seed_order, orders, lambda_context, logs
+):
+    """constructs_lib/saga.py's MarkCompleted task sends {outcome, order_id, correlation_id, state}."""
+    order = order_factory()
+    seed_order(order, OrderStatus.SHIPPED)
+    state = {
+        **saga_input(order, "cid-sfn"),
+        "reservation": {"status": "reserved", "items": {"SKU-A": 2, "SKU-B": 1}},
+        "payment": {"status": "captured", "payment_id": "pay_1", "amount_cents": 3499},
+        "shipment": {"status": "shipped", "tracking_id": "trk_1"},
+    }
+    event = {"outcome": "COMPLETED", "order_id": order["order_id"], "correlation_id": "cid-sfn", "state": state}
+
+    assert finalize(event, lambda_context)["status"] == "COMPLETED"
+    assert orders.get(order["order_id"])["status"] == OrderStatus.COMPLETED.value
+
+
+def test_forward_steps_chain_with_step_functions_state_reach_shipped(
+    load,
+    providers,
+    order_factory,
+    saga_input,
+    seed_order,
+    orders,
+    inventory: Inventory,
+    ledger: LedgerView,
+    lambda_context,
+    logs: LogCapture,
+):
+    """Each forward step receives the whole saga state (result_path appends its result)."""
+    inventory.seed(**{"SKU-A": 4, "SKU-B": 4})
+    order = order_factory()
+    seed_order(order)
+    state = saga_input(order, "cid-chain")
+
+    for function, result_key in (
+        ("reserve_inventory", "reservation"),
+        ("charge_payment", "payment"),
+        ("ship_order", "shipment"),
+    ):
+        state = {**state, result_key: load(function)(state, lambda_context)}
+
+    assert state["reservation"]["status"] == "reserved"
+    assert state["payment"]["status"] == "captured"
+    assert state["shipment"]["status"] == "shipped"
+    stored = orders.get(order["order_id"])
+    assert stored["status"] == OrderStatus.SHIPPED.value
+    assert [h["status"] for h in stored["history"]] == ["RECEIVED", "INVENTORY_RESERVED", "PAYMENT_CHARGED", "SHIPPED"]
+    assert len(ledger.ops()) == 2
+    assert {line["correlation_id"] for line in logs.read()} == {"cid-chain"}

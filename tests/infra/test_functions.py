@@ -1,0 +1,189 @@
+"""Lambda functions: shared defaults, environment wiring and least-privilege IAM (dev template)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.infra.conftest import SynthResult, as_list
+
+#: construct attribute on OrderPipelineStack -> POWERTOOLS_SERVICE_NAME
+SERVICES = {
+    "payment_provider": "sandbox-payment",
+    "carrier": "sandbox-carrier",
+    "reserve": "reserve-inventory",
+    "release": "release-inventory",
+    "charge": "charge-payment",
+    "refund": "refund-payment",
+    "ship": "ship-order",
+    "finalize": "finalize-order",
+    "intake": "intake",
+}
+
+#: Resource "*" is only acceptable for actions that support no resource-level scoping.
+UNSCOPABLE_ACTIONS = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+}
+
+
+@pytest.fixture(scope="module")
+def functions(dev: SynthResult) -> dict[str, dict[str, Any]]:
+    return dev.of_type("AWS::Lambda::Function")
+
+
+def _fn(dev: SynthResult, attr: str) -> tuple[str, dict[str, Any]]:
+    logical_id = dev.logical_id(getattr(dev.stack, attr).function)
+    return logical_id, dev.properties(logical_id)
+
+
+def test_functions_one_per_service(dev: SynthResult, functions: dict[str, dict[str, Any]]) -> None:
+    assert len(functions) == len(SERVICES)
+    for attr, service in SERVICES.items():
+        _, props = _fn(dev, attr)
+        assert props["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == service
+
+
+def test_functions_use_runtime_tracing_and_json_logs(dev: SynthResult, functions: dict[str, dict[str, Any]]) -> None:
+    log_groups = dev.of_type("AWS::Logs::LogGroup")
+    layers = {
+        dev.logical_id(child)
+        for child in dev.stack.node.find_all()
+        if getattr(child, "cfn_resource_type", None) == "AWS::Lambda::LayerVersion"
+    }
+    assert len(layers) == 2
+    for logical_id, function in functions.items():
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.14", logical_id
+        assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
+        logging = props["LoggingConfig"]
+        assert logging["LogFormat"] == "JSON", logical_id
+        assert logging["LogGroup"]["Ref"] in log_groups, logical_id
+        assert len(props["Layers"]) == 2, logical_id
+        assert {layer["Ref"] for layer in props["Layers"]} == layers, logical_id
+        env = props["Environment"]["Variables"]
+        assert env["POWERTOOLS_SERVICE_NAME"], logical_id
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "OrderPipeline", logical_id
+        assert props["Handler"] == "handler.handler", logical_id
+
+
+def test_functions_log_groups_are_distinct(functions: dict[str, dict[str, Any]]) -> None:
+    groups = [f["Properties"]["LoggingConfig"]["LogGroup"]["Ref"] for f in functions.values()]
+    assert len(set(groups)) == len(groups)
+
+
+def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
+    stack = dev.stack
+    ref = {
+        name: {"Ref": dev.logical_id(obj)}
+        for name, obj in {
+            "idempotency": stack.idempotency_table,
+            "orders": stack.orders_table,
+            "inventory": stack.inventory_table,
+            "ledger": stack.ledger_table,
+            "machine": stack.saga.state_machine,
+            "payment": stack.payment_provider.function,
+            "carrier": stack.carrier.function,
+        }.items()
+    }
+    base = {"IDEMPOTENCY_TABLE_NAME": ref["idempotency"], "ORDERS_TABLE_NAME": ref["orders"]}
+    expected = {
+        "payment_provider": {"LEDGER_TABLE_NAME": ref["ledger"]},
+        "carrier": {"LEDGER_TABLE_NAME": ref["ledger"]},
+        "reserve": {**base, "INVENTORY_TABLE_NAME": ref["inventory"]},
+        "release": {**base, "INVENTORY_TABLE_NAME": ref["inventory"]},
+        "charge": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
+        "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
+        "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
+        "finalize": base,
+        "intake": {**base, "STATE_MACHINE_ARN": ref["machine"]},
+    }
+    for attr, wanted in expected.items():
+        _, props = _fn(dev, attr)
+        env = props["Environment"]["Variables"]
+        assert {k: env.get(k) for k in wanted} == wanted, attr
+
+
+def test_function_roles_have_no_managed_policies(dev: SynthResult) -> None:
+    roles = dev.of_type("AWS::IAM::Role")
+    assert len(roles) == len(SERVICES) + 1  # + the state machine role
+    for logical_id, role in roles.items():
+        assert "ManagedPolicyArns" not in role["Properties"], logical_id
+
+
+def test_function_roles_write_only_their_own_log_group(dev: SynthResult) -> None:
+    for attr in SERVICES:
+        construct = getattr(dev.stack, attr)
+        own = {"Fn::GetAtt": [dev.logical_id(construct.log_group), "Arn"]}
+        logs_statements = [
+            s
+            for s in dev.statements_of_role(dev.logical_id(construct.role))
+            if any(a.startswith("logs:") for a in as_list(s["Action"]))
+        ]
+        assert logs_statements, attr
+        for statement in logs_statements:
+            assert set(as_list(statement["Action"])) == {"logs:CreateLogStream", "logs:PutLogEvents"}, attr
+            assert as_list(statement["Resource"]) == [own], attr
+
+
+def _invoke_statements(dev: SynthResult, role_logical_id: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for s in dev.statements_of_role(role_logical_id)
+        if any(a.startswith("lambda:") or a == "*" for a in as_list(s["Action"]))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("caller", "provider"), [("charge", "payment_provider"), ("refund", "payment_provider"), ("ship", "carrier")]
+)
+def test_sandbox_invoke_grant_exactly_function_arn(dev: SynthResult, caller: str, provider: str) -> None:
+    role_id = dev.logical_id(getattr(dev.stack, caller).role)
+    provider_arn = {"Fn::GetAtt": [dev.logical_id(getattr(dev.stack, provider).function), "Arn"]}
+    statements = _invoke_statements(dev, role_id)
+    assert len(statements) == 1, statements
+    (statement,) = statements
+    assert statement["Effect"] == "Allow"
+    assert as_list(statement["Action"]) == ["lambda:InvokeFunction"]
+    # The unqualified ARN only: no "<arn>:*" (versions/aliases) and no other function.
+    assert as_list(statement["Resource"]) == [provider_arn]
+
+
+def test_sandbox_payment_invocable_only_by_charge_and_refund(dev: SynthResult) -> None:
+    payment_id = dev.logical_id(dev.stack.payment_provider.function)
+    allowed = {dev.logical_id(dev.stack.charge.role), dev.logical_id(dev.stack.refund.role)}
+    invokers: set[str] = set()
+    for policy in dev.of_type("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if payment_id in str(statement.get("Resource")):
+                invokers.update(r["Ref"] for r in policy["Properties"]["Roles"])
+    assert invokers == allowed
+
+
+def test_iam_wildcard_resources_limited_to_unscopable_actions(dev: SynthResult) -> None:
+    """What the stack-wide AwsSolutions-IAM5[Resource::*] acknowledgement claims, enforced."""
+    for logical_id, policy in dev.of_type("AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = set(as_list(statement["Action"]))
+            assert "*" not in actions and not any(a.endswith(":*") for a in actions), (logical_id, statement)
+            if "*" in as_list(statement["Resource"]):
+                assert actions <= UNSCOPABLE_ACTIONS, (logical_id, actions - UNSCOPABLE_ACTIONS)
+
+
+def test_intake_role_may_start_only_the_saga(dev: SynthResult) -> None:
+    statements = dev.statements_of_role(dev.logical_id(dev.stack.intake.role))
+    states = [s for s in statements if any(a.startswith("states:") for a in as_list(s["Action"]))]
+    assert len(states) == 1
+    assert as_list(states[0]["Action"]) == ["states:StartExecution"]
+    assert as_list(states[0]["Resource"]) == [{"Ref": dev.logical_id(dev.stack.saga.state_machine)}]

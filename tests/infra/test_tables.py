@@ -1,0 +1,96 @@
+"""DynamoDB tables and the stage context (dev vs prod)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from constructs_lib.tables import IDEMPOTENCY_KEY_ATTR, IDEMPOTENCY_TTL_ATTR
+from stacks.app_builder import build_app
+from tests.infra.conftest import SynthResult
+
+
+def _key_schema(props: dict[str, Any]) -> dict[str, str]:
+    return {k["KeyType"]: k["AttributeName"] for k in props["KeySchema"]}
+
+
+def test_idempotency_table_matches_powertools_layout(dev: SynthResult) -> None:
+    props = dev.properties(dev.logical_id(dev.stack.idempotency_table))
+    assert (IDEMPOTENCY_KEY_ATTR, IDEMPOTENCY_TTL_ATTR) == ("id", "expiration")
+    assert _key_schema(props) == {"HASH": "id"}
+    assert props["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_orders_table_keyed_by_order_id(dev: SynthResult) -> None:
+    props = dev.properties(dev.logical_id(dev.stack.orders_table))
+    assert _key_schema(props) == {"HASH": "order_id"}
+    assert props["AttributeDefinitions"] == [{"AttributeName": "order_id", "AttributeType": "S"}]
+
+
+def test_ledger_table_has_sort_key(dev: SynthResult) -> None:
+    props = dev.properties(dev.logical_id(dev.stack.ledger_table))
+    assert _key_schema(props) == {"HASH": "pk", "RANGE": "sk"}
+
+
+def test_tables_on_demand_with_pitr(dev: SynthResult) -> None:
+    tables = dev.of_type("AWS::DynamoDB::Table")
+    assert len(tables) == 4
+    for logical_id, table in tables.items():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST", logical_id
+        assert "ProvisionedThroughput" not in props, logical_id
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, logical_id
+
+
+def test_tables_dev_stage_deletable(dev: SynthResult) -> None:
+    for logical_id, table in dev.of_type("AWS::DynamoDB::Table").items():
+        assert table["DeletionPolicy"] == "Delete", logical_id
+        assert table["UpdateReplacePolicy"] == "Delete", logical_id
+        # Emitted as an explicit `false` today; absent would be equivalent.
+        assert table["Properties"].get("DeletionProtectionEnabled", False) is False, logical_id
+
+
+def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
+    tables = prod.of_type("AWS::DynamoDB::Table")
+    assert len(tables) == 4
+    for logical_id, table in tables.items():
+        assert table["DeletionPolicy"] == "Retain", logical_id
+        assert table["UpdateReplacePolicy"] == "Retain", logical_id
+        assert table["Properties"]["DeletionProtectionEnabled"] is True, logical_id
+
+
+def test_log_groups_follow_stage_removal_policy(dev: SynthResult, prod: SynthResult) -> None:
+    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+        groups = synth.of_type("AWS::Logs::LogGroup")
+        assert len(groups) == 10  # 9 functions + the state machine
+        for logical_id, group in groups.items():
+            assert group["DeletionPolicy"] == policy, logical_id
+            assert group["Properties"]["RetentionInDays"] == 30, logical_id
+
+
+def test_stage_prod_subscribes_alarm_email(dev: SynthResult, prod: SynthResult) -> None:
+    dev.template.resource_count_is("AWS::SNS::Subscription", 0)
+    prod.template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {
+            "Protocol": "email",
+            "Endpoint": "ops@example.com",
+            "TopicArn": {"Ref": prod.logical_id(prod.stack.alarm_topic)},
+        },
+    )
+
+
+def test_stage_prod_names_stack_by_stage(prod: SynthResult) -> None:
+    assert prod.stack.stack_name == "OrderPipeline-prod"
+
+
+@pytest.mark.parametrize(
+    "context", [{"stage": "qa"}, {"stage": "PROD"}, {"stage": "dev", "alarm_email": "not-an-email"}]
+)
+def test_stage_invalid_context_raises(context: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match=r"stage must be one of|alarm_email"):
+        build_app(context=context)

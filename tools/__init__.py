@@ -1,0 +1,1 @@
+"""Build and CI helpers (gates run by ``make test``)."""

@@ -1,0 +1,285 @@
+"""Middleware benchmark: prints figures and writes bench-results.json. Not a test: ratios are
+measured in one run on one machine, so noise affects both sides alike.
+
+Figures:
+- ddb_calls_per_new_event / ddb_calls_per_duplicate: DynamoDB calls our idempotency makes.
+- overhead_ratio_vs_powertools: per-event time of our middleware over plain Powertools
+  ``idempotent_function`` (same events, same moto, payload validation on in both).
+- batch_latency_ratio_vs_powertools: a 10-record SQS batch with 5 ms added to every AWS call;
+  ours (records concurrently) over Powertools BatchProcessor + idempotent_function (one after another).
+  Both talk to a moto server on 127.0.0.1 in another process, so DynamoDB's own work is not
+  billed to the client process (as with the real service); the 5 ms sleep is a botocore hook.
+- import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "lambdas"))
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_METRICS_NAMESPACE": "Bench",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+)
+
+import boto3  # noqa: E402
+from aws_lambda_powertools import Logger, Metrics  # noqa: E402
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response  # noqa: E402
+from aws_lambda_powertools.utilities.idempotency import (  # noqa: E402
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from moto import mock_aws  # noqa: E402
+
+from ops.local.lambda_runtime import FakeLambdaContext  # noqa: E402
+from ops.local.moto_patches import atomic_dynamodb  # noqa: E402
+from ops.local.moto_server import moto_server  # noqa: E402
+from shared.aws import reset_clients  # noqa: E402
+from shared.batch import process_sqs_batch  # noqa: E402
+from shared.correlation import correlation_scope  # noqa: E402
+from shared.idempotency import IdempotentOperation, make_persistence  # noqa: E402
+
+TTL = 24 * 3600
+ROUND_TRIP_SECONDS = 0.005
+EVENTS = 200
+BATCHES = 15
+IMPORT_RUNS = 9
+
+
+def _table(name: str) -> str:
+    boto3.client("dynamodb").create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+def _quiet_logger() -> Logger:
+    return Logger(service=f"bench-{uuid.uuid4().hex[:6]}", logger_handler=logging.NullHandler())
+
+
+def _work(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"charged": payload["amount"]}
+
+
+def _ours(table: str, metrics: Metrics | None = None) -> tuple[Callable[..., Any], Logger, Any]:
+    logger = _quiet_logger()
+    persistence = make_persistence(table)
+    op = IdempotentOperation(persistence=persistence, ttl_seconds=TTL, logger=logger, metrics=metrics)
+
+    def effect(command: dict[str, Any]) -> dict[str, Any]:
+        return _work(command["payload"])
+
+    return op(effect), logger, persistence
+
+
+def _plain(table: str) -> Callable[..., Any]:
+    persistence = DynamoDBPersistenceLayer(table_name=table)
+    config = IdempotencyConfig(
+        event_key_jmespath="idempotency_key", payload_validation_jmespath="payload", expires_after_seconds=TTL
+    )
+
+    @idempotent_function(data_keyword_argument="command", persistence_store=persistence, config=config)
+    def effect(command: dict[str, Any]) -> dict[str, Any]:
+        return _work(command["payload"])
+
+    return effect
+
+
+def _commands(n: int, prefix: str) -> list[dict[str, Any]]:
+    return [{"idempotency_key": f"{prefix}-{i}#charge-payment#attempt-1", "payload": {"amount": i}} for i in range(n)]
+
+
+def ddb_calls() -> tuple[float, float]:
+    run, _, persistence = _ours(_table("calls"))
+    calls: list[str] = []
+    persistence.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    ctx = FakeLambdaContext()
+    cmds = _commands(50, "calls")
+    for c in cmds:
+        run(c, ctx)
+    new = len(calls) / len(cmds)
+    calls.clear()
+    for c in cmds:
+        run(c, ctx)
+    return new, len(calls) / len(cmds)
+
+
+def overhead_ratio() -> dict[str, float]:
+    ours, logger, _ = _ours(_table("ours"))
+    plain = _plain(_table("plain"))
+    ctx = FakeLambdaContext()
+
+    def time_ours(cmds: list[dict[str, Any]]) -> float:
+        start = time.perf_counter()
+        for c in cmds:
+            with correlation_scope(logger, "bench"):
+                ours(c, ctx)
+        return (time.perf_counter() - start) / len(cmds)
+
+    def time_plain(cmds: list[dict[str, Any]]) -> float:
+        start = time.perf_counter()
+        for c in cmds:
+            plain(command=c)
+        return (time.perf_counter() - start) / len(cmds)
+
+    # Warm both, then interleave rounds so drift hits both sides.
+    time_ours(_commands(20, "warm-o"))
+    time_plain(_commands(20, "warm-p"))
+    ours_t, plain_t = [], []
+    for r in range(5):
+        ours_t.append(time_ours(_commands(EVENTS // 5, f"o{r}")))
+        plain_t.append(time_plain(_commands(EVENTS // 5, f"p{r}")))
+    o, p = statistics.median(ours_t), statistics.median(plain_t)
+    return {"ours_ms_per_event": o * 1000, "powertools_ms_per_event": p * 1000, "ratio": o / p}
+
+
+def _sqs_event(prefix: str) -> dict[str, Any]:
+    records = []
+    for i in range(10):
+        body = {"idempotency_key": f"{prefix}-{i}#intake#attempt-1", "payload": {"amount": i}}
+        records.append(
+            {
+                "messageId": str(uuid.uuid4()),
+                "receiptHandle": "rh",
+                "body": json.dumps(body),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {"correlation_id": {"stringValue": f"cid-{prefix}-{i}", "dataType": "String"}},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:orders",
+            }
+        )
+    return {"Records": records}
+
+
+def batch_ratio() -> dict[str, float]:
+    ours, logger, ours_persistence = _ours(_table("batch-ours"))
+    plain_persistence = DynamoDBPersistenceLayer(table_name=_table("batch-plain"))
+    config = IdempotencyConfig(event_key_jmespath="idempotency_key", payload_validation_jmespath="payload")
+
+    @idempotent_function(data_keyword_argument="command", persistence_store=plain_persistence, config=config)
+    def plain_effect(command: dict[str, Any]) -> dict[str, Any]:
+        return _work(command["payload"])
+
+    def delay(**_: Any) -> None:
+        time.sleep(ROUND_TRIP_SECONDS)
+
+    for client in (ours_persistence.client, plain_persistence.client):
+        client.meta.events.register("before-send.dynamodb", delay)
+    ctx = FakeLambdaContext()
+
+    def run_ours(event: dict[str, Any]) -> float:
+        start = time.perf_counter()
+        response = process_sqs_batch(event, ctx, lambda r, cid: ours(json.loads(r.body), ctx), logger=logger)
+        elapsed = time.perf_counter() - start
+        if response["batchItemFailures"]:
+            raise RuntimeError(f"benchmark batch had failures: {response}")
+        return elapsed
+
+    def run_plain(event: dict[str, Any]) -> float:
+        processor = BatchProcessor(event_type=EventType.SQS)
+        start = time.perf_counter()
+        response = process_partial_response(
+            event=event,
+            record_handler=lambda record: plain_effect(command=json.loads(record.body)),
+            processor=processor,
+            context=ctx,
+        )
+        elapsed = time.perf_counter() - start
+        if response["batchItemFailures"]:
+            raise RuntimeError(f"benchmark batch had failures: {response}")
+        return elapsed
+
+    run_ours(_sqs_event("warm-o"))
+    run_plain(_sqs_event("warm-p"))
+    o = statistics.median(run_ours(_sqs_event(f"o{i}")) for i in range(BATCHES))
+    p = statistics.median(run_plain(_sqs_event(f"p{i}")) for i in range(BATCHES))
+    return {"ours_ms_per_batch": o * 1000, "powertools_ms_per_batch": p * 1000, "ratio": o / p}
+
+
+def _import_seconds(code: str) -> float:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "lambdas"),
+        "IDEMPOTENCY_TABLE_NAME": "t",
+        "ORDERS_TABLE_NAME": "t",
+        "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:s",
+        "POWERTOOLS_SERVICE_NAME": "intake",
+    }
+    script = f"import time\nt = time.perf_counter()\n{code}\nprint(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def import_ratio() -> dict[str, float]:
+    # What Lambda's bootstrap does: the function's directory on sys.path, then `import handler`.
+    load = f"import sys; sys.path.insert(0, {str(REPO / 'lambdas' / 'intake')!r}); import handler"
+    boto, ours = [], []
+    for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
+        boto.append(_import_seconds("import boto3"))
+        ours.append(_import_seconds(load))
+    b, h = statistics.median(boto), statistics.median(ours)
+    return {"boto3_ms": b * 1000, "handler_ms": h * 1000, "ratio": h / b}
+
+
+def main() -> None:
+    results: dict[str, Any] = {}
+    with mock_aws(), atomic_dynamodb():
+        reset_clients()
+        new, dup = ddb_calls()
+        results["ddb_calls_per_new_event"] = new
+        results["ddb_calls_per_duplicate"] = dup
+        overhead = overhead_ratio()
+    with moto_server() as endpoint:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        try:
+            batch = batch_ratio()
+        finally:
+            del os.environ["AWS_ENDPOINT_URL"]
+    imports = import_ratio()
+    results["overhead_ratio_vs_powertools"] = round(overhead["ratio"], 3)
+    results["batch_latency_ratio_vs_powertools"] = round(batch["ratio"], 3)
+    results["import_time_ratio_vs_boto3"] = round(imports["ratio"], 3)
+    results["details"] = {
+        "overhead": {k: round(v, 3) for k, v in overhead.items()},
+        "batch": {k: round(v, 3) for k, v in batch.items()},
+        "imports": {k: round(v, 3) for k, v in imports.items()},
+        "round_trip_ms": ROUND_TRIP_SECONDS * 1000,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
+    out = REPO / "bench-results.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    for key in (
+        "ddb_calls_per_new_event",
+        "ddb_calls_per_duplicate",
+        "overhead_ratio_vs_powertools",
+        "batch_latency_ratio_vs_powertools",
+        "import_time_ratio_vs_boto3",
+    ):
+        print(f"{key:<36} {results[key]}")
+    print(json.dumps(results["details"], indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
