@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate nag clean
+.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -61,3 +61,6 @@ asl-validate: synth ## validate the state machine definition with asl-validator
 
 clean: ## remove build output (keeps the virtualenv and node_modules)
 	rm -rf cdk.out .build .pytest_cache .mypy_cache .ruff_cache
+
+bench: setup ## middleware benchmark: prints figures, writes bench-results.json
+	$(PY) -m tools.bench

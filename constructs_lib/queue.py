@@ -37,6 +37,8 @@ class ResilientQueueProps:
         max_concurrency: event source maximum concurrency (2..1000); default unset.
         removal_policy: for both queues; default DESTROY (prod passes RETAIN so a stack
             delete never drops failed messages).
+        alarm_on_queue_depth: also alarm when the queue itself holds a message (for queues
+            that humans drain, like needs-attention); default False.
     """
 
     alarm_topic: sns.ITopic
@@ -49,6 +51,7 @@ class ResilientQueueProps:
     max_batching_window: Duration | None = None
     max_concurrency: int | None = None
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    alarm_on_queue_depth: bool = False
 
     def __post_init__(self) -> None:
         if (self.consumer is None) != (self.consumer_timeout is None):
@@ -113,20 +116,10 @@ class ResilientQueue(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=props.max_receive_count),
             removal_policy=props.removal_policy,
         )
-        self.dlq_alarm = cloudwatch.Alarm(
-            self,
-            "DlqDepthAlarm",
-            alarm_description=f"{construct_id}: messages in the DLQ (each is a failed business operation)",
-            metric=self.dlq.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(1), statistic="Maximum"
-            ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.dlq_alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
-        self.dlq_alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
+        self.dlq_alarm = self._depth_alarm("DlqDepthAlarm", self.dlq, props.alarm_topic, "messages in the DLQ")
+        self.queue_alarm: cloudwatch.Alarm | None = None
+        if props.alarm_on_queue_depth:
+            self.queue_alarm = self._depth_alarm("QueueDepthAlarm", self.queue, props.alarm_topic, "messages waiting")
 
         self.event_source: sources.SqsEventSource | None = None
         if props.consumer is not None:
@@ -138,3 +131,19 @@ class ResilientQueue(Construct):
                 max_concurrency=props.max_concurrency,
             )
             props.consumer.add_event_source(self.event_source)
+
+    def _depth_alarm(self, name: str, queue: sqs.Queue, topic: sns.ITopic, what: str) -> cloudwatch.Alarm:
+        """Alarm when ``queue`` has a visible message in any 1-minute period; notify ``topic``."""
+        alarm = cloudwatch.Alarm(
+            self,
+            name,
+            alarm_description=f"{self.node.id}/{queue.node.id}: {what} (each is an order needing attention)",
+            metric=queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum"),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(topic))
+        alarm.add_ok_action(cw_actions.SnsAction(topic))
+        return alarm

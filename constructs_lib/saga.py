@@ -92,10 +92,12 @@ class OrderSaga(Construct):
     - ChargePayment declined -> ReleaseInventory; any other charge failure (outcome unknown)
       -> RefundPayment (asks the provider by idempotency key, refunds only what moved) -> ReleaseInventory.
     - ShipOrder fails -> RefundPayment -> ReleaseInventory.
-    - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails.
+    - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails
+      (a failed refund still releases the stock first: ReleaseInventoryThenPark).
+    - Input ``"compensate": true`` (an operator's repair) goes straight to the compensations.
 
-    The execution timeout is budgeted: three forward steps and two compensations at their
-    worst case (every attempt timing out, maximal backoff) plus the finalize steps.
+    The execution timeout is budgeted: three forward steps and three compensation tasks at their
+    worst case (every attempt timing out, maximal backoff) plus one finalize step, plus 60 s.
 
     Attributes:
         state_machine: the ``sfn.StateMachine``.
@@ -108,7 +110,7 @@ class OrderSaga(Construct):
         step_s = props.step_timeout.to_seconds()
         budget = (
             3 * props.forward_retry.worst_case_seconds(step_s)
-            + 2 * props.compensation_retry.worst_case_seconds(step_s)
+            + 3 * props.compensation_retry.worst_case_seconds(step_s)  # refund, release, release-then-park
             + props.forward_retry.worst_case_seconds(step_s)  # the one Mark* step that runs
         )
         self.timeout = Duration.seconds(int(budget) + 60)
@@ -166,7 +168,12 @@ class OrderSaga(Construct):
         )
 
         error_path = "$.error"
-        refund.add_catch(needs_attention, errors=["States.ALL"], result_path="$.compensation_error")
+        # A refund that keeps failing must not also keep the stock: release it, then park the order.
+        release_then_park = step("ReleaseInventoryThenPark", props.release_inventory, "release")
+        self._retry(release_then_park, ["States.ALL"], props.compensation_retry)
+        release_then_park.add_catch(needs_attention, errors=["States.ALL"], result_path="$.release_error")
+        release_then_park.next(needs_attention)
+        refund.add_catch(release_then_park, errors=["States.ALL"], result_path="$.compensation_error")
         release.add_catch(needs_attention, errors=["States.ALL"], result_path="$.compensation_error")
         refund.next(release)
         release.next(compensated)
@@ -176,7 +183,17 @@ class OrderSaga(Construct):
         charge.add_catch(refund, errors=["States.ALL"], result_path=error_path)
         ship.add_catch(refund, errors=["States.ALL"], result_path=error_path)
 
-        definition = reserve.next(charge).next(ship).next(completed)
+        reserve.next(charge).next(ship).next(completed)
+        # An operator's repair (`ops repair --action compensate`) starts at the compensations.
+        route = sfn.Choice(self, "Route", comment="compensate=true (repair) skips to the compensations")
+        route.when(
+            sfn.Condition.and_(
+                sfn.Condition.is_present("$.compensate"), sfn.Condition.boolean_equals("$.compensate", True)
+            ),
+            refund,
+        )
+        route.otherwise(reserve)
+        definition = route
 
         self.log_group = logs.LogGroup(
             self, "ExecutionLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=props.removal_policy

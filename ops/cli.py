@@ -35,12 +35,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--decline-rate", type=_rate, default=0.15, help="share of orders whose payment is declined")
     run.add_argument("--ship-fail-rate", type=_rate, default=0.10, help="share of orders the carrier rejects")
     run.add_argument("--out-of-stock-rate", type=_rate, default=0.05, help="share of orders with an unstocked SKU")
+    run.add_argument("--partial-capture-rate", type=_rate, default=0.0, help="share captured only in part")
+    run.add_argument("--auth-only-rate", type=_rate, default=0.0, help="share authorised but never captured")
+    run.add_argument("--refund-flaky-rate", type=_rate, default=0.0, help="share whose refund fails twice first")
+    run.add_argument("--refund-fail-rate", type=_rate, default=0.0, help="share whose refund keeps failing")
     run.add_argument("--stage", choices=("dev", "prod"), default="dev")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    repair = commands.add_parser("repair", help="move a stuck or needs-attention order to a terminal state")
+    repair.add_argument("order_id")
+    repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
+    _target_arguments(repair)
     return parser
+
+
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", default="OrderPipeline-dev", help="deployed stack name (outputs name the resources)")
+    parser.add_argument("--region", help="AWS region (default: your configuration)")
+    parser.add_argument("--profile", help="AWS profile (default: your configuration)")
+    parser.add_argument("--endpoint-url", help="API endpoint, e.g. a local moto server on 127.0.0.1")
 
 
 def _print_summary(report: dict[str, Any]) -> None:
@@ -79,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 decline_rate=args.decline_rate,
                 ship_fail_rate=args.ship_fail_rate,
                 out_of_stock_rate=args.out_of_stock_rate,
+                partial_capture_rate=args.partial_capture_rate,
+                auth_only_rate=args.auth_only_rate,
+                refund_flaky_rate=args.refund_flaky_rate,
+                refund_fail_rate=args.refund_fail_rate,
             ),
             stage=args.stage,
             timeout_seconds=args.timeout,
@@ -91,5 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print()
         else:
             _print_summary(report)
+        return 0
+    if args.command == "repair":
+        from ops.repair import repair
+        from ops.target import Target
+
+        target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
+        print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     return 2

@@ -6,6 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -29,6 +34,13 @@ DDB_ITEM_RW = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "d
 DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
 
 
+def _grant_items(table: dynamodb.ITable, grantee: iam.IGrantable, *actions: str) -> None:
+    """Item actions on the table itself only (``Table.grant`` would add ``<arn>/index/*``)."""
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(actions=list(actions), resources=[table.table_arn])
+    )
+
+
 class OrderPipelineStack(Stack):
     """Wires the constructs; every created resource is an attribute for tests and the local runner."""
 
@@ -50,6 +62,13 @@ class OrderPipelineStack(Stack):
             self, "OrdersTable", props=DataTableProps(partition_key="order_id", **table_opts)
         ).table
         self.inventory_table = DataTable(self, "InventoryTable", props=DataTableProps(**table_opts)).table
+        self.orders_table.add_global_secondary_index(
+            index_name="by-status",
+            partition_key=dynamodb.Attribute(name="status", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="updated_at", type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=["correlation_id"],  # the sweeper logs each stuck order under its ID
+        )
         self.ledger_table = DataTable(
             self, "SandboxLedgerTable", props=DataTableProps(sort_key="sk", **table_opts)
         ).table
@@ -85,7 +104,19 @@ class OrderPipelineStack(Stack):
         self.payment_provider = function("SandboxPayment", "sandbox_payment", ledger_env)
         self.carrier = function("SandboxCarrier", "sandbox_carrier", ledger_env)
         for provider in (self.payment_provider, self.carrier):
-            self.ledger_table.grant(provider.function, *DDB_ITEM_RW)
+            _grant_items(self.ledger_table, provider.function, *DDB_ITEM_RW, "dynamodb:Query")
+
+        # Orders whose compensation kept failing land here; humans drain it, so it alarms on depth.
+        self.needs_attention = ResilientQueue(
+            self,
+            "NeedsAttentionQueue",
+            props=ResilientQueueProps(
+                alarm_topic=self.alarm_topic,
+                retention_period=Duration.days(14),
+                alarm_on_queue_depth=True,
+                removal_policy=removal,
+            ),
+        )
 
         base_env = {
             "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
@@ -99,14 +130,19 @@ class OrderPipelineStack(Stack):
         self.charge = function("ChargePayment", "charge_payment", payment_env)
         self.refund = function("RefundPayment", "refund_payment", payment_env)
         self.ship = function("ShipOrder", "ship_order", carrier_env)
-        self.finalize = function("FinalizeOrder", "finalize_order", base_env)
+        self.finalize = function(
+            "FinalizeOrder",
+            "finalize_order",
+            {**base_env, "NEEDS_ATTENTION_QUEUE_URL": self.needs_attention.queue.queue_url},
+        )
+        self.needs_attention.queue.grant_send_messages(self.finalize.function)
 
         steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.finalize)
         for step in steps:
-            self.idempotency_table.grant(step.function, *DDB_ITEM_RW)
-            self.orders_table.grant(step.function, *DDB_ITEM_RW)
+            _grant_items(self.idempotency_table, step.function, *DDB_ITEM_RW)
+            _grant_items(self.orders_table, step.function, *DDB_ITEM_RW)
         for step in (self.reserve, self.release):
-            self.inventory_table.grant(step.function, *DDB_TRANSACT)
+            _grant_items(self.inventory_table, step.function, *DDB_TRANSACT)
         for step in (self.charge, self.refund):
             self.payment_provider.grant_invoke_to(step.function)
         self.carrier.grant_invoke_to(self.ship.function)
@@ -132,8 +168,8 @@ class OrderPipelineStack(Stack):
             {**base_env, "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn},
             INTAKE_TIMEOUT,
         )
-        self.idempotency_table.grant(self.intake.function, *DDB_ITEM_RW)
-        self.orders_table.grant(self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem")
+        _grant_items(self.idempotency_table, self.intake.function, *DDB_ITEM_RW)
+        _grant_items(self.orders_table, self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem")
         self.saga.state_machine.grant_start_execution(self.intake.function)
 
         self.orders_queue = ResilientQueue(
@@ -149,6 +185,48 @@ class OrderPipelineStack(Stack):
             ),
         )
 
+        # Stuck-order sweeper: every 5 minutes, alarm when any order is stuck.
+        self.sweeper = function(
+            "Sweeper",
+            "sweeper",
+            {
+                "ORDERS_TABLE_NAME": self.orders_table.table_name,
+                "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
+            },
+        )
+        self.sweeper.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query"], resources=[f"{self.orders_table.table_arn}/index/by-status"]
+            )
+        )
+        self.sweep_rule = events.Rule(
+            self,
+            "SweepSchedule",
+            schedule=events.Schedule.rate(Duration.minutes(5)),
+            targets=[targets.LambdaFunction(self.sweeper.function, retry_attempts=2)],
+        )
+        self.stuck_alarm = cloudwatch.Alarm(
+            self,
+            "StuckOrdersAlarm",
+            alarm_description=f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
+            metric=cloudwatch.Metric(
+                namespace="OrderPipeline",
+                metric_name="StuckOrders",
+                dimensions_map={"service": "sweeper"},
+                statistic="Maximum",
+                period=Duration.minutes(5),
+            ),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.stuck_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
+
+        CfnOutput(self, "NeedsAttentionQueueUrl", value=self.needs_attention.queue.queue_url)
+        CfnOutput(self, "NeedsAttentionDlqUrl", value=self.needs_attention.dlq.queue_url)
+        CfnOutput(self, "InventoryTableName", value=self.inventory_table.table_name)
+        CfnOutput(self, "SagaTimeoutSeconds", value=str(int(self.saga.timeout.to_seconds())))
         CfnOutput(self, "OrdersQueueUrl", value=self.orders_queue.queue.queue_url)
         CfnOutput(self, "OrdersDlqUrl", value=self.orders_queue.dlq.queue_url)
         CfnOutput(self, "StateMachineArn", value=self.saga.state_machine.state_machine_arn)

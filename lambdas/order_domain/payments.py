@@ -8,7 +8,7 @@ from order_domain.model import order_total_cents
 from order_domain.orders import OrderRepository
 from order_domain.providers import ProviderClient
 from order_domain.status import OrderStatus
-from shared.exceptions import PaymentDeclined, ProviderUnavailable
+from shared.exceptions import PaymentDeclined, PaymentIncomplete, ProviderUnavailable
 from shared.idempotency import business_key
 
 CHARGE = "charge-payment"
@@ -36,7 +36,11 @@ class PaymentService:
                 "payment_token": order["payment_token"],
             }
         )
-        if result.get("status") != "captured":
+        status = result.get("status")
+        if status in ("partially_captured", "authorized"):
+            # Money may be held or moved: the saga must refund/void, not just release stock.
+            raise PaymentIncomplete(f"order {order_id}: charge ended {status} ({result.get('reason')})")
+        if status != "captured":
             raise PaymentDeclined(
                 f"order {order_id}: payment {result.get('status')} ({result.get('reason', 'no reason')})"
             )
@@ -56,6 +60,6 @@ class PaymentService:
                 "order_id": order_id,
             }
         )
-        if result.get("status") not in ("refunded", "nothing_to_refund", "already_refunded"):
+        if result.get("status") not in ("refunded", "voided", "nothing_to_refund", "already_refunded"):
             raise ProviderUnavailable(f"order {order_id}: refund ended {result.get('status')}")
         return {"status": result["status"], "amount_cents": result.get("amount_cents", 0)}

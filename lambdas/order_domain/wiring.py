@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from order_domain.attention import NeedsAttentionNotifier
 from order_domain.intake import IntakeService
 from order_domain.inventory import InventoryService
 from order_domain.orders import OrderRepository
@@ -14,6 +15,7 @@ from order_domain.saga_start import SagaStarter
 from order_domain.shipping import ShippingService
 from order_domain.status import OrderStatus
 from shared.config import Settings
+from shared.correlation import current_correlation_id
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -45,9 +47,15 @@ def shipping_service(settings: Settings) -> ShippingService:
 
 def finalize_action(settings: Settings) -> Action:
     orders = _orders(settings)
+    notifier = NeedsAttentionNotifier(settings.needs_attention_queue_url)
 
     def finalize(payload: dict[str, Any]) -> dict[str, Any]:
         outcome = OrderStatus(payload["outcome"])
-        return {"status": outcome.value, "transition": orders.transition(payload["order_id"], outcome)}
+        error = payload.get("error")
+        recorded = {**(error or {}), "correlation_id": current_correlation_id()} if error is not None else None
+        transition = orders.transition(payload["order_id"], outcome, error=recorded)
+        if outcome == OrderStatus.NEEDS_ATTENTION:
+            notifier.notify(payload["order_id"], recorded or {})
+        return {"status": outcome.value, "transition": transition}
 
     return finalize

@@ -46,6 +46,17 @@ class Ledger:
     def op_item(self, provider: str, key: str, op: dict[str, Any]) -> dict[str, Any]:
         return to_item({"pk": f"op#{provider}#{key}", "sk": OP_SK, "provider": provider, "idempotency_key": key, **op})
 
+    def count_requests(self, provider: str, key: str) -> int:
+        """How many requests the provider has received for ``key`` so far."""
+        response = client("dynamodb").query(
+            TableName=self.table_name,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"req#{provider}#{key}"}},
+            Select="COUNT",
+            ConsistentRead=True,
+        )
+        return int(response["Count"])
+
     def record_request(self, provider: str, request: dict[str, Any], *, deduplicated: bool, outcome: str) -> None:
         key = str(request.get("idempotency_key", "missing"))
         item = {

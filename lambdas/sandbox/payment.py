@@ -1,4 +1,12 @@
-"""Sandbox payment provider: charge and refund, idempotent per caller key."""
+"""Sandbox payment provider: charge and refund/void, idempotent per caller key.
+
+A charge ends ``captured``, ``partially_captured``, ``authorized`` (held, not captured),
+``declined`` or ``cancelled`` (a refund arrived before the charge). A refund names the charge's
+idempotency key and the provider resolves the charge's state by it before moving money:
+captured or partly captured -> refund what was captured; authorised -> void the hold;
+absent -> cancel the key (a late charge is then answered ``cancelled``); anything else ->
+nothing to refund. Each charge is refunded at most once, whatever refund key asks.
+"""
 
 from __future__ import annotations
 
@@ -7,64 +15,64 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sandbox import DECLINE_TOKEN
+from sandbox import (
+    AUTH_ONLY_TOKEN,
+    DECLINE_TOKEN,
+    PARTIAL_CAPTURE_TOKEN,
+    REFUND_BROKEN_TOKEN,
+    REFUND_FLAKY_FAILURES,
+    REFUND_FLAKY_TOKEN,
+)
 from sandbox.ledger import Ledger
 from shared.aws import client, error_code
 
 PROVIDER = "payment"
+MONEY_MOVED = ("captured", "partially_captured")
 
 
 def _charge(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bool]:
-    declined = request.get("payment_token") == DECLINE_TOKEN
+    token = request.get("payment_token")
+    amount = int(request["amount_cents"])
+    status, captured, reason = "captured", amount, None
+    if token == DECLINE_TOKEN:
+        status, captured, reason = "declined", 0, "card_declined"
+    elif token == PARTIAL_CAPTURE_TOKEN:
+        status, captured, reason = "partially_captured", amount // 2, "insufficient_funds_for_full_capture"
+    elif token == AUTH_ONLY_TOKEN:
+        status, captured, reason = "authorized", 0, "capture_failed"
     op = {
         "action": "charge",
         "order_id": request["order_id"],
-        "amount_cents": int(request["amount_cents"]),
+        "amount_cents": amount,
+        "captured_cents": captured,
         "currency": request.get("currency", "EUR"),
-        "status": "declined" if declined else "captured",
-        "reason": "card_declined" if declined else None,
+        "payment_token": token,
+        "status": status,
+        "reason": reason,
         "payment_id": f"pay_{uuid.uuid4().hex[:16]}",
     }
     stored, created = ledger.put_op(PROVIDER, request["idempotency_key"], op)
     if (
         not created
-        and stored.get("action") == "charge"
+        and stored.get("status") != "cancelled"
         and (stored.get("order_id") != op["order_id"] or stored.get("amount_cents") != op["amount_cents"])
     ):
         return {"status": "error", "error": "idempotency_key_reused"}, True
     return stored, not created
 
 
-def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bool]:
-    refund_key, charge_key = request["idempotency_key"], request["charge_idempotency_key"]
-    existing = ledger.get_op(PROVIDER, refund_key)
-    if existing is not None:
-        return existing, True
-    charge = ledger.get_op(PROVIDER, charge_key)
-    if charge is None:
-        # Never charged (or the charge is still in flight): cancel the charge key first, so a
-        # late charge with that key is answered "cancelled" instead of moving money.
-        _, created = ledger.put_op(
-            PROVIDER,
-            charge_key,
-            {"action": "charge", "order_id": request.get("order_id"), "status": "cancelled", "amount_cents": 0},
-        )
-        if not created:
-            charge = ledger.get_op(PROVIDER, charge_key)
-    if charge is None or charge.get("status") != "captured":
-        stored, created = ledger.put_op(
-            PROVIDER,
-            refund_key,
-            {"action": "refund", "order_id": request.get("order_id"), "status": "nothing_to_refund", "amount_cents": 0},
-        )
-        return stored, not created
-    refund = {
-        "action": "refund",
-        "order_id": charge.get("order_id"),
-        "status": "refunded",
-        "amount_cents": charge["amount_cents"],
-        "charge_key": charge_key,
-    }
+def _refund_failure(charge: dict[str, Any] | None, refund_key: str, ledger: Ledger) -> dict[str, Any] | None:
+    """Injected provider outages for refunds, decided by the charge's token."""
+    token = (charge or {}).get("payment_token")
+    if token == REFUND_BROKEN_TOKEN:
+        return {"status": "error", "error": "provider_unavailable"}
+    if token == REFUND_FLAKY_TOKEN and ledger.count_requests(PROVIDER, refund_key) < REFUND_FLAKY_FAILURES:
+        return {"status": "error", "error": "provider_unavailable"}
+    return None
+
+
+def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: str, charge_update: str) -> bool:
+    """Write the refund op and update the charge in one transaction; False if either already happened."""
     try:
         client("dynamodb").transact_write_items(
             TransactItems=[
@@ -79,9 +87,90 @@ def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
                     "Update": {
                         "TableName": ledger.table_name,
                         "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
-                        "UpdateExpression": "SET refunded = :t",
+                        "UpdateExpression": charge_update,
                         "ConditionExpression": "attribute_not_exists(refunded)",
-                        "ExpressionAttributeValues": {":t": {"BOOL": True}},
+                        "ExpressionAttributeValues": {":t": {"BOOL": True}, ":voided": {"S": "voided"}},
+                    }
+                },
+            ]
+        )
+        return True
+    except ClientError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        return False
+
+
+def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bool]:
+    refund_key, charge_key = request["idempotency_key"], request["charge_idempotency_key"]
+    existing = ledger.get_op(PROVIDER, refund_key)
+    if existing is not None:
+        return existing, True
+    charge = ledger.get_op(PROVIDER, charge_key)
+    failure = _refund_failure(charge, refund_key, ledger)
+    if failure is not None:
+        return failure, False
+    if charge is None:
+        # Never charged, or the charge is still in flight: cancel the key so a late charge
+        # with it is answered "cancelled" instead of moving money.
+        cancel = {"action": "charge", "order_id": request.get("order_id"), "status": "cancelled", "amount_cents": 0}
+        _, created = ledger.put_op(PROVIDER, charge_key, {**cancel, "captured_cents": 0})
+        if not created:
+            charge = ledger.get_op(PROVIDER, charge_key)
+    order_id = (charge or {}).get("order_id", request.get("order_id"))
+    status = (charge or {}).get("status")
+    if charge is not None and status in MONEY_MOVED and int(charge.get("captured_cents", 0)) > 0:
+        refund = {
+            "action": "refund",
+            "order_id": order_id,
+            "status": "refunded",
+            "amount_cents": int(charge["captured_cents"]),
+            "charge_key": charge_key,
+        }
+        update = "SET refunded = :t"
+    elif charge is not None and status == "authorized":
+        refund = {
+            "action": "refund",
+            "order_id": order_id,
+            "status": "voided",
+            "amount_cents": 0,
+            "charge_key": charge_key,
+        }
+        update = "SET refunded = :t, #s = :voided"
+    else:
+        stored, created = ledger.put_op(
+            PROVIDER,
+            refund_key,
+            {"action": "refund", "order_id": order_id, "status": "nothing_to_refund", "amount_cents": 0},
+        )
+        return stored, not created
+    if update.endswith(":voided"):
+        return _void(ledger, refund_key, refund, charge_key)
+    if _settle(ledger, refund_key, refund, charge_key, update):
+        return refund, False
+    again = ledger.get_op(PROVIDER, refund_key)
+    return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
+
+
+def _void(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: str) -> tuple[dict[str, Any], bool]:
+    try:
+        client("dynamodb").transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": ledger.table_name,
+                        "Item": ledger.op_item(PROVIDER, refund_key, refund),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": ledger.table_name,
+                        "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
+                        "UpdateExpression": "SET refunded = :t, #s = :voided",
+                        "ConditionExpression": "attribute_not_exists(refunded)",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": {":t": {"BOOL": True}, ":voided": {"S": "voided"}},
                     }
                 },
             ]
@@ -91,9 +180,7 @@ def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
         if error_code(exc) != "TransactionCanceledException":
             raise
         again = ledger.get_op(PROVIDER, refund_key)
-        if again is not None:
-            return again, True
-        return {"action": "refund", "status": "already_refunded", "amount_cents": 0}, True
+        return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
 
 
 def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
@@ -111,4 +198,4 @@ def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
     else:
         result, dedup = {"status": "error", "error": f"unknown action {action!r}"}, False
     ledger.record_request(PROVIDER, request, deduplicated=dedup, outcome=str(result.get("status")))
-    return {k: v for k, v in {**result, "deduplicated": dedup}.items() if k not in ("pk", "sk")}
+    return {k: v for k, v in {**result, "deduplicated": dedup}.items() if k not in ("pk", "sk", "payment_token")}

@@ -22,6 +22,16 @@ def _require(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be an integer, got {text!r}") from exc
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resource names and tunables. Unset optional resources are ``None``.
@@ -36,6 +46,8 @@ class Settings:
     state_machine_arn: str | None = None
     payment_provider_function: str | None = None
     carrier_function: str | None = None
+    needs_attention_queue_url: str | None = None
+    stuck_after_seconds: int = 1800
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
     @classmethod
@@ -59,5 +71,7 @@ class Settings:
             state_machine_arn=env.get("STATE_MACHINE_ARN") or None,
             payment_provider_function=env.get("PAYMENT_PROVIDER_FUNCTION") or None,
             carrier_function=env.get("CARRIER_FUNCTION") or None,
+            needs_attention_queue_url=env.get("NEEDS_ATTENTION_QUEUE_URL") or None,
+            stuck_after_seconds=_int(env, "STUCK_AFTER_SECONDS", 1800),
             idempotency_ttl_seconds=ttl_seconds,
         )

@@ -89,6 +89,10 @@ class PaymentDeclined(PermanentError):
     """The payment provider declined the charge."""
 
 
+class PaymentIncomplete(PermanentError):
+    """Money may have moved but the charge is not complete (partly captured, or only authorised)."""
+
+
 class ShippingUnavailable(PermanentError):
     """The carrier rejected the shipment."""
 

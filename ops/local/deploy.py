@@ -106,6 +106,7 @@ class LocalDeployment:
         self.state_machines: dict[str, str] = {}  # logical id -> arn
         self.alarms: dict[str, dict[str, Any]] = {}  # name -> put_metric_alarm kwargs
         self.event_sources: list[EventSourceSpec] = []
+        self.schedules: list[tuple[str, LocalFunction]] = []  # (schedule expression, target)
         self._plan()
         self.resolve = Resolver(self.stack, self.refs, self.attrs)
 
@@ -174,7 +175,23 @@ class LocalDeployment:
         self._state_machines()
         self._event_sources()
         self._alarms()
+        self._schedules()
         return self
+
+    def _schedules(self) -> None:
+        """EventBridge schedule rules targeting functions (the runner fires them on demand)."""
+        for r in self.assembly.resources("AWS::Events::Rule"):
+            p = self.resolve(r.properties)
+            if not p.get("ScheduleExpression") or p.get("State", "ENABLED") != "ENABLED":
+                continue
+            for target in p.get("Targets", []):
+                name = str(target["Arn"]).rsplit(":", 1)[-1]
+                if name in self.functions:
+                    self.schedules.append((p["ScheduleExpression"], self.functions[name]))
+
+    def outputs(self) -> dict[str, str]:
+        """The template's Outputs, resolved against the local resources (as CloudFormation would)."""
+        return {k: str(self.resolve(v["Value"])) for k, v in self.assembly.template.get("Outputs", {}).items()}
 
     def _topics(self) -> None:
         sns = boto3.client("sns", region_name=REGION)

@@ -1,13 +1,20 @@
-"""Deterministic test orders: a seed decides which ones are declined, undeliverable or out of stock."""
+"""Deterministic test orders: a seed decides which ones fail, where, and how.
+
+Outcomes are decided by the order itself, as the sandbox providers read it
+(lambdas/sandbox/__init__.py): the payment token and the shipping country.
+"""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-# Mirrors lambdas/sandbox/__init__.py (the sandbox decides outcomes from the order itself).
 DECLINE_TOKEN = "tok_decline"
+PARTIAL_CAPTURE_TOKEN = "tok_partial"
+AUTH_ONLY_TOKEN = "tok_auth_only"
+REFUND_FLAKY_TOKEN = "tok_refund_flaky"
+REFUND_BROKEN_TOKEN = "tok_refund_broken"
 UNDELIVERABLE_COUNTRY = "ZZ"
 OUT_OF_STOCK_SKU = "SKU-DISCONTINUED"
 STOCKED_SKUS = ("SKU-APPLE", "SKU-BREAD", "SKU-CHEESE", "SKU-DATES", "SKU-EGGS")
@@ -16,18 +23,121 @@ INITIAL_STOCK = 1_000_000
 
 @dataclass(frozen=True)
 class OrderMix:
-    """Rates of orders that fail at each saga step (decided per order by the seeded RNG)."""
+    """Share of orders of each failing kind (decided per order by the seeded RNG); the rest complete.
 
+    Attributes:
+        out_of_stock_rate: an unstocked SKU -> ReserveInventory fails -> compensated.
+        decline_rate: payment declined -> compensated (stock released).
+        ship_fail_rate: undeliverable address -> refund, release -> compensated.
+        partial_capture_rate: half the amount captured -> refund what moved -> compensated.
+        auth_only_rate: authorised, never captured -> void -> compensated.
+        refund_flaky_rate: undeliverable, and the refund fails twice before succeeding -> compensated.
+        refund_fail_rate: undeliverable, and every refund fails -> NEEDS_ATTENTION.
+        missing_correlation_rate: the producer sends no correlation ID (intake mints one).
+    """
+
+    out_of_stock_rate: float = 0.05
     decline_rate: float = 0.15
     ship_fail_rate: float = 0.10
-    out_of_stock_rate: float = 0.05
+    partial_capture_rate: float = 0.0
+    auth_only_rate: float = 0.0
+    refund_flaky_rate: float = 0.0
+    refund_fail_rate: float = 0.0
     missing_correlation_rate: float = 0.2
 
     def __post_init__(self) -> None:
-        for name in ("decline_rate", "ship_fail_rate", "out_of_stock_rate", "missing_correlation_rate"):
-            value = getattr(self, name)
+        for f in fields(self):
+            value = getattr(self, f.name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be within 0..1, got {value}")
+                raise ValueError(f"{f.name} must be within 0..1, got {value}")
+        if sum(getattr(self, f.name) for f in fields(self) if f.name != "missing_correlation_rate") > 1.0:
+            raise ValueError("the failure rates add up to more than 1")
+
+
+KINDS = (
+    "out_of_stock",
+    "declined",
+    "undeliverable",
+    "partial_capture",
+    "auth_only",
+    "refund_flaky",
+    "refund_fails",
+)
+
+
+def _kind(roll: float, mix: OrderMix) -> str:
+    rates = (
+        mix.out_of_stock_rate,
+        mix.decline_rate,
+        mix.ship_fail_rate,
+        mix.partial_capture_rate,
+        mix.auth_only_rate,
+        mix.refund_flaky_rate,
+        mix.refund_fail_rate,
+    )
+    edge = 0.0
+    for kind, rate in zip(KINDS, rates, strict=True):
+        edge += rate
+        if roll < edge:
+            return kind
+    return "ok"
+
+
+def order_kind(order: dict[str, Any]) -> str:
+    """Which failure (if any) an order carries: read back from its content."""
+    token, country = order["payment_token"], order["shipping_address"]["country"]
+    if any(i["sku"] == OUT_OF_STOCK_SKU for i in order["items"]):
+        return "out_of_stock"
+    by_token = {
+        DECLINE_TOKEN: "declined",
+        PARTIAL_CAPTURE_TOKEN: "partial_capture",
+        AUTH_ONLY_TOKEN: "auth_only",
+        REFUND_FLAKY_TOKEN: "refund_flaky",
+        REFUND_BROKEN_TOKEN: "refund_fails",
+    }
+    if token in by_token:
+        return by_token[token]
+    return "undeliverable" if country == UNDELIVERABLE_COUNTRY else "ok"
+
+
+def expected_status(kind: str) -> str:
+    return {"ok": "COMPLETED", "refund_fails": "NEEDS_ATTENTION"}.get(kind, "COMPENSATED")
+
+
+def make_order(order_id: str, rng: random.Random, kind: str = "ok") -> dict[str, Any]:
+    items = [
+        {"sku": rng.choice(STOCKED_SKUS), "quantity": rng.randint(1, 3), "unit_price_cents": rng.randint(100, 5000)}
+        for _ in range(rng.randint(1, 3))
+    ]
+    token, country = "tok_visa", "DE"
+    if kind == "out_of_stock":
+        items.append({"sku": OUT_OF_STOCK_SKU, "quantity": 1, "unit_price_cents": 999})
+    elif kind == "declined":
+        token = DECLINE_TOKEN
+    elif kind == "undeliverable":
+        country = UNDELIVERABLE_COUNTRY
+    elif kind == "partial_capture":
+        token = PARTIAL_CAPTURE_TOKEN
+    elif kind == "auth_only":
+        token = AUTH_ONLY_TOKEN
+    elif kind == "refund_flaky":
+        token, country = REFUND_FLAKY_TOKEN, UNDELIVERABLE_COUNTRY
+    elif kind == "refund_fails":
+        token, country = REFUND_BROKEN_TOKEN, UNDELIVERABLE_COUNTRY
+    return {
+        "order_id": order_id,
+        "customer_id": f"cust-{rng.randint(1, 500)}",
+        "currency": "EUR",
+        "payment_token": token,
+        "items": items,
+        "shipping_address": {
+            "name": "A. Customer",
+            "line1": "1 Main St",
+            "city": "Berlin",
+            "postcode": "10115",
+            "country": country,
+        },
+    }
 
 
 def make_orders(count: int, seed: int, mix: OrderMix) -> list[tuple[dict[str, Any], str | None]]:
@@ -37,32 +147,8 @@ def make_orders(count: int, seed: int, mix: OrderMix) -> list[tuple[dict[str, An
     rng = random.Random(seed)
     out: list[tuple[dict[str, Any], str | None]] = []
     for i in range(count):
-        items = [
-            {"sku": rng.choice(STOCKED_SKUS), "quantity": rng.randint(1, 3), "unit_price_cents": rng.randint(100, 5000)}
-            for _ in range(rng.randint(1, 3))
-        ]
-        roll = rng.random()
-        token, country = "tok_visa", "DE"
-        if roll < mix.out_of_stock_rate:
-            items.append({"sku": OUT_OF_STOCK_SKU, "quantity": 1, "unit_price_cents": 999})
-        elif roll < mix.out_of_stock_rate + mix.decline_rate:
-            token = DECLINE_TOKEN
-        elif roll < mix.out_of_stock_rate + mix.decline_rate + mix.ship_fail_rate:
-            country = UNDELIVERABLE_COUNTRY
-        order = {
-            "order_id": f"order-{seed}-{i:05d}",
-            "customer_id": f"cust-{rng.randint(1, 500)}",
-            "currency": "EUR",
-            "payment_token": token,
-            "items": items,
-            "shipping_address": {
-                "name": "A. Customer",
-                "line1": "1 Main St",
-                "city": "Berlin",
-                "postcode": "10115",
-                "country": country,
-            },
-        }
+        kind = _kind(rng.random(), mix)
+        order = make_order(f"order-{seed}-{i:05d}", rng, kind)
         correlation_id = (
             None if rng.random() < mix.missing_correlation_rate else f"cid-{seed}-{i:05d}-{rng.getrandbits(32):08x}"
         )

@@ -40,7 +40,7 @@ def ledger_summary(ledger_table: str, inventory_table: str, orders: dict[str, di
     shipped: dict[str, int] = defaultdict(int)
     for op in ops:
         oid = str(op.get("order_id"))
-        if op.get("action") == "charge" and op.get("status") == "captured":
+        if op.get("action") == "charge" and op.get("status") in ("captured", "partially_captured"):
             captured[oid] += 1
         elif op.get("action") == "refund" and op.get("status") == "refunded":
             refunded[oid] += 1

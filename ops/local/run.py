@@ -30,6 +30,7 @@ from ops.local.moto_patches import atomic_dynamodb
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
 from ops.local.template import REGION, CloudAssembly
+from ops.target import Target
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTDIR = REPO_ROOT / ".build" / "local.out"
@@ -156,30 +157,65 @@ class PipelineRun:
             time.sleep(0.02)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 
-    def evaluate_alarms(self) -> list[str]:
-        """Emulate CloudWatch for the template's SQS depth alarms; return the alarms in ALARM."""
-        sqs = boto3.client("sqs", region_name=REGION)
-        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    def _sqs_depth(self, alarm: dict[str, Any]) -> float | None:
         by_name = {q["name"]: q["url"] for q in self.deployment.queues.values()}
+        queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+        if queue not in by_name:
+            return None
+        attrs = boto3.client("sqs", region_name=REGION).get_queue_attributes(
+            QueueUrl=by_name[queue], AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return float(attrs["ApproximateNumberOfMessages"])
+
+    def _latest_emf(self, alarm: dict[str, Any]) -> float | None:
+        """The most recent datapoint the handlers printed (EMF) for the alarm's metric and dimensions."""
+        wanted = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        latest = None
+        for doc in self.capture.records()[1]:
+            for directive in doc["_aws"].get("CloudWatchMetrics", []):
+                names = {m["Name"] for m in directive.get("Metrics", [])}
+                if directive.get("Namespace") != alarm["Namespace"] or alarm["MetricName"] not in names:
+                    continue
+                if all(str(doc.get(k)) == v for k, v in wanted.items()):
+                    value = doc[alarm["MetricName"]]
+                    latest = float(max(value) if isinstance(value, list) else value)
+        return latest
+
+    def evaluate_alarms(self) -> list[str]:
+        """Emulate CloudWatch's evaluation of the template's alarms; return the alarms in ALARM.
+
+        SQS depth alarms read the queue; custom-metric alarms read the latest EMF datapoint the
+        handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
+        """
+        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
         for name, alarm in self.deployment.alarms.items():
-            if alarm["Namespace"] != "AWS/SQS" or alarm["MetricName"] != "ApproximateNumberOfMessagesVisible":
-                continue
-            queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
-            if queue not in by_name:
-                continue
-            depth = int(
-                sqs.get_queue_attributes(QueueUrl=by_name[queue], AttributeNames=["ApproximateNumberOfMessages"])[
-                    "Attributes"
-                ]["ApproximateNumberOfMessages"]
+            if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
+                value = self._sqs_depth(alarm)
+            else:
+                value = self._latest_emf(alarm)
+            breaching = value is not None and (
+                value > alarm["Threshold"]
+                if alarm["ComparisonOperator"] == "GreaterThanThreshold"
+                else value >= alarm["Threshold"]
             )
-            breaching = depth > alarm["Threshold"]
             cloudwatch.set_alarm_state(
                 AlarmName=name,
                 StateValue="ALARM" if breaching else "OK",
-                StateReason=f"local evaluation: {queue} has {depth} visible message(s)",
+                StateReason=f"local evaluation: {alarm['MetricName']} = {value}",
             )
         alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
         return sorted(a["AlarmName"] for a in alarms)
+
+    def run_schedules(self) -> list[str]:
+        """Fire every scheduled rule's target once (the sweeper); returns the raw results."""
+        return [
+            fn.invoke({"source": "aws.events", "detail-type": "Scheduled Event"})[0]
+            for _, fn in self.deployment.schedules
+        ]
+
+    def target(self) -> Target:
+        """The ops target for this deployment: the same commands as against a deployed stack."""
+        return Target(self.deployment.outputs(), region=REGION)
 
     def report(self, wall_seconds: float) -> dict[str, Any]:
         orders = order_statuses(self.orders_table)
@@ -224,21 +260,31 @@ class PipelineRun:
         }
 
 
-def run_local(options: RunOptions) -> dict[str, Any]:
-    """Synthesize (unless given an assembly), run ``options.orders`` orders, return the report."""
-    started = time.monotonic()
+def load_assembly(options: RunOptions) -> CloudAssembly:
     with mock.patch.dict(os.environ, FAKE_ENV):
-        assembly = (
-            CloudAssembly(options.assembly_dir, f"OrderPipeline-{options.stage}")
-            if options.assembly_dir
-            else synthesize(DEFAULT_OUTDIR, options.stage)
-        )
+        if options.assembly_dir:
+            return CloudAssembly(options.assembly_dir, f"OrderPipeline-{options.stage}")
+        return synthesize(DEFAULT_OUTDIR, options.stage)
+
+
+@contextmanager
+def local_pipeline(options: RunOptions, assembly: CloudAssembly | None = None) -> Iterator[PipelineRun]:
+    """The deployed pipeline in moto, with Lambda routing and log capture on, stock seeded."""
+    assembly = assembly or load_assembly(options)
     clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
     with local_aws(clock):
         run = PipelineRun(assembly, options, clock)
         with capture_stdout(run.capture), run.deployment.lambda_routing():
             point_powertools_loggers_at(run.capture)
             run.seed_inventory()
-            run.submit(make_orders(options.orders, options.seed, options.mix))
-            run.drain()
+            yield run
+
+
+def run_local(options: RunOptions) -> dict[str, Any]:
+    """Synthesize (unless given an assembly), run ``options.orders`` orders, return the report."""
+    started = time.monotonic()
+    with local_pipeline(options) as run:
+        run.submit(make_orders(options.orders, options.seed, options.mix))
+        run.drain()
+        run.run_schedules()  # one sweep at the end: a healthy run finds no stuck order
         return run.report(time.monotonic() - started)

@@ -81,21 +81,33 @@ def test_finalize_moves_shipped_to_completed_and_a_repeat_is_a_no_op(
 
 
 def test_finalize_accepts_the_payload_the_state_machine_sends(
-    finalize, order_factory, saga_input, seed_order, orders, lambda_context, logs
+    finalize, order_factory, seed_order, orders, lambda_context, logs
 ):
-    """constructs_lib/saga.py's MarkCompleted task sends {outcome, order_id, correlation_id, state}."""
+    """constructs_lib/saga.py's MarkCompleted task sends {outcome, order_id, correlation_id, order}."""
     order = order_factory()
     seed_order(order, OrderStatus.SHIPPED)
-    state = {
-        **saga_input(order, "cid-sfn"),
-        "reservation": {"status": "reserved", "items": {"SKU-A": 2, "SKU-B": 1}},
-        "payment": {"status": "captured", "payment_id": "pay_1", "amount_cents": 3499},
-        "shipment": {"status": "shipped", "tracking_id": "trk_1"},
-    }
-    event = {"outcome": "COMPLETED", "order_id": order["order_id"], "correlation_id": "cid-sfn", "state": state}
+    event = {"outcome": "COMPLETED", "order_id": order["order_id"], "correlation_id": "cid-sfn", "order": order}
 
-    assert finalize(event, lambda_context)["status"] == "COMPLETED"
+    assert finalize(event, lambda_context) == {"status": "COMPLETED", "transition": "moved"}
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPLETED.value
+
+
+def test_finalize_needs_attention_payload_with_error_parks_the_order(
+    finalize, order_factory, seed_order, orders, lambda_context, logs
+):
+    """MarkNeedsAttention also passes the compensation error ($.compensation_error) as ``error``."""
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATING)
+    event = {
+        "outcome": "NEEDS_ATTENTION",
+        "order_id": order["order_id"],
+        "correlation_id": "cid-parked",
+        "order": order,
+        "error": {"Error": "TransientStepError", "Cause": "ProviderUnavailable: payment provider down"},
+    }
+
+    assert finalize(event, lambda_context)["status"] == "NEEDS_ATTENTION"
+    assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value
 
 
 def test_forward_steps_chain_with_step_functions_state_reach_shipped(
