@@ -27,6 +27,8 @@ def step_payload(event: Mapping[str, Any]) -> dict[str, Any]:
     payload: dict[str, Any] = {"order_id": order_id, "order": order}
     if event.get("outcome"):
         payload["outcome"] = str(event["outcome"])
+    if isinstance(event.get("error"), dict):
+        payload["error"] = event["error"]
     return payload
 
 

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
+from unittest import mock
 
 
 class LineCapture(io.TextIOBase):
@@ -81,10 +82,21 @@ def point_powertools_loggers_at(stream: TextIO | io.TextIOBase) -> None:
 
 @contextmanager
 def capture_stdout(capture: LineCapture) -> Iterator[LineCapture]:
-    """Send ``sys.stdout`` (EMF prints, new Powertools loggers) to ``capture`` until exit."""
+    """Send ``sys.stdout`` (new Powertools loggers) and Powertools' EMF prints to ``capture``.
+
+    EMF documents are printed with the builtin ``print``; we shadow it in that one module, so
+    metrics are captured even when something else (a test runner) swaps ``sys.stdout`` later.
+    """
+    from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf
+
+    def emf_print(*args: Any, **kwargs: Any) -> None:
+        kwargs.pop("file", None)
+        print(*args, file=capture, **kwargs)
+
     saved = sys.stdout
     sys.stdout = capture
     try:
-        yield capture
+        with mock.patch.object(emf, "print", emf_print, create=True):
+            yield capture
     finally:
         sys.stdout = saved

@@ -68,20 +68,44 @@ class Tables:
     ledger: str
 
 
-def _create_table(ddb: Any, name: str, hash_key: str, range_key: str | None = None, ttl: str | None = None) -> None:
+#: The orders table's GSI as the stack defines it (stacks/order_pipeline_stack.py): the sweeper queries it.
+ORDERS_STATUS_INDEX: dict[str, Any] = {
+    "IndexName": "by-status",
+    "KeySchema": [
+        {"AttributeName": "status", "KeyType": "HASH"},
+        {"AttributeName": "updated_at", "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["correlation_id"]},
+}
+
+
+def _create_table(
+    ddb: Any,
+    name: str,
+    hash_key: str,
+    range_key: str | None = None,
+    ttl: str | None = None,
+    index: dict[str, Any] | None = None,
+) -> None:
     keys = [{"AttributeName": hash_key, "KeyType": "HASH"}]
     attributes = [{"AttributeName": hash_key, "AttributeType": "S"}]
     if range_key:
         keys.append({"AttributeName": range_key, "KeyType": "RANGE"})
         attributes.append({"AttributeName": range_key, "AttributeType": "S"})
-    ddb.create_table(TableName=name, KeySchema=keys, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST")
+    extra: dict[str, Any] = {}
+    if index:
+        attributes.extend({"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in index["KeySchema"])
+        extra["GlobalSecondaryIndexes"] = [index]
+    ddb.create_table(
+        TableName=name, KeySchema=keys, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST", **extra
+    )
     if ttl:
         ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl})
 
 
 @pytest.fixture
 def tables(aws: None) -> Tables:
-    """The stack's four tables, keyed as constructs_lib/tables.py and the stack define them."""
+    """The stack's four tables, keyed as constructs_lib/tables.py and the stack define them (GSI included)."""
     names = Tables(
         idempotency="test-idempotency",
         orders="test-orders",
@@ -90,7 +114,7 @@ def tables(aws: None) -> Tables:
     )
     ddb = boto3.client("dynamodb", region_name=REGION)
     _create_table(ddb, names.idempotency, "id", ttl="expiration")
-    _create_table(ddb, names.orders, "order_id")
+    _create_table(ddb, names.orders, "order_id", index=ORDERS_STATUS_INDEX)
     _create_table(ddb, names.inventory, "pk")
     _create_table(ddb, names.ledger, "pk", "sk")
     return names
@@ -108,8 +132,35 @@ def state_machine(aws: None) -> str:
     )
 
 
+@dataclass(frozen=True)
+class NeedsAttentionQueue:
+    """The needs-attention queue in moto: FinalizeOrder parks orders here (NEEDS_ATTENTION_QUEUE_URL)."""
+
+    url: str
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Every message currently in the queue (bodies parsed), without hiding them from a later read."""
+        response = shared.aws.client("sqs").receive_message(
+            QueueUrl=self.url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+            VisibilityTimeout=0,
+            WaitTimeSeconds=0,
+        )
+        return [
+            {"body": json.loads(m["Body"]), "attributes": m.get("MessageAttributes", {})}
+            for m in response.get("Messages", [])
+        ]
+
+
 @pytest.fixture
-def pipeline_env(tables: Tables, state_machine: str) -> dict[str, str]:
+def needs_attention_queue(aws: None) -> NeedsAttentionQueue:
+    sqs = boto3.client("sqs", region_name=REGION)
+    return NeedsAttentionQueue(sqs.create_queue(QueueName="test-needs-attention")["QueueUrl"])
+
+
+@pytest.fixture
+def pipeline_env(tables: Tables, state_machine: str, needs_attention_queue: NeedsAttentionQueue) -> dict[str, str]:
     """Environment variables the stack gives the functions (shared/config.py names)."""
     return {
         "IDEMPOTENCY_TABLE_NAME": tables.idempotency,
@@ -119,6 +170,7 @@ def pipeline_env(tables: Tables, state_machine: str) -> dict[str, str]:
         "STATE_MACHINE_ARN": state_machine,
         "PAYMENT_PROVIDER_FUNCTION": PAYMENT_FUNCTION,
         "CARRIER_FUNCTION": CARRIER_FUNCTION,
+        "NEEDS_ATTENTION_QUEUE_URL": needs_attention_queue.url,
     }
 
 

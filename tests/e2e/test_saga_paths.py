@@ -1,0 +1,163 @@
+"""Every saga path through the real (synthesized) ASL, on moto: compensations, parking, sweeper, repair."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from ops.local.orders import make_order
+from ops.local.run import PipelineRun, RunOptions, local_pipeline
+from ops.local.template import CloudAssembly
+from ops.repair import order_executions, repair
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def pipeline(assembly: CloudAssembly) -> Iterator[PipelineRun]:
+    with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
+        yield run
+
+
+def submit_and_drain(run: PipelineRun, *orders: tuple[dict[str, Any], str | None]) -> None:
+    run.submit(list(orders))
+    run.drain()
+
+
+def order_item(run: PipelineRun, order_id: str) -> dict[str, Any]:
+    item = boto3.client("dynamodb").get_item(TableName=run.orders_table, Key={"order_id": {"S": order_id}})["Item"]
+    from shared.aws import from_item
+
+    return from_item(item)
+
+
+def ledger_ops(run: PipelineRun, order_id: str) -> list[dict[str, Any]]:
+    from ops.local.report import scan_all
+
+    return [i for i in scan_all(run.ledger_table) if i.get("order_id") == order_id]
+
+
+def new_order(order_id: str, kind: str) -> dict[str, Any]:
+    return make_order(order_id, random.Random(order_id), kind)
+
+
+def test_saga_completed_order(pipeline: PipelineRun) -> None:
+    submit_and_drain(pipeline, (new_order("path-ok", "ok"), "cid-path-ok"))
+    assert order_item(pipeline, "path-ok")["status"] == "COMPLETED"
+    shipped = [op for op in ledger_ops(pipeline, "path-ok") if op.get("action") == "ship" and op.get("sk") == "op"]
+    assert [op["status"] for op in shipped] == ["shipped"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "refund_status"),
+    [
+        ("declined", None),  # declined: no refund at all, stock released
+        ("undeliverable", "refunded"),
+        ("partial_capture", "refunded"),
+        ("auth_only", "voided"),
+        ("out_of_stock", None),
+    ],
+)
+def test_saga_failure_is_compensated(pipeline: PipelineRun, kind: str, refund_status: str | None) -> None:
+    order_id = f"path-{kind}"
+    submit_and_drain(pipeline, (new_order(order_id, kind), f"cid-{order_id}"))
+    assert order_item(pipeline, order_id)["status"] == "COMPENSATED"
+    ops = [op for op in ledger_ops(pipeline, order_id) if op.get("sk") == "op"]
+    refunds = [op for op in ops if op.get("action") == "refund"]
+    if refund_status is None:
+        assert all(op["status"] != "refunded" for op in refunds)
+    else:
+        assert [op["status"] for op in refunds] == [refund_status]
+        charge = next(op for op in ops if op.get("action") == "charge")
+        assert refunds[0]["amount_cents"] == charge["captured_cents"]
+    reservation = boto3.client("dynamodb").get_item(
+        TableName=pipeline.inventory_table, Key={"pk": {"S": f"reservation#{order_id}"}}
+    )["Item"]
+    assert reservation["status"]["S"] == "RELEASED"
+
+
+def test_saga_refund_failing_twice_then_succeeding_compensates(pipeline: PipelineRun) -> None:
+    submit_and_drain(pipeline, (new_order("path-flaky", "refund_flaky"), "cid-path-flaky"))
+    assert order_item(pipeline, "path-flaky")["status"] == "COMPENSATED"
+    requests = [r for r in ledger_ops(pipeline, "path-flaky") if str(r.get("pk")).startswith("req#payment") and r["action"] == "refund"]
+    assert [r["outcome"] for r in requests] == ["error", "error", "refunded"]
+
+
+def test_saga_refund_always_failing_parks_order_and_alarms(pipeline: PipelineRun) -> None:
+    submit_and_drain(pipeline, (new_order("path-broken", "refund_fails"), "cid-path-broken"))
+    order = order_item(pipeline, "path-broken")
+    assert order["status"] == "NEEDS_ATTENTION"
+    assert order["last_error"]["correlation_id"] == "cid-path-broken"
+    assert "TransientStepError" in json.dumps(order["last_error"])
+    execution = order_executions(pipeline.target(), "path-broken")[0]
+    sfn = boto3.client("stepfunctions")
+    described = sfn.describe_execution(executionArn=execution["executionArn"])
+    assert described["status"] == "FAILED" and described.get("error") == "CompensationFailed"
+    queue_url = pipeline.target().output("NeedsAttentionQueueUrl")
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, VisibilityTimeout=0
+    )["Messages"]
+    parked = [m for m in messages if json.loads(m["Body"])["order_id"] == "path-broken"]
+    assert len(parked) == 1
+    assert parked[0]["MessageAttributes"]["correlation_id"]["StringValue"] == "cid-path-broken"
+    alarms = pipeline.evaluate_alarms()
+    assert any("NeedsAttentionQueueQueueDepthAlarm" in a for a in alarms)
+    reservation = boto3.client("dynamodb").get_item(
+        TableName=pipeline.inventory_table, Key={"pk": {"S": "reservation#path-broken"}}
+    )["Item"]
+    assert reservation["status"]["S"] == "RELEASED"  # a failed refund still gives the stock back
+
+
+def test_saga_duplicate_intake_message_starts_one_execution(pipeline: PipelineRun) -> None:
+    order = new_order("path-dup", "ok")
+    submit_and_drain(pipeline, (order, "cid-path-dup"), (order, "cid-path-dup"), (order, None))
+    executions = order_executions(pipeline.target(), "path-dup")
+    assert [e["name"] for e in executions] == ["order-path-dup"]
+    assert order_item(pipeline, "path-dup")["status"] == "COMPLETED"
+    charges = [op for op in ledger_ops(pipeline, "path-dup") if op.get("sk") == "op" and op["action"] == "charge"]
+    assert len(charges) == 1
+
+
+def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -> None:
+    # Intake recorded the order, then died before starting the saga: RECEIVED, an hour old.
+    order = new_order("path-stuck", "ok")
+    boto3.client("dynamodb").put_item(
+        TableName=pipeline.orders_table,
+        Item={
+            "order_id": {"S": "path-stuck"},
+            "status": {"S": "RECEIVED"},
+            "correlation_id": {"S": "cid-path-stuck"},
+            "order": {"S": "placeholder"},
+            "created_at": {"S": "2000-01-01T00:00:00Z"},
+            "updated_at": {"S": "2000-01-01T00:00:00Z"},
+            "history": {"L": []},
+        },
+    )
+    from shared.aws import to_item
+
+    boto3.client("dynamodb").update_item(
+        TableName=pipeline.orders_table,
+        Key={"order_id": {"S": "path-stuck"}},
+        UpdateExpression="SET #o = :o",
+        ExpressionAttributeNames={"#o": "order"},
+        ExpressionAttributeValues=to_item({":o": order}),
+    )
+    results = [json.loads(r) for r in pipeline.run_schedules()]
+    assert "path-stuck" in results[0]["stuck"]
+    assert any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
+
+    target = pipeline.target()
+    first = repair(target, "path-stuck", "redrive")
+    assert first["result"] == "started"
+    pipeline.drain()
+    assert order_item(pipeline, "path-stuck")["status"] == "COMPLETED"
+    assert repair(target, "path-stuck", "redrive")["result"] == "already_terminal"
+
+    results = [json.loads(r) for r in pipeline.run_schedules()]
+    assert "path-stuck" not in results[0]["stuck"]
+    assert not any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
