@@ -44,6 +44,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
+    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
+    dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
+    _target_arguments(dlq_list)
+    dlq_list.add_argument("--json", action="store_true")
+    dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
+    dlq_replay.add_argument("--queue", required=True, help="orders | needs-attention")
+    dlq_replay.add_argument(
+        "--category", default="transient", help="transient (default), permanent, unclassified, or 'all'"
+    )
+    dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
+    dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
+    dlq_replay.add_argument("--rate", type=float, help="messages per second")
+    dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
+    _target_arguments(dlq_replay)
+
+    trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
+    trace.add_argument("correlation_id")
+    trace.add_argument("--json", action="store_true")
+    _target_arguments(trace)
+
     repair = commands.add_parser("repair", help="move a stuck or needs-attention order to a terminal state")
     repair.add_argument("order_id")
     repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
@@ -111,11 +132,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_summary(report)
         return 0
+    from ops.target import Target
+
+    target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
     if args.command == "repair":
         from ops.repair import repair
-        from ops.target import Target
 
-        target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
+        return 0
+    if args.command == "dlq":
+        from ops.dlq import format_list, list_queues, replay_queue
+
+        if args.dlq_command == "list":
+            summary = list_queues(target)
+            print(json.dumps(summary, indent=2) if args.json else format_list(summary))
+            return 0
+        report = replay_queue(
+            target,
+            args.queue,
+            category=None if args.category == "all" else args.category,
+            dry_run=args.dry_run,
+            max_messages=args.max,
+            rate=args.rate,
+            force=args.force,
+        )
+        print(json.dumps(report, indent=2))
+        return 0
+    if args.command == "trace":
+        from ops.trace import as_json, trace
+
+        events = trace(target, args.correlation_id)
+        if args.json:
+            print(json.dumps(as_json(events), indent=2))
+        else:
+            print("\n".join(e.line() for e in events) or f"nothing found for {args.correlation_id}")
         return 0
     return 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import CfnOutput, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -17,6 +17,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subs
 from constructs import Construct
 
+from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
 from constructs_lib.function import PipelineFunction, PipelineFunctionProps
 from constructs_lib.layers import PythonPackagesLayer, PythonPackagesLayerProps, SourceTreeLayer, SourceTreeLayerProps
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
@@ -69,6 +70,11 @@ class OrderPipelineStack(Stack):
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=["correlation_id"],  # the sweeper logs each stuck order under its ID
         )
+        self.failures_table = DataTable(
+            self,
+            "FailuresTable",
+            props=DataTableProps(partition_key="message_id", ttl_attribute="expires_at", **table_opts),
+        ).table
         self.ledger_table = DataTable(
             self, "SandboxLedgerTable", props=DataTableProps(sort_key="sk", **table_opts)
         ).table
@@ -165,7 +171,11 @@ class OrderPipelineStack(Stack):
         self.intake = function(
             "Intake",
             "intake",
-            {**base_env, "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn},
+            {
+                **base_env,
+                "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn,
+                "FAILURES_TABLE_NAME": self.failures_table.table_name,
+            },
             INTAKE_TIMEOUT,
         )
         _grant_items(self.idempotency_table, self.intake.function, *DDB_ITEM_RW)
@@ -183,6 +193,44 @@ class OrderPipelineStack(Stack):
                 batch_size=10,
                 removal_policy=removal,
             ),
+        )
+        # Permanent failures go to the DLQ at once; transient ones are recorded for the replay tool.
+        self.intake.function.add_environment("DEAD_LETTER_QUEUE_URL", self.orders_queue.dlq.queue_url)
+        self.orders_queue.dlq.grant_send_messages(self.intake.function)
+        _grant_items(self.failures_table, self.intake.function, "dynamodb:UpdateItem")
+
+        # DLQ replay: transient failures go back to their source queue, on a schedule and
+        # whenever a DLQ alarm goes to ALARM (idempotent consumers make a replay harmless).
+        replay_pairs = [(self.orders_queue.dlq, self.orders_queue.queue)]
+        self.dlq_replay = function(
+            "DlqReplay",
+            "dlq_replay",
+            {
+                "FAILURES_TABLE_NAME": self.failures_table.table_name,
+                "REPLAY_TARGETS": self.to_json_string(
+                    [{"dlq_url": dlq.queue_url, "source_url": src.queue_url} for dlq, src in replay_pairs]
+                ),
+            },
+            Duration.minutes(5),
+        )
+        for dlq, src in replay_pairs:
+            dlq.grant_consume_messages(self.dlq_replay.function)
+            src.grant_send_messages(self.dlq_replay.function)
+        _grant_items(self.failures_table, self.dlq_replay.function, "dynamodb:GetItem")
+        replay_target = targets.LambdaFunction(self.dlq_replay.function, retry_attempts=2)
+        self.replay_schedule = events.Rule(
+            self, "ReplaySchedule", schedule=events.Schedule.rate(Duration.minutes(15)), targets=[replay_target]
+        )
+        self.replay_on_alarm = events.Rule(
+            self,
+            "ReplayOnDlqAlarm",
+            event_pattern=events.EventPattern(
+                source=["aws.cloudwatch"],
+                detail_type=["CloudWatch Alarm State Change"],
+                resources=[self.orders_queue.dlq_alarm.alarm_arn],
+                detail={"state": {"value": ["ALARM"]}},
+            ),
+            targets=[replay_target],
         )
 
         # Stuck-order sweeper: every 5 minutes, alarm when any order is stuck.
@@ -223,10 +271,43 @@ class OrderPipelineStack(Stack):
         )
         self.stuck_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
 
+        self.dashboard = PipelineDashboard(
+            self,
+            "Dashboard",
+            props=PipelineDashboardProps(
+                queues=[self.orders_queue, self.needs_attention],
+                state_machine=self.saga.state_machine,
+                services=[
+                    "intake",
+                    "reserve-inventory",
+                    "charge-payment",
+                    "ship-order",
+                    "refund-payment",
+                    "release-inventory",
+                    "finalize-order",
+                ],
+            ),
+        ).dashboard
+
         CfnOutput(self, "NeedsAttentionQueueUrl", value=self.needs_attention.queue.queue_url)
         CfnOutput(self, "NeedsAttentionDlqUrl", value=self.needs_attention.dlq.queue_url)
         CfnOutput(self, "InventoryTableName", value=self.inventory_table.table_name)
         CfnOutput(self, "SagaTimeoutSeconds", value=str(int(self.saga.timeout.to_seconds())))
+        CfnOutput(self, "FailuresTableName", value=self.failures_table.table_name)
+        functions = (
+            self.intake,
+            self.reserve,
+            self.charge,
+            self.ship,
+            self.refund,
+            self.release,
+            self.finalize,
+            self.payment_provider,
+            self.carrier,
+            self.sweeper,
+            self.dlq_replay,
+        )
+        CfnOutput(self, "LogGroupNames", value=Fn.join(",", [f.log_group.log_group_name for f in functions]))
         CfnOutput(self, "OrdersQueueUrl", value=self.orders_queue.queue.queue_url)
         CfnOutput(self, "OrdersDlqUrl", value=self.orders_queue.dlq.queue_url)
         CfnOutput(self, "StateMachineArn", value=self.saga.state_machine.state_machine_arn)

@@ -8,8 +8,10 @@ from aws_lambda_powertools import Logger, Metrics
 
 from order_domain.model import parse_order
 from order_domain.wiring import intake_service
+from shared.aws import client
 from shared.batch import process_sqs_batch
 from shared.config import Settings
+from shared.dlq import FailureRouting
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ idempotent = IdempotentOperation(
     logger=logger,
     metrics=metrics,
 )
+routing = FailureRouting(settings.dead_letter_queue_url, settings.failures_table, client)
 
 
 @idempotent
@@ -42,4 +45,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.info("order accepted", extra={"order_id": order["order_id"], "execution_arn": result["execution_arn"]})
         return result
 
-    return process_sqs_batch(event, context, record_handler, logger=logger)
+    return process_sqs_batch(event, context, record_handler, logger=logger, routing=routing)

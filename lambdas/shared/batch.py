@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.correlation import correlation_scope, from_sqs_record
+from shared.dlq import FailureRouting
 from shared.exceptions import classify
 
 RecordHandler = Callable[[SQSRecord, str], Any]
@@ -53,8 +54,12 @@ def process_sqs_batch(
     record_handler: RecordHandler,
     *,
     logger: Logger,
+    routing: FailureRouting | None = None,
 ) -> dict[str, Any]:
     """Run ``record_handler(record, correlation_id)`` for each record (concurrently); report failures only.
+
+    With ``routing``, a permanent failure goes to the DLQ at once (see :mod:`shared.dlq`) and a
+    transient one is recorded before the redrive policy retries it.
 
     Each record runs in its own correlation scope: its ID comes from the ``correlation_id``
     message attribute, or is minted here (the entry point) when absent. A failing record is
@@ -68,15 +73,29 @@ def process_sqs_batch(
             try:
                 return record_handler(record, cid)
             except Exception as exc:
+                category = classify(exc)
                 logger.exception(
                     "record failed",
                     extra={
                         "message_id": record.message_id,
                         "error_type": type(exc).__name__,
-                        "category": classify(exc),
-                        "receive_count": record.attributes.approximate_receive_count,
+                        "category": category,
+                        "receive_count": int(record.attributes.approximate_receive_count or 0),
                     },
                 )
-                raise
+                if routing is None:
+                    raise
+                try:
+                    moved = routing.handle(record.raw_event, exc, cid)
+                except Exception:
+                    logger.exception("could not dead-letter the record; leaving it in the queue")
+                    raise exc from None
+                if not moved:
+                    raise
+                logger.warning(
+                    "record dead-lettered without retry",
+                    extra={"message_id": record.message_id, "category": category, "error_type": type(exc).__name__},
+                )
+                return None
 
     return dict(process_partial_response(event=event, record_handler=handle, processor=processor, context=context))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,17 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {text!r}") from exc
 
 
+def _replay_targets(text: str) -> tuple[tuple[str, str], ...]:
+    """``REPLAY_TARGETS``: a JSON list of ``{"dlq_url", "source_url"}``."""
+    if not text.strip():
+        return ()
+    try:
+        targets = json.loads(text)
+        return tuple((str(t["dlq_url"]), str(t["source_url"])) for t in targets)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigurationError("REPLAY_TARGETS must be a JSON list of {dlq_url, source_url}") from exc
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resource names and tunables. Unset optional resources are ``None``.
@@ -47,6 +59,9 @@ class Settings:
     payment_provider_function: str | None = None
     carrier_function: str | None = None
     needs_attention_queue_url: str | None = None
+    dead_letter_queue_url: str | None = None
+    replay_targets: tuple[tuple[str, str], ...] = ()
+    failures_table: str | None = None
     stuck_after_seconds: int = 1800
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
@@ -72,6 +87,9 @@ class Settings:
             payment_provider_function=env.get("PAYMENT_PROVIDER_FUNCTION") or None,
             carrier_function=env.get("CARRIER_FUNCTION") or None,
             needs_attention_queue_url=env.get("NEEDS_ATTENTION_QUEUE_URL") or None,
+            dead_letter_queue_url=env.get("DEAD_LETTER_QUEUE_URL") or None,
+            failures_table=env.get("FAILURES_TABLE_NAME") or None,
+            replay_targets=_replay_targets(env.get("REPLAY_TARGETS", "")),
             stuck_after_seconds=_int(env, "STUCK_AFTER_SECONDS", 1800),
             idempotency_ttl_seconds=ttl_seconds,
         )

@@ -16,11 +16,13 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import boto3
+import botocore.endpoint
 
 from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from ops.local.clock import SimClock
@@ -76,9 +78,10 @@ def synthesize(outdir: Path, stage: str) -> CloudAssembly:
 
 
 @contextmanager
-def local_aws(clock: SimClock) -> Iterator[None]:
-    """moto in-process with Step Functions executing the real ASL; retry waits take simulated time."""
-    from moto import mock_aws
+def moto_behaviour(clock: SimClock) -> Iterator[None]:
+    """Our class-level patches on moto's backends: Step Functions retry waits take simulated time,
+    DynamoDB item writes are atomic. They hold for ``mock_aws`` and for a moto server in this process.
+    """
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
     shim = types.SimpleNamespace(sleep=clock.advance, time=time.time, monotonic=time.monotonic)
@@ -87,10 +90,22 @@ def local_aws(clock: SimClock) -> Iterator[None]:
     with ExitStack() as stack:
         stack.enter_context(warnings.catch_warnings())
         warnings.filterwarnings("ignore", message="No application metrics to publish")
+        stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
+        # botocore's own retry backoff (throttling) also waits in simulated time.
+        stack.enter_context(mock.patch.object(botocore.endpoint, "time", shim))
+        stack.enter_context(atomic_dynamodb())
+        yield
+
+
+@contextmanager
+def local_aws(clock: SimClock) -> Iterator[None]:
+    """moto in-process with Step Functions executing the real ASL; retry waits take simulated time."""
+    from moto import mock_aws
+
+    with ExitStack() as stack:
         stack.enter_context(mock.patch.dict(os.environ, FAKE_ENV))
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
-        stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
-        stack.enter_context(atomic_dynamodb())
+        stack.enter_context(moto_behaviour(clock))
         yield
 
 
@@ -108,6 +123,7 @@ class PipelineRun:
         self.ledger_table = self.deployment.table("SandboxLedgerTable")
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
+        self._shipped = 0
 
     def seed_inventory(self) -> None:
         ddb = boto3.client("dynamodb", region_name=REGION)
@@ -130,27 +146,34 @@ class PipelineRun:
             sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         self.submitted.extend(orders)
 
-    def _running_executions(self) -> int:
+    def running_executions(self) -> int:
         sfn = boto3.client("stepfunctions", region_name=REGION)
         pages = sfn.get_paginator("list_executions").paginate(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
         )
         return sum(len(p["executions"]) for p in pages)
 
+    def deliver(self) -> int:
+        """One turn of the event source mappings: a batch from each queue, or else the failed
+        messages whose (simulated) visibility timeout has passed. Returns how many moved."""
+        return sum(p.poll_once() for p in self.pollers) or sum(p.release_due() for p in self.pollers)
+
+    def next_visible_at(self) -> float | None:
+        """When the earliest failed message becomes visible again (simulated time), if any."""
+        return min((t for p in self.pollers if (t := p.next_visible_at()) is not None), default=None)
+
     def drain(self) -> None:
         """Poll until queues are empty and no execution runs; advance simulated time when idle."""
         deadline = time.monotonic() + self.options.timeout_seconds
         while time.monotonic() < deadline:
-            if sum(p.poll_once() for p in self.pollers):
+            if self.deliver():
                 continue
-            if sum(p.release_due() for p in self.pollers):
+            if self.running_executions():
+                time.sleep(0.25)
                 continue
-            if self._running_executions():
-                time.sleep(0.02)
-                continue
-            upcoming = [t for p in self.pollers if (t := p.next_visible_at()) is not None]
-            if upcoming:
-                self.clock.advance(max(0.0, min(upcoming) - self.clock.now()))
+            upcoming = self.next_visible_at()
+            if upcoming is not None:
+                self.clock.advance(max(0.0, upcoming - self.clock.now()))
                 continue
             if not any(p.queue_depth() for p in self.pollers):
                 return
@@ -213,6 +236,35 @@ class PipelineRun:
             for _, fn in self.deployment.schedules
         ]
 
+    def ship_logs(self) -> int:
+        """Copy captured handler log lines into moto CloudWatch Logs, into each function's log group.
+
+        ``ops trace`` then reads them through CloudWatch Logs, as it does against AWS.
+        """
+        logs_client = boto3.client("logs", region_name=REGION)
+        groups = {
+            fn.env.get("POWERTOOLS_SERVICE_NAME"): self.deployment.log_group_of(fn)
+            for fn in self.deployment.functions.values()
+        }
+        records = self.capture.records()[0][self._shipped :]
+        self._shipped += len(records)
+        batches: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            group = groups.get(record.get("service"))
+            if group:
+                batches.setdefault(group, []).append(
+                    {"timestamp": _log_millis(record.get("timestamp")), "message": json.dumps(record)}
+                )
+        stream = f"local-{int(time.time() * 1000)}"
+        for group, events in batches.items():
+            logs_client.create_log_stream(logGroupName=group, logStreamName=stream)
+            events.sort(key=lambda e: e["timestamp"])
+            for start in range(0, len(events), 5000):
+                logs_client.put_log_events(
+                    logGroupName=group, logStreamName=stream, logEvents=events[start : start + 5000]
+                )
+        return len(records)
+
     def target(self) -> Target:
         """The ops target for this deployment: the same commands as against a deployed stack."""
         return Target(self.deployment.outputs(), region=REGION)
@@ -260,6 +312,14 @@ class PipelineRun:
         }
 
 
+def _log_millis(stamp: Any) -> int:
+    """Powertools' timestamp (``2026-11-21 05:40:26,747+0000``) in epoch milliseconds."""
+    try:
+        return int(datetime.strptime(str(stamp), "%Y-%m-%d %H:%M:%S,%f%z").timestamp() * 1000)
+    except ValueError:
+        return int(time.time() * 1000)
+
+
 def load_assembly(options: RunOptions) -> CloudAssembly:
     with mock.patch.dict(os.environ, FAKE_ENV):
         if options.assembly_dir:
@@ -268,16 +328,23 @@ def load_assembly(options: RunOptions) -> CloudAssembly:
 
 
 @contextmanager
+def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimClock) -> Iterator[PipelineRun]:
+    """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
+    with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
+    run = PipelineRun(assembly, options, clock)
+    with capture_stdout(run.capture), run.deployment.lambda_routing():
+        point_powertools_loggers_at(run.capture)
+        run.seed_inventory()
+        yield run
+
+
+@contextmanager
 def local_pipeline(options: RunOptions, assembly: CloudAssembly | None = None) -> Iterator[PipelineRun]:
     """The deployed pipeline in moto, with Lambda routing and log capture on, stock seeded."""
     assembly = assembly or load_assembly(options)
     clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
-    with local_aws(clock):
-        run = PipelineRun(assembly, options, clock)
-        with capture_stdout(run.capture), run.deployment.lambda_routing():
-            point_powertools_loggers_at(run.capture)
-            run.seed_inventory()
-            yield run
+    with local_aws(clock), deployed_pipeline(assembly, options, clock) as run:
+        yield run
 
 
 def run_local(options: RunOptions) -> dict[str, Any]:

@@ -54,13 +54,17 @@ def test_local_run_every_order_terminal(report: dict[str, Any]) -> None:
     assert report["executions"] == {"SUCCEEDED": ORDERS}
 
 
-def test_local_run_outcome_follows_the_order(report: dict[str, Any], expected: dict[str, tuple[str, str | None]]) -> None:
+def test_local_run_outcome_follows_the_order(
+    report: dict[str, Any], expected: dict[str, tuple[str, str | None]]
+) -> None:
     statuses = {d["order_id"]: d["status"] for d in report["order_details"]}
     for order_id, (kind, _) in expected.items():
         assert statuses[order_id] == ("COMPLETED" if kind == "ok" else "COMPENSATED"), order_id
 
 
-def test_local_run_ledger_has_no_half_done_order(report: dict[str, Any], expected: dict[str, tuple[str, str | None]]) -> None:
+def test_local_run_ledger_has_no_half_done_order(
+    report: dict[str, Any], expected: dict[str, tuple[str, str | None]]
+) -> None:
     kinds = [kind for kind, _ in expected.values()]
     ledger = report["ledger"]
     assert ledger["shipments"] == kinds.count("ok")
@@ -71,7 +75,9 @@ def test_local_run_ledger_has_no_half_done_order(report: dict[str, Any], expecte
     assert ledger["reservations_outstanding"] == 0
 
 
-def test_local_run_correlation_ids_kept_or_minted(report: dict[str, Any], expected: dict[str, tuple[str, str | None]]) -> None:
+def test_local_run_correlation_ids_kept_or_minted(
+    report: dict[str, Any], expected: dict[str, tuple[str, str | None]]
+) -> None:
     stored = {d["order_id"]: d["correlation_id"] for d in report["order_details"]}
     for order_id, (_, sent) in expected.items():
         if sent:

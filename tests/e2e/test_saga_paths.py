@@ -84,7 +84,11 @@ def test_saga_failure_is_compensated(pipeline: PipelineRun, kind: str, refund_st
 def test_saga_refund_failing_twice_then_succeeding_compensates(pipeline: PipelineRun) -> None:
     submit_and_drain(pipeline, (new_order("path-flaky", "refund_flaky"), "cid-path-flaky"))
     assert order_item(pipeline, "path-flaky")["status"] == "COMPENSATED"
-    requests = [r for r in ledger_ops(pipeline, "path-flaky") if str(r.get("pk")).startswith("req#payment") and r["action"] == "refund"]
+    requests = [
+        r
+        for r in ledger_ops(pipeline, "path-flaky")
+        if str(r.get("pk")).startswith("req#payment") and r["action"] == "refund"
+    ]
     assert [r["outcome"] for r in requests] == ["error", "error", "refunded"]
 
 

@@ -209,3 +209,44 @@ def test_release_after_reserve_restores_stock_exactly_once(
     idempotency_records.forget(f"{order['order_id']}#release-inventory#attempt-1")
     assert release(event, lambda_context) == {"status": "already_released"}
     assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)
+
+
+def test_release_when_partly_reserved_gives_back_exactly_what_was_reserved(
+    release,
+    order_factory,
+    saga_input,
+    seed_order,
+    inventory: Inventory,
+    orders,
+    idempotency_records: IdempotencyView,
+    lambda_context,
+    logs,
+):
+    """A reservation covering only some of the order's items (2 x SKU-A, 1 x SKU-B ordered)."""
+    inventory.seed(**{"SKU-A": 4, "SKU-B": 5})  # 1 x SKU-A already taken by the reservation below
+    order = order_factory()
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    shared.aws.client("dynamodb").put_item(
+        TableName=inventory.table,
+        Item=shared.aws.to_item(
+            {
+                "pk": f"reservation#{order['order_id']}",
+                "status": "RESERVED",
+                "order_id": order["order_id"],
+                "items": {"SKU-A": 1},
+            }
+        ),
+    )
+    event = saga_input(order, "cid-partly")
+
+    result = release(event, lambda_context)
+
+    assert result == {"status": "released", "items": {"SKU-A": 1}}
+    assert inventory.available("SKU-A") == 5  # the one reserved unit is back
+    assert inventory.available("SKU-B") == 5  # never reserved, so nothing is added
+    assert inventory.reservation(order["order_id"])["status"] == "RELEASED"
+    assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
+
+    idempotency_records.forget(f"{order['order_id']}#release-inventory#attempt-1")
+    assert release(event, lambda_context) == {"status": "already_released"}
+    assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from order_domain.status import OrderStatus
-from shared.exceptions import ShippingUnavailable
+from shared.exceptions import ConfigurationError, ShippingUnavailable
 
-from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture
+from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture, NeedsAttentionQueue
 
 
 @pytest.fixture
@@ -143,3 +143,105 @@ def test_forward_steps_chain_with_step_functions_state_reach_shipped(
     assert [h["status"] for h in stored["history"]] == ["RECEIVED", "INVENTORY_RESERVED", "PAYMENT_CHARGED", "SHIPPED"]
     assert len(ledger.ops()) == 2
     assert {line["correlation_id"] for line in logs.read()} == {"cid-chain"}
+
+
+# --- NEEDS_ATTENTION: the order is parked with its error and announced on the needs-attention queue
+
+
+def _needs_attention_event(order: dict, correlation_id: str, error: dict | None = None) -> dict:
+    """What MarkNeedsAttention sends: outcome, order_id, correlation_id, order, error ($.compensation_error)."""
+    return {
+        "outcome": "NEEDS_ATTENTION",
+        "order_id": order["order_id"],
+        "correlation_id": correlation_id,
+        "order": order,
+        "error": error or {"Error": "TransientStepError", "Cause": "ProviderUnavailable: provider_unavailable"},
+    }
+
+
+def test_finalize_needs_attention_records_last_error_with_correlation_id(
+    finalize, order_factory, seed_order, orders, lambda_context, logs
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATING)
+    error = {"Error": "TransientStepError", "Cause": "ProviderUnavailable: provider_unavailable"}
+
+    finalize(_needs_attention_event(order, "cid-last-error", error), lambda_context)
+
+    stored = orders.get(order["order_id"])
+    assert stored["status"] == OrderStatus.NEEDS_ATTENTION.value
+    assert stored["last_error"] == {**error, "correlation_id": "cid-last-error"}
+    assert [h["status"] for h in stored["history"]][-1] == OrderStatus.NEEDS_ATTENTION.value
+
+
+def test_finalize_needs_attention_sends_one_message_with_correlation_id(
+    finalize, order_factory, seed_order, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATING)
+    error = {"Error": "TransientStepError", "Cause": "refund kept failing"}
+
+    finalize(_needs_attention_event(order, "cid-notify", error), lambda_context)
+
+    (message,) = needs_attention_queue.messages()
+    assert message["body"] == {
+        "order_id": order["order_id"],
+        "correlation_id": "cid-notify",
+        "error": {**error, "correlation_id": "cid-notify"},
+    }
+    assert message["attributes"] == {"correlation_id": {"DataType": "String", "StringValue": "cid-notify"}}
+
+
+def test_finalize_needs_attention_repeat_sends_no_second_message(
+    finalize,
+    order_factory,
+    seed_order,
+    orders,
+    needs_attention_queue: NeedsAttentionQueue,
+    idempotency_records: IdempotencyView,
+    lambda_context,
+    logs: LogCapture,
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATING)
+    event = _needs_attention_event(order, "cid-repeat")
+
+    first = finalize(event, lambda_context)
+    history = orders.get(order["order_id"])["history"]
+    second = finalize(event, lambda_context)  # e.g. Step Functions retried after a lost response
+
+    assert first == {"status": "NEEDS_ATTENTION", "transition": "moved"}
+    assert second == first
+    assert len(needs_attention_queue.messages()) == 1
+    assert orders.get(order["order_id"])["history"] == history
+    assert len(logs.find("duplicate suppressed")) == 1
+    assert idempotency_records.get(f"{order['order_id']}#finalize-order-needs_attention#attempt-1") is not None
+
+
+def test_finalize_completed_and_compensated_send_no_message(
+    finalize, order_factory, seed_order, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs
+):
+    completed, compensated = order_factory(), order_factory()
+    seed_order(completed, OrderStatus.SHIPPED)
+    seed_order(compensated, OrderStatus.COMPENSATING)
+
+    for order, outcome in ((completed, "COMPLETED"), (compensated, "COMPENSATED")):
+        event = {"outcome": outcome, "order_id": order["order_id"], "correlation_id": "cid-ok", "order": order}
+        assert finalize(event, lambda_context) == {"status": outcome, "transition": "moved"}
+
+    assert needs_attention_queue.messages() == []
+
+
+def test_finalize_needs_attention_without_queue_url_raises_configuration_error(
+    load, order_factory, seed_order, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs: LogCapture
+):
+    finalize = load("finalize_order", NEEDS_ATTENTION_QUEUE_URL="")
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATING)
+
+    with pytest.raises(ConfigurationError, match="NEEDS_ATTENTION_QUEUE_URL"):
+        finalize(_needs_attention_event(order, "cid-no-queue"), lambda_context)
+
+    (failed,) = logs.find("finalize-order failed")
+    assert failed["category"] == "permanent"
+    assert needs_attention_queue.messages() == []

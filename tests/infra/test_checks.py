@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda_event_sources as sources

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from tests.infra.conftest import SynthResult, as_list
+from tests.infra.conftest import SynthResult, as_list, join_to_string
 
 #: construct attribute on OrderPipelineStack -> POWERTOOLS_SERVICE_NAME
 SERVICES = {
@@ -19,7 +20,13 @@ SERVICES = {
     "ship": "ship-order",
     "finalize": "finalize-order",
     "intake": "intake",
+    "sweeper": "sweeper",
 }
+
+#: Item-level read/write (idempotency records, orders): no Scan, no Query, no batch or table actions.
+DDB_ITEM_RW = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+#: What TransactWriteItems / GetItem on the inventory table need (no DeleteItem).
+DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
 
 #: Resource "*" is only acceptable for actions that support no resource-level scoping.
 UNSCOPABLE_ACTIONS = {
@@ -95,6 +102,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             "machine": stack.saga.state_machine,
             "payment": stack.payment_provider.function,
             "carrier": stack.carrier.function,
+            "needs_attention": stack.needs_attention.queue,
         }.items()
     }
     base = {"IDEMPOTENCY_TABLE_NAME": ref["idempotency"], "ORDERS_TABLE_NAME": ref["orders"]}
@@ -106,13 +114,21 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
         "charge": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
-        "finalize": base,
+        "finalize": {**base, "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"]},
         "intake": {**base, "STATE_MACHINE_ARN": ref["machine"]},
+        # 30 minutes (the default stuck_after_minutes) in seconds
+        "sweeper": {"ORDERS_TABLE_NAME": ref["orders"], "STUCK_AFTER_SECONDS": "1800"},
     }
     for attr, wanted in expected.items():
         _, props = _fn(dev, attr)
         env = props["Environment"]["Variables"]
         assert {k: env.get(k) for k in wanted} == wanted, attr
+        # nothing beyond the Powertools settings: a function only learns about resources it uses
+        assert set(env) - set(wanted) == {
+            "POWERTOOLS_SERVICE_NAME",
+            "POWERTOOLS_METRICS_NAMESPACE",
+            "POWERTOOLS_LOG_LEVEL",
+        }, attr
 
 
 def test_function_roles_have_no_managed_policies(dev: SynthResult) -> None:
@@ -187,3 +203,96 @@ def test_intake_role_may_start_only_the_saga(dev: SynthResult) -> None:
     assert len(states) == 1
     assert as_list(states[0]["Action"]) == ["states:StartExecution"]
     assert as_list(states[0]["Resource"]) == [{"Ref": dev.logical_id(dev.stack.saga.state_machine)}]
+
+
+# --- DynamoDB and SQS grants ---------------------------------------------------------------------
+
+
+def _statements_with(dev: SynthResult, role_logical_id: str, prefix: str) -> list[dict[str, Any]]:
+    return [
+        s for s in dev.statements_of_role(role_logical_id) if any(a.startswith(prefix) for a in as_list(s["Action"]))
+    ]
+
+
+def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
+    """Explicit statements on the table ARN: no ``<arn>/index/*`` that ``Table.grant*`` would add."""
+    tables = set(dev.of_type("AWS::DynamoDB::Table"))
+    sweeper_role = dev.logical_id(dev.stack.sweeper.role)
+    for logical_id, policy in dev.of_type("AWS::IAM::Policy").items():
+        if {"Ref": sweeper_role} in policy["Properties"]["Roles"]:
+            continue  # the index grant, checked below
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if not any(a.startswith("dynamodb:") for a in as_list(statement["Action"])):
+                continue
+            for resource in as_list(statement["Resource"]):
+                assert set(resource) == {"Fn::GetAtt"}, (logical_id, resource)
+                target, attr = resource["Fn::GetAtt"]
+                assert (target in tables, attr) == (True, "Arn"), (logical_id, resource)
+    assert "/index/" not in json.dumps(
+        [p for p in dev.of_type("AWS::IAM::Policy").values() if {"Ref": sweeper_role} not in p["Properties"]["Roles"]]
+    )
+
+
+@pytest.mark.parametrize(
+    ("attr", "tables"),
+    [
+        ("reserve", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW, "inventory_table": DDB_TRANSACT}),
+        ("release", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW, "inventory_table": DDB_TRANSACT}),
+        ("charge", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
+        ("refund", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
+        ("ship", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
+        ("finalize", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
+        ("intake", {"idempotency_table": DDB_ITEM_RW, "orders_table": ("dynamodb:GetItem", "dynamodb:PutItem")}),
+        # the sandbox ledger's count_requests() queries the request records
+        ("payment_provider", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),
+        ("carrier", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),
+    ],
+)
+def test_dynamodb_actions_per_role_and_table(dev: SynthResult, attr: str, tables: dict[str, tuple[str, ...]]) -> None:
+    granted: dict[str, set[str]] = {}
+    for statement in _statements_with(dev, dev.logical_id(getattr(dev.stack, attr).role), "dynamodb:"):
+        assert statement["Effect"] == "Allow"
+        for resource in as_list(statement["Resource"]):
+            granted.setdefault(resource["Fn::GetAtt"][0], set()).update(as_list(statement["Action"]))
+    expected = {dev.logical_id(getattr(dev.stack, table)): set(actions) for table, actions in tables.items()}
+    assert granted == expected
+
+
+def test_sweeper_may_only_query_the_by_status_index(dev: SynthResult) -> None:
+    role_id = dev.logical_id(dev.stack.sweeper.role)
+    orders_id = dev.logical_id(dev.stack.orders_table)
+    statements = [
+        s
+        for s in dev.statements_of_role(role_id)
+        if not any(a.startswith(("logs:", "xray:")) for a in as_list(s["Action"]))
+    ]
+    assert len(statements) == 1, statements
+    (statement,) = statements
+    assert statement["Effect"] == "Allow"
+    assert as_list(statement["Action"]) == ["dynamodb:Query"]
+    (resource,) = as_list(statement["Resource"])
+    assert join_to_string(resource) == f"ARN<{orders_id}.Arn>/index/by-status"
+
+
+def test_finalize_may_send_to_needs_attention_queue(dev: SynthResult) -> None:
+    queue_arn = {"Fn::GetAtt": [dev.logical_id(dev.stack.needs_attention.queue), "Arn"]}
+    statements = _statements_with(dev, dev.logical_id(dev.stack.finalize.role), "sqs:")
+    assert len(statements) == 1, statements
+    (statement,) = statements
+    assert "sqs:SendMessage" in as_list(statement["Action"])
+    assert not {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"} & set(as_list(statement["Action"]))
+    assert as_list(statement["Resource"]) == [queue_arn]
+
+
+def test_needs_attention_queue_written_only_by_finalize_and_read_by_no_function(dev: SynthResult) -> None:
+    """Humans drain the needs-attention queue: no function role may receive from it."""
+    queue_id = dev.logical_id(dev.stack.needs_attention.queue)
+    dlq_id = dev.logical_id(dev.stack.needs_attention.dlq)
+    finalize_role = dev.logical_id(dev.stack.finalize.role)
+    for policy in dev.of_type("AWS::IAM::Policy").values():
+        roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            text = json.dumps(statement["Resource"])
+            if queue_id in text or dlq_id in text:
+                assert dlq_id not in text, statement
+                assert roles == {finalize_role}, statement

@@ -16,7 +16,7 @@ FOURTEEN_DAYS_S = 1_209_600
 @pytest.fixture(scope="module")
 def queues(dev: SynthResult) -> dict[str, dict[str, Any]]:
     found = dev.of_type("AWS::SQS::Queue")
-    assert len(found) >= 2, "expected at least the orders queue and its DLQ"
+    assert len(found) == 4, "expected the orders and needs-attention queues, each with its DLQ"
     return found
 
 
@@ -78,11 +78,23 @@ def test_dlqs_retain_messages_fourteen_days(queues: dict[str, dict[str, Any]], d
 
 def test_dlqs_outlive_source_queue_retention(queues: dict[str, dict[str, Any]], dlq_ids: set[str]) -> None:
     # A message's age counts from its first enqueue: a DLQ shorter than its source would drop it early.
-    for queue in queues.values():
+    # A source already at the SQS maximum (14 days) can only be matched, not outlived.
+    for logical_id, queue in queues.items():
         redrive = queue["Properties"].get("RedrivePolicy")
         if redrive:
-            dlq = queues[redrive["deadLetterTargetArn"]["Fn::GetAtt"][0]]
-            assert dlq["Properties"]["MessageRetentionPeriod"] > queue["Properties"]["MessageRetentionPeriod"]
+            source_s = queue["Properties"]["MessageRetentionPeriod"]
+            dlq_s = queues[redrive["deadLetterTargetArn"]["Fn::GetAtt"][0]]["Properties"]["MessageRetentionPeriod"]
+            if source_s < FOURTEEN_DAYS_S:
+                assert dlq_s > source_s, logical_id
+            else:
+                assert dlq_s == source_s == FOURTEEN_DAYS_S, logical_id
+
+
+def test_orders_dlq_outlives_orders_queue(dev: SynthResult) -> None:
+    queue = dev.properties(dev.logical_id(dev.stack.orders_queue.queue))
+    dlq = dev.properties(dev.logical_id(dev.stack.orders_queue.dlq))
+    assert queue["MessageRetentionPeriod"] == 4 * 24 * 3600
+    assert dlq["MessageRetentionPeriod"] == FOURTEEN_DAYS_S > queue["MessageRetentionPeriod"]
 
 
 def test_orders_queue_visibility_covers_six_intake_timeouts(dev: SynthResult) -> None:
@@ -159,3 +171,83 @@ def test_orders_event_source_mapping_reports_batch_item_failures(dev: SynthResul
     (mapping,) = dev.of_type("AWS::Lambda::EventSourceMapping").values()
     # batch_size 10 needs no batching window; without it, Lambda polls as soon as messages arrive.
     assert "MaximumBatchingWindowInSeconds" not in mapping["Properties"]
+
+
+# --- the needs-attention queue ------------------------------------------------------------------
+
+
+def _alarms_on(dev: SynthResult, queue_logical_id: str) -> dict[str, dict[str, Any]]:
+    dimension = {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_logical_id, "QueueName"]}}
+    return {
+        k: a["Properties"]
+        for k, a in dev.of_type("AWS::CloudWatch::Alarm").items()
+        if dimension in a["Properties"].get("Dimensions", [])
+    }
+
+
+def test_needs_attention_queue_keeps_messages_fourteen_days_with_dlq(dev: SynthResult) -> None:
+    queue_id = dev.logical_id(dev.stack.needs_attention.queue)
+    dlq_id = dev.logical_id(dev.stack.needs_attention.dlq)
+    props = dev.properties(queue_id)
+    assert props["MessageRetentionPeriod"] == FOURTEEN_DAYS_S
+    assert props["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}, "maxReceiveCount": 3}
+    assert props["SqsManagedSseEnabled"] is True
+    assert dev.properties(dlq_id)["MessageRetentionPeriod"] == FOURTEEN_DAYS_S
+
+
+def test_needs_attention_queue_has_no_consumer(dev: SynthResult) -> None:
+    """Humans drain it: an event source mapping would swallow the very messages meant for them."""
+    queue_arn = {"Fn::GetAtt": [dev.logical_id(dev.stack.needs_attention.queue), "Arn"]}
+    assert dev.stack.needs_attention.event_source is None
+    for mapping in dev.of_type("AWS::Lambda::EventSourceMapping").values():
+        assert mapping["Properties"]["EventSourceArn"] != queue_arn
+
+
+def test_needs_attention_queue_alarms_on_first_waiting_message(dev: SynthResult) -> None:
+    """Besides the DLQ alarm every ResilientQueue has, a QueueDepthAlarm on the queue itself."""
+    queue_id = dev.logical_id(dev.stack.needs_attention.queue)
+    topic_ref = {"Ref": dev.logical_id(dev.stack.alarm_topic)}
+    alarms = _alarms_on(dev, queue_id)
+    assert len(alarms) == 1, sorted(alarms)
+    ((alarm_id, props),) = alarms.items()
+    assert alarm_id == dev.logical_id(dev.stack.needs_attention.queue_alarm)
+    assert props["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert props["Namespace"] == "AWS/SQS"
+    assert props["Statistic"] == "Maximum"
+    assert props["Period"] == 60
+    assert props["EvaluationPeriods"] == 1
+    assert props["Threshold"] == 0
+    assert props["ComparisonOperator"] == "GreaterThanThreshold"
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [topic_ref]
+    assert props["OKActions"] == [topic_ref]
+    # ... and its DLQ keeps its own alarm
+    dlq_alarms = _alarms_on(dev, dev.logical_id(dev.stack.needs_attention.dlq))
+    assert list(dlq_alarms) == [dev.logical_id(dev.stack.needs_attention.dlq_alarm)]
+
+
+def test_orders_queue_has_no_depth_alarm(dev: SynthResult) -> None:
+    """alarm_on_queue_depth defaults to False: a consumer-drained queue with a backlog is normal."""
+    assert dev.stack.orders_queue.queue_alarm is None
+    assert _alarms_on(dev, dev.logical_id(dev.stack.orders_queue.queue)) == {}
+
+
+def test_alarms_are_the_two_dlq_alarms_the_queue_depth_alarm_and_stuck_orders(dev: SynthResult) -> None:
+    stack = dev.stack
+    expected = {
+        stack.orders_queue.dlq_alarm,
+        stack.needs_attention.dlq_alarm,
+        stack.needs_attention.queue_alarm,
+        stack.stuck_alarm,
+    }
+    assert set(dev.of_type("AWS::CloudWatch::Alarm")) == {dev.logical_id(a) for a in expected}
+
+
+def test_queues_follow_stage_removal_policy(dev: SynthResult, prod: SynthResult) -> None:
+    """Prod retains queues too: a stack delete must not drop parked orders or failed messages."""
+    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+        queues = synth.of_type("AWS::SQS::Queue")
+        assert len(queues) == 4
+        for logical_id, queue in queues.items():
+            assert queue["DeletionPolicy"] == policy, logical_id
+            assert queue["UpdateReplacePolicy"] == policy, logical_id

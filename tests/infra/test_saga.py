@@ -17,7 +17,7 @@ from shared.step import step_payload
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
-COMPENSATIONS = ("RefundPayment", "ReleaseInventory")
+COMPENSATIONS = ("RefundPayment", "ReleaseInventory", "ReleaseInventoryThenPark")
 FINALIZE = ("MarkCompleted", "MarkCompensated", "MarkNeedsAttention")
 
 #: The execution input intake starts the saga with (lambdas/order_domain/saga_start.py).
@@ -30,6 +30,51 @@ SAGA_INPUT = {
 
 def _catches(state: dict[str, Any]) -> list[tuple[list[str], str]]:
     return [(c["ErrorEquals"], c["Next"]) for c in state.get("Catch", [])]
+
+
+def _successors(state: dict[str, Any]) -> list[str]:
+    """Every state a state can move to: Next, Catch targets, and a Choice's branches and Default."""
+    found = [state["Next"]] if "Next" in state else []
+    found += [c["Next"] for c in state.get("Catch", [])]
+    found += [c["Next"] for c in state.get("Choices", [])]
+    found += [state["Default"]] if "Default" in state else []
+    return found
+
+
+_MISSING = object()
+
+
+def _lookup(document: dict[str, Any], path: str) -> Any:
+    value: Any = document
+    for part in filter(None, path.removeprefix("$").split(".")):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _rule_matches(rule: dict[str, Any], document: dict[str, Any]) -> bool:
+    """The subset of ASL choice rules the saga uses: And (in order), IsPresent, BooleanEquals.
+
+    Like Step Functions, a comparison on a missing path is a runtime error (hence IsPresent first).
+    """
+    if "And" in rule:
+        return all(_rule_matches(r, document) for r in rule["And"])
+    value = _lookup(document, rule["Variable"])
+    if "IsPresent" in rule:
+        return (value is not _MISSING) == rule["IsPresent"]
+    if value is _MISSING:
+        raise KeyError(f"States.Runtime: {rule['Variable']} is not present")
+    if "BooleanEquals" in rule:
+        return value is rule["BooleanEquals"]
+    raise AssertionError(f"unsupported choice rule {rule}")
+
+
+def _choose(state: dict[str, Any], document: dict[str, Any]) -> str:
+    for rule in state["Choices"]:
+        if _rule_matches(rule, document):
+            return str(rule["Next"])
+    return str(state["Default"])
 
 
 def _render_parameters(parameters: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +105,8 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
         state = states[name]
         if state["Type"] in ("Succeed", "Fail"):
             return 0.0
+        if state["Type"] == "Choice":  # takes no time: the longest of its branches
+            return max(longest(s) for s in _successors(state))
         assert state["Type"] == "Task", f"unexpected state type in {name}"
         timeout = function_timeouts[placeholder_target(state["Resource"]) or ""]
         timeout = min(timeout, state.get("TimeoutSeconds", math.inf))
@@ -70,8 +117,7 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
             cap = retrier.get("MaxDelaySeconds", math.inf)
             attempts += n_max
             delays += sum(min(interval * rate**n, cap) for n in range(n_max))
-        successors = ([state["Next"]] if "Next" in state else []) + [c["Next"] for c in state.get("Catch", [])]
-        return attempts * timeout + delays + max((longest(s) for s in successors), default=0.0)
+        return attempts * timeout + delays + max((longest(s) for s in _successors(state)), default=0.0)
 
     return longest(definition["StartAt"])
 
@@ -102,7 +148,7 @@ def test_state_machine_standard_traced_and_fully_logged(dev: SynthResult) -> Non
 def test_state_machine_definition_is_fn_join(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.saga.state_machine))
     assert set(props["DefinitionString"]) == {"Fn::Join"}
-    assert json.loads(join_to_string(props["DefinitionString"]))["StartAt"] == "ReserveInventory"
+    assert json.loads(join_to_string(props["DefinitionString"]))["StartAt"] == "Route"
 
 
 # --- the saga's shape ---------------------------------------------------------------------------
@@ -110,7 +156,8 @@ def test_state_machine_definition_is_fn_join(dev: SynthResult) -> None:
 
 def test_saga_forward_path_reserve_charge_ship_complete(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
-    assert saga_definition["StartAt"] == "ReserveInventory"
+    assert saga_definition["StartAt"] == "Route"
+    assert states["Route"]["Default"] == "ReserveInventory"
     assert states["ReserveInventory"]["Next"] == "ChargePayment"
     assert states["ChargePayment"]["Next"] == "ShipOrder"
     assert states["ShipOrder"]["Next"] == "MarkCompleted"
@@ -126,12 +173,46 @@ def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: di
         "ShipOrder": stack.ship,
         "RefundPayment": stack.refund,
         "ReleaseInventory": stack.release,
+        "ReleaseInventoryThenPark": stack.release,
         **dict.fromkeys(FINALIZE, stack.finalize),
     }
     for name, construct in expected.items():
         state = saga_definition["States"][name]
         assert state["Type"] == "Task", name
         assert placeholder_target(state["Resource"]) == dev.logical_id(construct.function), name
+    tasks = {name for name, state in saga_definition["States"].items() if state["Type"] == "Task"}
+    assert tasks == set(expected)
+
+
+# --- Route: the repair entry point ----------------------------------------------------------------
+
+
+def test_saga_route_is_the_start_and_only_choice(saga_definition: dict[str, Any]) -> None:
+    states = saga_definition["States"]
+    assert saga_definition["StartAt"] == "Route"
+    assert [name for name, state in states.items() if state["Type"] == "Choice"] == ["Route"]
+    route = states["Route"]
+    assert route["Default"] == "ReserveInventory"
+    assert [c["Next"] for c in route["Choices"]] == ["RefundPayment"]
+    # nothing else leads back to Route: it is only the entry point
+    assert all("Route" not in _successors(s) for s in states.values())
+
+
+@pytest.mark.parametrize(
+    ("extra_input", "expected"),
+    [
+        pytest.param({"compensate": True}, "RefundPayment", id="compensate-true"),
+        pytest.param({"compensate": False}, "ReserveInventory", id="compensate-false"),
+        pytest.param({}, "ReserveInventory", id="intake-input-without-compensate"),
+        pytest.param({"compensate": "true"}, "ReserveInventory", id="string-is-not-boolean"),
+    ],
+)
+def test_saga_route_compensate_true_goes_to_refund_otherwise_reserve(
+    saga_definition: dict[str, Any], extra_input: dict[str, Any], expected: str
+) -> None:
+    """Intake's input has no ``compensate`` key: the IsPresent guard keeps the comparison from failing."""
+    route = saga_definition["States"]["Route"]
+    assert _choose(route, {**SAGA_INPUT, **extra_input}) == expected
 
 
 def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]) -> None:
@@ -153,6 +234,8 @@ def test_saga_ship_failure_refunds(saga_definition: dict[str, Any]) -> None:
 def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
     assert states["RefundPayment"]["Next"] == "ReleaseInventory"
+    assert states["RefundPayment"]["ResultPath"] == "$.refund"
+    assert states["ReleaseInventory"]["ResultPath"] == "$.release"
     assert states["ReleaseInventory"]["Next"] == "MarkCompensated"
     assert states["MarkCompensated"]["Next"] == "OrderCompensated"
     assert states["OrderCompensated"]["Type"] == "Succeed"
@@ -171,12 +254,41 @@ def test_saga_compensations_retry_all_errors_with_full_jitter(saga_definition: d
 
 def test_saga_compensation_failure_parks_order_and_fails(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
-    for name in COMPENSATIONS:
-        assert _catches(states[name]) == [(["States.ALL"], "MarkNeedsAttention")], name
+    assert _catches(states["ReleaseInventory"]) == [(["States.ALL"], "MarkNeedsAttention")]
+    assert states["ReleaseInventory"]["Catch"][0]["ResultPath"] == "$.compensation_error"
     fail = states[states["MarkNeedsAttention"]["Next"]]
     assert fail["Type"] == "Fail"
     assert fail["Error"] == "CompensationFailed"
     assert fail.get("Cause")
+
+
+def test_saga_refund_failure_releases_stock_then_parks(saga_definition: dict[str, Any]) -> None:
+    """A refund that keeps failing must not also keep the stock: ReleaseInventoryThenPark first."""
+    states = saga_definition["States"]
+    assert _catches(states["RefundPayment"]) == [(["States.ALL"], "ReleaseInventoryThenPark")]
+    assert states["RefundPayment"]["Catch"][0]["ResultPath"] == "$.compensation_error"
+    park = states["ReleaseInventoryThenPark"]
+    assert park["Type"] == "Task"
+    assert park["Resource"] == states["ReleaseInventory"]["Resource"]
+    assert park["ResultPath"] == "$.release"
+    # released or not, the order is parked: success and failure both end in MarkNeedsAttention
+    assert park["Next"] == "MarkNeedsAttention"
+    assert _catches(park) == [(["States.ALL"], "MarkNeedsAttention")]
+    # its own failure goes to $.release_error, so $.compensation_error (the refund's) is not overwritten
+    assert park["Catch"][0]["ResultPath"] == "$.release_error"
+
+
+def test_saga_parked_order_reports_the_refund_error(saga_definition: dict[str, Any]) -> None:
+    """Through ReleaseInventoryThenPark, MarkNeedsAttention still receives the refund's error."""
+    refund_error = {"Error": "TransientStepError", "Cause": "ProviderUnavailable: provider_unavailable"}
+    release_error = {"Error": "TransientStepError", "Cause": "ThrottlingException"}
+    parameters = saga_definition["States"]["MarkNeedsAttention"]["Parameters"]
+    after_release = {**SAGA_INPUT, "compensation_error": refund_error, "release": {"status": "released"}}
+    after_failed_release = {**SAGA_INPUT, "compensation_error": refund_error, "release_error": release_error}
+    for document in (after_release, after_failed_release):
+        rendered = _render_parameters(parameters, document)
+        assert rendered["error"] == refund_error
+        assert rendered["outcome"] == "NEEDS_ATTENTION"
 
 
 def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[str, Any]) -> None:
@@ -208,24 +320,32 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
         assert name in states, f"transition to unknown state {name}"
         seen.add(name)
         state = states[name]
-        todo.extend(([state["Next"]] if "Next" in state else []) + [c["Next"] for c in state.get("Catch", [])])
+        todo.extend(_successors(state))
         if state["Type"] == "Task":
             assert "Next" in state or state.get("End") is True, name
     assert seen == set(states)
+    assert len(states) == 13  # Route, 3 forward, 3 compensation tasks, 3 Mark*, 2 Succeed, 1 Fail
 
 
-def test_saga_timeout_covers_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
-    budget = dev.stack.saga.timeout.to_seconds()
-    assert "TimeoutSeconds" in saga_definition
-    assert saga_definition["TimeoutSeconds"] >= budget
-    assert budget > 0
+def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
+    """3 forward steps + 3 compensation tasks (worst case each) + one finalize step + 60 s."""
+    forward = RetryPolicy().worst_case_seconds(30)  # 4 x 30 s + 1 + 2 + 4 s
+    compensation = RetryPolicy(
+        interval=Duration.seconds(2), max_attempts=5, max_delay=Duration.seconds(30)
+    ).worst_case_seconds(30)  # 6 x 30 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
+    assert (forward, compensation) == (127, 240)
+    budget = 3 * forward + 3 * compensation + forward + 60
+    assert budget == 1288
+    assert saga_definition["TimeoutSeconds"] == budget
+    assert dev.stack.saga.timeout.to_seconds() == budget
 
 
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
-    # Reserve, Charge, Ship (4 x 30 s + 7 s each), Refund, Release (6 x 30 s + 60 s each), one finalize.
+    # Reserve, Charge, Ship (127 s each), then two compensation tasks (240 s each: Refund and
+    # ReleaseInventory or ReleaseInventoryThenPark), then one finalize (127 s).
     assert worst == 3 * 127 + 2 * 240 + 127
-    assert saga_definition["TimeoutSeconds"] >= worst
+    assert saga_definition["TimeoutSeconds"] >= worst + 60
 
 
 # --- payloads: what the step handlers receive ---------------------------------------------------
@@ -237,7 +357,10 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
         assert not {"Parameters", "InputPath", "ItemSelector"} & set(state), name
     # ... so they get the execution input plus earlier results / the caught error, which the handler accepts.
     payload = step_payload({**SAGA_INPUT, "reservation": {}, "error": {"Error": "X", "Cause": "y"}})
-    assert payload == {"order_id": "o-1", "order": SAGA_INPUT["order"]}
+    assert (payload["order_id"], payload["order"]) == ("o-1", SAGA_INPUT["order"])
+    assert "outcome" not in payload
+    # The repair input (Route -> RefundPayment) is the intake input plus "compensate", which is not hashed.
+    assert step_payload({**SAGA_INPUT, "compensate": True}) == step_payload(SAGA_INPUT)
 
 
 def test_saga_finalize_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:
@@ -250,7 +373,11 @@ def test_saga_finalize_payload_accepted_by_step_handler(saga_definition: dict[st
         assert rendered["outcome"] == outcome, name
         assert rendered["correlation_id"] == "c-1", name
         payload = step_payload(rendered)  # raised InvalidOrder while the payload lacked "order"
-        assert payload == {"order_id": "o-1", "order": SAGA_INPUT["order"], "outcome": outcome}, name
+        expected: dict[str, Any] = {"order_id": "o-1", "order": SAGA_INPUT["order"], "outcome": outcome}
+        if name == "MarkNeedsAttention":
+            # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
+            expected["error"] = failure
+        assert payload == expected, name
     needs_attention = _render_parameters(saga_definition["States"]["MarkNeedsAttention"]["Parameters"], state_document)
     assert needs_attention["error"] == failure
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from constructs_lib.tables import IDEMPOTENCY_KEY_ATTR, IDEMPOTENCY_TTL_ATTR
+from order_domain.sweeper import STATUS_INDEX
 from stacks.app_builder import build_app
 from tests.infra.conftest import SynthResult
 
@@ -28,7 +29,31 @@ def test_idempotency_table_matches_powertools_layout(dev: SynthResult) -> None:
 def test_orders_table_keyed_by_order_id(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.orders_table))
     assert _key_schema(props) == {"HASH": "order_id"}
-    assert props["AttributeDefinitions"] == [{"AttributeName": "order_id", "AttributeType": "S"}]
+    # order_id for the table, status / updated_at for the by-status index; all strings
+    assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == [
+        {"AttributeName": "order_id", "AttributeType": "S"},
+        {"AttributeName": "status", "AttributeType": "S"},
+        {"AttributeName": "updated_at", "AttributeType": "S"},
+    ]
+
+
+def test_orders_table_by_status_index_serves_the_sweeper(dev: SynthResult) -> None:
+    """The sweeper queries status = X AND updated_at < cutoff, and logs each hit's correlation_id."""
+    props = dev.properties(dev.logical_id(dev.stack.orders_table))
+    (index,) = props["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == STATUS_INDEX == "by-status"
+    assert _key_schema(index) == {"HASH": "status", "RANGE": "updated_at"}
+    # order_id (table key) and the index keys are always projected; only correlation_id is added
+    assert index["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["correlation_id"]}
+    assert "ProvisionedThroughput" not in index  # on-demand, like the table
+
+
+def test_tables_other_than_orders_have_no_secondary_index(dev: SynthResult) -> None:
+    orders_id = dev.logical_id(dev.stack.orders_table)
+    for logical_id, table in dev.of_type("AWS::DynamoDB::Table").items():
+        if logical_id != orders_id:
+            assert "GlobalSecondaryIndexes" not in table["Properties"], logical_id
+            assert "LocalSecondaryIndexes" not in table["Properties"], logical_id
 
 
 def test_ledger_table_has_sort_key(dev: SynthResult) -> None:
@@ -66,7 +91,7 @@ def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
 def test_log_groups_follow_stage_removal_policy(dev: SynthResult, prod: SynthResult) -> None:
     for synth, policy in ((dev, "Delete"), (prod, "Retain")):
         groups = synth.of_type("AWS::Logs::LogGroup")
-        assert len(groups) == 10  # 9 functions + the state machine
+        assert len(groups) == 11  # 10 functions + the state machine
         for logical_id, group in groups.items():
             assert group["DeletionPolicy"] == policy, logical_id
             assert group["Properties"]["RetentionInDays"] == 30, logical_id

@@ -1,0 +1,45 @@
+"""DLQ replay (schedule, or a DLQ alarm going to ALARM): redrive transient failures to their source.
+
+Only the ``transient`` category is replayed, at most MAX_PER_RUN messages per DLQ per run, and
+never a message already replayed MAX_AUTOMATIC_REPLAYS times (a human looks at those).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from shared.aws import client
+from shared.config import Settings
+from shared.correlation import correlation_scope, new_correlation_id
+from shared.dlq import MAX_AUTOMATIC_REPLAYS, replay
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+MAX_PER_RUN = 100
+settings = Settings.from_env(required=("REPLAY_TARGETS",))
+logger = Logger()
+metrics = Metrics()
+
+
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    results = {}
+    with correlation_scope(logger, f"replay-{new_correlation_id()}"):
+        for dlq_url, source_url in settings.replay_targets:
+            report = replay(
+                client,
+                dlq_url,
+                source_url,
+                settings.failures_table,
+                category="transient",
+                max_messages=MAX_PER_RUN,
+                max_replays=MAX_AUTOMATIC_REPLAYS,
+            )
+            results[dlq_url] = report.as_dict()
+            metrics.add_metric(name="MessagesReplayed", unit=MetricUnit.Count, value=len(report.replayed))
+            logger.info("replay done", extra={"dlq": dlq_url, "replayed": len(report.replayed)})
+    return results

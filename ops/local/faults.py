@@ -1,0 +1,65 @@
+"""Fault injection for local runs: make chosen AWS calls answer like a throttled service.
+
+Why hand-written: moto has no fault injection. We raise the service's own throttling error
+from moto's backend, so the caller sees exactly what botocore would return from AWS.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+from moto.dynamodb.exceptions import DynamodbException
+
+#: (backend method, table name, item or key attributes) -> throttle this call?
+DynamoPredicate = Callable[[str, str, dict[str, Any]], bool]
+_WRITE_METHODS = ("put_item", "update_item", "get_item", "delete_item")
+
+
+class ThrottledError(DynamodbException):
+    """DynamoDB's ProvisionedThroughputExceededException, as moto would render it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+            message="Injected fault: the request rate for the table exceeds the provisioned throughput",
+        )
+
+
+@dataclass
+class FaultCounter:
+    injected: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str) -> None:
+        with self._lock:
+            self.injected[kind] = self.injected.get(kind, 0) + 1
+
+
+@contextmanager
+def throttle_dynamodb(predicate: DynamoPredicate, counter: FaultCounter | None = None) -> Iterator[FaultCounter]:
+    """While active, DynamoDB item calls for which ``predicate`` is true raise a throttling error."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    counter = counter or FaultCounter()
+
+    def wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def throttled(self: Any, table_name: str, *args: Any, **kwargs: Any) -> Any:
+            attrs = kwargs.get("item_attrs") or kwargs.get("key") or (args[0] if args else {})
+            if predicate(name, table_name, attrs if isinstance(attrs, dict) else {}):
+                counter.add("throttle")
+                raise ThrottledError()
+            return original(self, table_name, *args, **kwargs)
+
+        return throttled
+
+    with ExitStack() as stack:
+        for name in _WRITE_METHODS:
+            stack.enter_context(mock.patch.object(DynamoDBBackend, name, wrap(name, getattr(DynamoDBBackend, name))))
+        yield counter

@@ -1,0 +1,405 @@
+"""``ops local up``: the deployed pipeline on a local endpoint, until Ctrl-C.
+
+moto's server runs *in this process*, on 127.0.0.1 only, so the class-level patches of the local
+run apply to its backends: Lambda invocations (from Step Functions or ``aws lambda invoke``) run
+the template's handlers in-process, DynamoDB item writes are atomic, Step Functions retry waits
+take simulated time. This process's boto3 clients reach the server through ``AWS_ENDPOINT_URL``,
+so the deployment, the event source pollers and the handlers talk to it over HTTP, as other ops
+commands do (``--endpoint-url``). A CloudFormation stack named like the deployed stack holds the
+resolved outputs, so ``Target.from_stack(stack, endpoint_url=...)`` finds the resources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ops.local.orders import OrderMix
+
+if TYPE_CHECKING:
+    from ops.local.run import PipelineRun
+
+HOST = "127.0.0.1"  # loopback only: nothing outside this machine can reach the endpoint
+DEFAULT_PORT = 4566
+IDLE_WAIT_SECONDS = 0.1  # how long the loop sleeps when no queue has anything to deliver
+UPKEEP_SECONDS = 5.0  # how often alarms are re-evaluated and captured logs shipped to CloudWatch Logs
+#: Settings that would send this process's clients somewhere other than the local endpoint.
+_REDIRECTING_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+
+
+class PortInUse(RuntimeError):
+    """The requested port is taken (another ``local up``, LocalStack, a moto server...)."""
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    port: int = DEFAULT_PORT  # 0 = any free port
+    stage: str = "dev"
+    assembly_dir: Path | None = None  # reuse an existing cdk.out instead of synthesizing
+    orders: int = 0  # demo orders submitted at start
+    seed: int = 7
+    mix: OrderMix = field(default_factory=OrderMix)
+    sweep_interval: float = 60.0  # seconds between firings of the scheduled rules (the sweeper)
+    duration: float | None = None  # stop after this many seconds (None: until Ctrl-C / SIGTERM)
+    echo_logs: bool = False
+
+
+@dataclass(frozen=True)
+class LocalEndpoint:
+    """What a running ``local up`` serves: where, which stack, and the stack's outputs."""
+
+    endpoint_url: str
+    stack: str
+    outputs: dict[str, str]
+    region: str
+
+
+def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/{path}",
+        data=json.dumps(body or {}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+    with direct.open(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def _check_port_free(port: int) -> None:
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise PortInUse(f"{HOST}:{port} is in use ({exc.strerror}); pick another with --port") from None
+
+
+@contextmanager
+def moto_server_in_process(port: int) -> Iterator[str]:
+    """Start moto's ThreadedMotoServer on 127.0.0.1 in this process; yield its endpoint URL.
+
+    Its backends are reset on start and on exit, and Step Functions executes the real ASL
+    (set through moto's ``/moto-api/config``, restored on exit).
+    """
+    from moto.core.config import default_user_config
+    from moto.server import ThreadedMotoServer
+
+    if port:
+        _check_port_free(port)
+    werkzeug_log = logging.getLogger("werkzeug")
+    werkzeug_level = werkzeug_log.level
+    werkzeug_log.setLevel(logging.WARNING)  # no line per request
+    try:
+        server = ThreadedMotoServer(ip_address=HOST, port=port, verbose=False)
+        # start() waits forever if the server thread dies on bind; bound the wait instead.
+        starter = threading.Thread(target=server.start, daemon=True, name="moto-server-start")
+        starter.start()
+        starter.join(timeout=15)
+        if starter.is_alive():
+            raise PortInUse(f"moto server did not start on {HOST}:{port}")
+        endpoint = f"http://{HOST}:{server.get_host_and_port()[1]}"
+        saved_sfn_config = dict(default_user_config.get("stepfunctions", {}))
+        try:
+            _moto_api(endpoint, "reset")
+            _moto_api(endpoint, "config", {"stepfunctions": {"execute_state_machine": True}})
+            yield endpoint
+        finally:
+            try:
+                _moto_api(endpoint, "config", {"stepfunctions": saved_sfn_config})
+                _moto_api(endpoint, "reset")
+            finally:
+                server.stop()
+    finally:
+        werkzeug_log.setLevel(werkzeug_level)
+
+
+def _reset_handler_clients() -> None:
+    """Forget boto3 clients the handlers' shared layer cached (they name an endpoint)."""
+    shared_aws = sys.modules.get("shared.aws")
+    if shared_aws is not None:
+        shared_aws.reset_clients()
+
+
+@contextmanager
+def endpoint_environment(endpoint: str) -> Iterator[None]:
+    """Point every boto3 client this process creates at ``endpoint`` (fake credentials, fixed region).
+
+    ``MOTO_PORT`` is where moto's Step Functions interpreter sends its Lambda and DynamoDB calls
+    (``http://localhost:<MOTO_PORT>``); loopback is exempted from any configured HTTP proxy.
+    """
+    from unittest import mock
+
+    from ops.local.run import FAKE_ENV
+
+    port = endpoint.rsplit(":", 1)[-1]
+    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), HOST, "localhost"]))
+    overlay = {**FAKE_ENV, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": port, "NO_PROXY": no_proxy, "no_proxy": no_proxy}
+    with mock.patch.dict(os.environ, overlay):
+        for key in [k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_") or k in _REDIRECTING_ENV]:
+            del os.environ[key]
+        _reset_handler_clients()
+        try:
+            yield
+        finally:
+            _reset_handler_clients()
+
+
+def register_stack(stack: str, outputs: dict[str, str]) -> None:
+    """A CloudFormation stack named ``stack`` whose Outputs are ``outputs`` (what ``--stack`` reads).
+
+    Its only resource is a throwaway SNS topic: CloudFormation needs one, the pipeline's own
+    resources are built by :class:`~ops.local.deploy.LocalDeployment`.
+    """
+    import boto3
+
+    from ops.local.template import REGION
+
+    template = {
+        "Description": "ops local up: outputs of the locally deployed stack",
+        "Resources": {
+            "LocalOutputsHolder": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": f"{stack}-outputs"}}
+        },
+        "Outputs": {key: {"Value": value} for key, value in sorted(outputs.items())},
+    }
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cloudformation.create_stack(StackName=stack, TemplateBody=json.dumps(template))
+    waiter = cloudformation.get_waiter("stack_create_complete")
+    waiter.wait(StackName=stack, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Ctrl-C / SIGTERM set ``stop`` (a second Ctrl-C interrupts at once). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def example_order(seed: int) -> dict[str, Any]:
+    """An order that completes, with an ID no demo order uses."""
+    from ops.local.orders import make_orders
+
+    clean = OrderMix(out_of_stock_rate=0.0, decline_rate=0.0, ship_fail_rate=0.0, missing_correlation_rate=0.0)
+    return {**make_orders(1, seed, clean)[0][0], "order_id": "order-try-1"}
+
+
+def _print_banner(info: LocalEndpoint, example_order: dict[str, Any], out: TextIO) -> None:
+    e, stack = info.endpoint_url, info.stack
+    queue = info.outputs.get("OrdersQueueUrl", "<OrdersQueueUrl>")
+    width = max(map(len, info.outputs), default=0)
+    lines = [
+        f"local up: {stack} deployed on moto at {e} (127.0.0.1 only)",
+        "",
+        "stack outputs:",
+        *(f"  {key:<{width}}  {value}" for key, value in sorted(info.outputs.items())),
+        "",
+        "from another shell (any credentials work; the region is fixed):",
+        f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={info.region}",
+        f"  aws --endpoint-url {e} sqs send-message --queue-url {queue} \\",
+        f"      --message-body '{json.dumps(example_order)}' \\",
+        "      --message-attributes 'correlation_id={DataType=String,StringValue=cid-try-1}'",
+        f"  python -m ops repair {example_order['order_id']} --action redrive --stack {stack} --endpoint-url {e}",
+        f"  python -m ops dlq list --stack {stack} --endpoint-url {e}",
+        f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
+        "",
+        "Ctrl-C (or SIGTERM) stops it.",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+class _Loop:
+    """The event source mappings, the schedules and CloudWatch's alarm evaluation, until stopped."""
+
+    def __init__(self, run: PipelineRun, options: UpOptions, out: TextIO) -> None:
+        self.run = run
+        self.options = options
+        self.out = out
+        self.alarms: list[str] = []
+
+    def say(self, text: str) -> None:
+        print(f"[local up] {text}", file=self.out, flush=True)
+
+    def sweep(self) -> None:
+        for raw in self.run.run_schedules():
+            try:
+                result = json.loads(raw)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(result, dict) and result.get("stuck"):
+                self.say(f"sweeper: stuck orders {result['stuck']}")
+
+    def upkeep(self) -> None:
+        alarms = self.run.evaluate_alarms()
+        if alarms != self.alarms:
+            self.say(f"alarms in ALARM: {', '.join(alarms) or 'none'}")
+            self.alarms = alarms
+        self.run.ship_logs()  # ``ops trace`` reads CloudWatch Logs
+
+    def turn(self) -> bool:
+        """Deliver what is due; when nothing is, skip simulated time to the next redelivery.
+        Returns False when idle (the caller waits)."""
+        if self.run.deliver():
+            return True
+        upcoming = self.run.next_visible_at()
+        if upcoming is not None and not self.run.running_executions():
+            self.run.clock.advance(max(0.0, upcoming - self.run.clock.now()))
+            return True
+        return False
+
+    def forever(self, stop: threading.Event) -> None:
+        started = time.monotonic()
+        deadline = started + self.options.duration if self.options.duration is not None else float("inf")
+        next_sweep = started + self.options.sweep_interval
+        next_upkeep = started
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                now = time.monotonic()
+                if now >= next_sweep:
+                    next_sweep = now + self.options.sweep_interval
+                    self.sweep()
+                if now >= next_upkeep:
+                    next_upkeep = now + UPKEEP_SECONDS
+                    self.upkeep()
+                if not self.turn():
+                    stop.wait(IDLE_WAIT_SECONDS)
+            except Exception:  # a long-running service reports and keeps serving
+                traceback.print_exc(file=sys.stderr)
+                stop.wait(1.0)
+
+
+def serve(
+    options: UpOptions,
+    *,
+    stop: threading.Event | None = None,
+    on_ready: Callable[[LocalEndpoint], None] | None = None,
+    out: TextIO | None = None,
+) -> None:
+    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``.
+
+    ``on_ready`` is called with the endpoint once the stack is deployed and registered.
+    """
+    from ops.local.clock import SimClock
+    from ops.local.orders import make_orders
+    from ops.local.run import RunOptions, deployed_pipeline, load_assembly, moto_behaviour
+    from ops.local.template import REGION
+
+    stop = stop or threading.Event()
+    out = out or sys.stdout  # saved now: the handlers' stdout is captured while serving
+    run_options = RunOptions(
+        orders=options.orders,
+        seed=options.seed,
+        mix=options.mix,
+        stage=options.stage,
+        assembly_dir=options.assembly_dir,
+        echo_logs=options.echo_logs,
+    )
+    assembly = load_assembly(run_options)  # synthesize before the endpoint opens
+    with ExitStack() as stack:
+        stack.enter_context(_stop_on_signals(stop))
+        endpoint = stack.enter_context(moto_server_in_process(options.port))
+        # Before any client exists: deployment, pollers and handlers all reach the server.
+        stack.enter_context(endpoint_environment(endpoint))
+        clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
+        stack.enter_context(moto_behaviour(clock))
+        run = stack.enter_context(deployed_pipeline(assembly, run_options, clock))
+        outputs = run.deployment.outputs()
+        register_stack(assembly.stack_name, outputs)
+        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION)
+        _print_banner(info, example_order(options.seed), out)
+        if options.orders:
+            run.submit(make_orders(options.orders, options.seed, options.mix))
+            print(f"[local up] submitted {options.orders} demo orders (seed {options.seed})", file=out, flush=True)
+        if on_ready is not None:
+            on_ready(info)
+        loop = _Loop(run, options, out)
+        loop.forever(stop)
+        stats = {p.spec.function.name: vars(p.stats) for p in run.pollers}
+        print(f"[local up] stopping; event sources: {json.dumps(stats)}", file=out, flush=True)
+
+
+# -- CLI --------------------------------------------------------------------------------------------
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is within 0..65535, got {text}")
+    return value
+
+
+def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
+    """``python -m ops local up ...`` (``local_subparsers``: the ``local`` command's subparsers)."""
+    up: argparse.ArgumentParser = local_subparsers.add_parser(
+        "up", help="serve the deployed pipeline on a local endpoint (moto on 127.0.0.1) until Ctrl-C"
+    )
+    up.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    up.add_argument("--stage", choices=("dev", "prod"), default="dev")
+    up.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    up.add_argument("--orders", type=_non_negative_int, default=0, help="demo orders to submit at start")
+    up.add_argument("--seed", type=int, default=7, help="seed for the demo orders (default 7)")
+    up.add_argument(
+        "--sweep-interval", type=_positive_float, default=60.0, help="seconds between scheduled rule firings"
+    )
+    up.add_argument("--duration", type=_positive_float, help="stop after this many seconds (default: Ctrl-C)")
+    up.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    return up
+
+
+def main_up(args: argparse.Namespace) -> int:
+    options = UpOptions(
+        port=args.port,
+        stage=args.stage,
+        assembly_dir=args.assembly,
+        orders=args.orders,
+        seed=args.seed,
+        sweep_interval=args.sweep_interval,
+        duration=args.duration,
+        echo_logs=args.echo_logs,
+    )
+    try:
+        serve(options)
+    except PortInUse as exc:
+        print(f"local up: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # a second Ctrl-C
+        return 130
+    return 0

@@ -1,0 +1,205 @@
+"""constructs_lib.dashboard.PipelineDashboard: the widgets' metrics, read from the synthesized DashboardBody."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk.assertions import Template
+
+from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
+from constructs_lib.queue import ResilientQueue, ResilientQueueProps
+from tests.infra.conftest import PLACEHOLDER, join_to_string
+
+SERVICES = ("intake", "charge-payment", "ship-order")
+SQS = "AWS/SQS"
+STATES = "AWS/States"
+
+#: A metric as the dashboard lists it: (namespace, name, dimension name, dimension value).
+MetricKey = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class Built:
+    """A small stack holding one dashboard, synthesized."""
+
+    stack: Stack
+    dashboard: PipelineDashboard
+    queues: tuple[ResilientQueue, ResilientQueue]
+    state_machine: sfn.StateMachine
+    template: Template
+
+    def ref(self, construct: Any, attr: str | None = None) -> str:
+        """Placeholder of an L2's default child as :func:`join_to_string` renders it."""
+        logical_id = self.stack.get_logical_id(construct.node.default_child)
+        return f"{PLACEHOLDER}<{logical_id}.{attr}>" if attr else f"{PLACEHOLDER}<{logical_id}>"
+
+    def body(self) -> dict[str, Any]:
+        (resource,) = self.template.find_resources("AWS::CloudWatch::Dashboard").values()
+        return json.loads(join_to_string(resource["Properties"]["DashboardBody"]))
+
+    def metric_rows(self) -> list[tuple[MetricKey, dict[str, Any]]]:
+        """Every plain metric of every graph: its key and its options (label, stat, id ...)."""
+        rows = []
+        for widget in self.body()["widgets"]:
+            for row in widget["properties"].get("metrics", []):
+                if isinstance(row[0], str):  # a metric; ``[{"expression": ...}]`` is metric math
+                    options = row[-1] if isinstance(row[-1], dict) else {}
+                    namespace, name, dim_name, dim_value = row[:4]
+                    rows.append(((namespace, name, dim_name, dim_value), options))
+        return rows
+
+    def metric_keys(self) -> set[MetricKey]:
+        return {key for key, _ in self.metric_rows()}
+
+    def expressions(self) -> dict[str, str]:
+        """Metric-math expressions by label."""
+        return {
+            row[0]["label"]: row[0]["expression"]
+            for widget in self.body()["widgets"]
+            for row in widget["properties"].get("metrics", [])
+            if isinstance(row[0], dict) and "expression" in row[0]
+        }
+
+
+def _stack() -> tuple[Stack, tuple[ResilientQueue, ResilientQueue], sfn.StateMachine]:
+    stack = Stack(App(), "DashboardUnderTest")
+    topic = sns.Topic(stack, "AlarmTopic")
+    orders = ResilientQueue(stack, "OrdersQueue", props=ResilientQueueProps(alarm_topic=topic))
+    attention = ResilientQueue(
+        stack, "NeedsAttentionQueue", props=ResilientQueueProps(alarm_topic=topic, alarm_on_queue_depth=True)
+    )
+    machine = sfn.StateMachine(
+        stack, "Saga", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "Noop"))
+    )
+    return stack, (orders, attention), machine
+
+
+def _build(**overrides: Any) -> Built:
+    stack, queues, machine = _stack()
+    props = PipelineDashboardProps(queues=list(queues), state_machine=machine, services=list(SERVICES), **overrides)
+    dashboard = PipelineDashboard(stack, "Dashboard", props=props)
+    return Built(stack, dashboard, queues, machine, Template.from_stack(stack))
+
+
+@pytest.fixture(scope="module")
+def built() -> Built:
+    return _build()
+
+
+def test_dashboard_is_one_resource_exposed_as_attribute(built: Built) -> None:
+    dashboards = built.template.find_resources("AWS::CloudWatch::Dashboard")
+    assert len(dashboards) == 1
+    assert built.stack.get_logical_id(built.dashboard.dashboard.node.default_child) in dashboards
+
+
+@pytest.mark.parametrize(
+    "metric_name",
+    [
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+        "DuplicatesSuppressed",
+        "PayloadMismatches",
+        "IdempotencyTakeovers",
+        "ExecutionsSucceeded",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "StuckOrders",
+    ],
+)
+def test_dashboard_shows_metric(built: Built, metric_name: str) -> None:
+    assert metric_name in {name for _, name, _, _ in built.metric_keys()}
+
+
+@pytest.mark.parametrize("metric_name", ["ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"])
+def test_dashboard_charts_every_queue_and_dlq(built: Built, metric_name: str) -> None:
+    keys = built.metric_keys()
+    for queue in built.queues:
+        for sqs_queue in (queue.queue, queue.dlq):
+            assert (SQS, metric_name, "QueueName", built.ref(sqs_queue, "QueueName")) in keys, sqs_queue.node.path
+
+
+def test_dashboard_queue_metrics_use_maximum_per_minute(built: Built) -> None:
+    sqs_rows = [options for key, options in built.metric_rows() if key[0] == SQS]
+    assert len(sqs_rows) == 2 * 2 + 2 * 2  # depth of 2 queues + 2 DLQs, age of the same 4
+    for options in sqs_rows:
+        assert options["stat"] == "Maximum"
+        assert options["period"] == 60
+
+
+@pytest.mark.parametrize("metric_name", ["DuplicatesSuppressed", "PayloadMismatches", "IdempotencyTakeovers"])
+def test_dashboard_sums_idempotency_metric_over_services(built: Built, metric_name: str) -> None:
+    rows = {
+        key[3]: options for key, options in built.metric_rows() if key[:3] == ("OrderPipeline", metric_name, "service")
+    }
+    assert set(rows) == set(SERVICES)
+    for options in rows.values():
+        assert options["stat"] == "Sum"
+        assert options["visible"] is False  # only the sum is drawn
+    expression = built.expressions()[metric_name]
+    assert expression.startswith("SUM([")
+    for options in rows.values():
+        assert f"FILL({options['id']}, 0)" in expression
+
+
+def test_dashboard_charts_saga_executions(built: Built) -> None:
+    arn = built.ref(built.state_machine)
+    keys = built.metric_keys()
+    for name in ("ExecutionsSucceeded", "ExecutionsFailed", "ExecutionsTimedOut"):
+        assert (STATES, name, "StateMachineArn", arn) in keys
+
+
+def test_dashboard_charts_stuck_orders_maximum(built: Built) -> None:
+    rows = [
+        options for key, options in built.metric_rows() if key == ("OrderPipeline", "StuckOrders", "service", "sweeper")
+    ]
+    assert len(rows) == 1
+    assert rows[0]["stat"] == "Maximum"
+
+
+def test_dashboard_shows_queue_alarm_status(built: Built) -> None:
+    (alarm_widget,) = [w for w in built.body()["widgets"] if w["type"] == "alarm"]
+    orders, attention = built.queues
+    assert attention.queue_alarm is not None
+    expected = [built.ref(a, "Arn") for a in (orders.dlq_alarm, attention.dlq_alarm, attention.queue_alarm)]
+    assert alarm_widget["properties"]["alarms"] == expected
+
+
+def test_dashboard_widgets_fit_the_grid(built: Built) -> None:
+    widgets = built.body()["widgets"]
+    assert len(widgets) == 7
+    for widget in widgets:
+        assert widget["x"] + widget["width"] <= 24
+
+
+def test_dashboard_uses_custom_namespace_and_sweeper_service() -> None:
+    custom = _build(metrics_namespace="Custom", sweeper_service="janitor", dashboard_name="orders-dev")
+    keys = custom.metric_keys()
+    assert ("Custom", "StuckOrders", "service", "janitor") in keys
+    assert ("Custom", "DuplicatesSuppressed", "service", "intake") in keys
+    assert not {k for k in keys if k[0] == "OrderPipeline"}
+    (resource,) = custom.template.find_resources("AWS::CloudWatch::Dashboard").values()
+    assert resource["Properties"]["DashboardName"] == "orders-dev"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"queues": []}, "queues"),
+        ({"services": []}, "services"),
+        ({"services": ["intake", " "]}, "blank"),
+        ({"services": ["intake", "intake"]}, "duplicates"),
+        ({"period": Duration.seconds(90)}, "period"),
+    ],
+    ids=["empty-queues", "empty-services", "blank-service", "duplicate-services", "odd-period"],
+)
+def test_dashboard_rejects_bad_props(overrides: dict[str, Any], message: str) -> None:
+    _, queues, machine = _stack()
+    kwargs: dict[str, Any] = {"queues": list(queues), "state_machine": machine, "services": list(SERVICES)}
+    with pytest.raises(ValueError, match=message):
+        PipelineDashboardProps(**{**kwargs, **overrides})

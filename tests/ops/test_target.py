@@ -1,0 +1,82 @@
+"""ops targets: resource names from a deployed stack's outputs (CloudFormation on moto)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from ops.cli import build_parser
+from ops.repair import repair
+from ops.target import Target, TargetError
+
+TEMPLATE = {
+    "Resources": {"Dummy": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "dummy"}}},
+    "Outputs": {
+        "OrdersTableName": {"Value": "orders-table"},
+        "StateMachineArn": {"Value": "arn:aws:states:us-east-1:123456789012:stateMachine:saga"},
+    },
+}
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+def test_target_from_stack_reads_outputs(aws: None) -> None:
+    boto3.client("cloudformation").create_stack(StackName="OrderPipeline-dev", TemplateBody=json.dumps(TEMPLATE))
+    target = Target.from_stack("OrderPipeline-dev", region="us-east-1")
+    assert target.output("OrdersTableName") == "orders-table"
+    assert target.output("StateMachineArn").endswith(":saga")
+    with pytest.raises(TargetError, match="NeedsAttentionQueueUrl"):
+        target.output("NeedsAttentionQueueUrl")
+
+
+def test_target_from_stack_missing_stack_is_a_clear_error(aws: None) -> None:
+    with pytest.raises(TargetError, match="cannot read stack 'nope'"):
+        Target.from_stack("nope", region="us-east-1")
+
+
+def test_repair_unknown_order_changes_nothing(aws: None) -> None:
+    ddb = boto3.client("dynamodb")
+    ddb.create_table(
+        TableName="orders-table",
+        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    target = Target({"OrdersTableName": "orders-table", "StateMachineArn": "arn"}, region="us-east-1")
+    assert repair(target, "missing", "redrive") == {"order_id": "missing", "result": "unknown_order"}
+    with pytest.raises(ValueError, match="redrive or compensate"):
+        repair(target, "missing", "delete")  # type: ignore[arg-type]
+
+
+def test_cli_repair_arguments() -> None:
+    args = build_parser().parse_args(
+        [
+            "repair",
+            "order-1",
+            "--action",
+            "compensate",
+            "--stack",
+            "S",
+            "--region",
+            "eu-west-1",
+            "--endpoint-url",
+            "http://127.0.0.1:5000",
+        ]
+    )
+    assert (args.order_id, args.action, args.stack, args.region, args.endpoint_url) == (
+        "order-1",
+        "compensate",
+        "S",
+        "eu-west-1",
+        "http://127.0.0.1:5000",
+    )
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["local", "run", "--decline-rate", "1.5"])
