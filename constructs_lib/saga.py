@@ -21,6 +21,7 @@ DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
     "Lambda.ClientExecutionTimeoutException",
+    "Sandbox.Timedout",  # the function timed out (or was killed): its idempotency record lets the retry resume
 )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from order_domain.status import TERMINAL, OrderStatus, predecessors, sources_of
+from shared import clock
 from shared.aws import client, error_code, from_item, to_item
 from shared.exceptions import InvalidTransition, PayloadMismatch, UnknownOrder
 
@@ -100,4 +100,4 @@ class OrderRepository:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return clock.iso()

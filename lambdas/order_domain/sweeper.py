@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from order_domain.status import TERMINAL, OrderStatus
+from shared import clock
 from shared.aws import client, from_item
 
 STATUS_INDEX = "by-status"
@@ -14,12 +14,12 @@ NON_TERMINAL = tuple(s for s in OrderStatus if s not in TERMINAL)
 
 def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
     """The ``updated_at`` before which a non-terminal order counts as stuck."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - stuck_after_seconds))
+    return clock.iso(now - stuck_after_seconds)
 
 
 def find_stuck(orders_table: str, stuck_after_seconds: int, now: float | None = None) -> list[dict[str, Any]]:
     """Orders whose status is non-terminal and whose last update is older than the threshold."""
-    cutoff = cutoff_iso(time.time() if now is None else now, stuck_after_seconds)
+    cutoff = cutoff_iso(clock.now() if now is None else now, stuck_after_seconds)
     stuck: list[dict[str, Any]] = []
     paginator = client("dynamodb").get_paginator("query")
     for status in NON_TERMINAL:

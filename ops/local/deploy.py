@@ -17,7 +17,7 @@ import boto3
 
 from ops.local.capture import LineCapture, point_powertools_loggers_at
 from ops.local.clock import SimClock
-from ops.local.lambda_runtime import FakeLambdaContext, ensure_on_path, invoke_json, load_handler
+from ops.local.lambda_runtime import CRASH_ERROR_TYPE, FakeLambdaContext, ensure_on_path, invoke_json, load_handler
 from ops.local.template import ACCOUNT, REGION, CloudAssembly, Resolver, Resource
 
 #: Types the local deployment builds; anything else (IAM, KMS, log groups, policies) is accepted as-is.
@@ -68,6 +68,9 @@ class LocalFunction:
         with self._lock:
             self.invocations += 1
         result, errored = invoke_json(fn, event, context)
+        if errored and CRASH_ERROR_TYPE in result:
+            # A crash is a timeout: the invocation's remaining time passes before anyone notices.
+            self.clock.advance(context.get_remaining_time_in_millis() / 1000)
         if errored:
             with self._lock:
                 self.errors += 1

@@ -108,6 +108,18 @@ def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callab
     return fn
 
 
+class SimulatedCrash(BaseException):
+    """The execution environment dies mid-invocation (timeout, out of memory, kill).
+
+    A BaseException, so no ``except Exception`` in the handler (nor Powertools) runs cleanup:
+    whatever the handler had written stays as it was, as after a real crash.
+    """
+
+
+#: What Lambda reports when the sandbox dies on a timeout (Step Functions sees this error name).
+CRASH_ERROR_TYPE = "Sandbox.Timedout"
+
+
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """The payload Lambda returns for an unhandled exception."""
     return {
@@ -122,5 +134,7 @@ def invoke_json(fn: Callable[[Any, Any], Any], event: Any, context: FakeLambdaCo
     try:
         result = fn(event, context)
         return json.dumps(result, default=str), False
+    except SimulatedCrash as crash:
+        return json.dumps({"errorType": CRASH_ERROR_TYPE, "errorMessage": f"Task timed out ({crash})"}), True
     except Exception as exc:  # a Lambda handler's exception becomes an error payload
         return json.dumps(error_payload(exc)), True

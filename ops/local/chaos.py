@@ -1,0 +1,153 @@
+"""Chaos for the local run: duplicate deliveries, crashes, malformed payloads, throttling.
+
+Business failures (declines, failed shipments, refunds that keep failing) are decided by the
+order's content (see :mod:`ops.local.orders`); this module injects the infrastructure faults.
+Every injected fault is counted in :class:`FaultCounter`, so the report can compare effects
+(from the sandbox ledgers) with causes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, fields
+from typing import Any
+from unittest import mock
+
+from moto.core.exceptions import ServiceException
+
+from ops.local.clock import SimClock
+from ops.local.faults import FaultCounter, ThrottledError
+from ops.local.lambda_runtime import SimulatedCrash
+
+#: Malformed bodies: not JSON, wrong type, schema violations.
+MALFORMED_BODIES = (
+    "{not json",
+    "[]",
+    '{"order_id": "broken"}',
+    '{"order_id": "bad id with spaces", "customer_id": "c", "items": [], "payment_token": "t", '
+    '"shipping_address": {}, "currency": "EUR"}',
+    "\u0000\u0001",
+)
+_DDB_METHODS = ("put_item", "update_item", "get_item", "delete_item", "transact_write_items", "query")
+_SQS_METHODS = ("send_message", "send_message_batch")
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    """Infrastructure fault rates (0..1), each applied independently.
+
+    Attributes:
+        duplicate: per order, an extra delivery: in the same batch, in a later batch, or late
+            (after the first drain), one of the three chosen at random.
+        crash: per idempotent operation, an abrupt end after the side effect and before the
+            completion marker (the sandbox is killed, as by a timeout).
+        malformed: per order, an extra malformed message.
+        throttle: per DynamoDB item call / SQS send, a throttling error.
+    """
+
+    duplicate: float = 0.0
+    crash: float = 0.0
+    malformed: float = 0.0
+    throttle: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if not 0.0 <= getattr(self, f.name) <= 1.0:
+                raise ValueError(f"{f.name} rate must be within 0..1")
+
+
+Message = tuple[str, str | None]  # (body, correlation id)
+
+
+def plan_deliveries(
+    orders: list[tuple[dict[str, Any], str | None]], rates: FaultRates, rng: random.Random, counter: FaultCounter
+) -> tuple[list[Message], list[Message]]:
+    """(initial messages in send order, late messages sent after the first drain)."""
+    initial: list[Message] = []
+    cross_batch: list[tuple[int, Message]] = []
+    late: list[Message] = []
+    for order, cid in orders:
+        message = (json.dumps(order), cid)
+        initial.append(message)
+        if rng.random() < rates.duplicate:
+            kind = rng.choice(("same_batch", "cross_batch", "late"))
+            counter.add(f"duplicate_{kind}")
+            if kind == "same_batch":
+                initial.append(message)
+            elif kind == "cross_batch":
+                cross_batch.append((len(initial) + rng.randint(12, 40), message))
+            else:
+                late.append(message)
+        if rng.random() < rates.malformed:
+            counter.add("malformed")
+            initial.append((rng.choice(MALFORMED_BODIES), f"cid-malformed-{rng.getrandbits(40):010x}"))
+    for position, message in sorted(cross_batch, key=lambda pm: pm[0], reverse=True):
+        initial.insert(min(position, len(initial)), message)
+    return initial, late
+
+
+class _Dice:
+    """A thread-safe seeded RNG."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def roll(self, rate: float) -> bool:
+        if rate <= 0:
+            return False
+        with self._lock:
+            return self._rng.random() < rate
+
+
+class SqsThrottled(ServiceException):
+    code = "RequestThrottled"
+    message = "Injected fault: request throttled"
+
+
+@contextmanager
+def inject(rates: FaultRates, seed: int, clock: SimClock, counter: FaultCounter) -> Iterator[None]:
+    """Crash and throttle injection while the context is active."""
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.sqs.models import SQSBackend
+
+    dice = _Dice(seed)
+
+    def crashing(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def save_success(self: Any, data: Any, result: Any) -> Any:
+            if dice.roll(rates.crash):
+                counter.add("crash")
+                raise SimulatedCrash("killed after the side effect, before the completion marker")
+            return original(self, data, result)
+
+        return save_success
+
+    def throttling(kind: str, error: Callable[[], Exception], original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if dice.roll(rates.throttle):
+                counter.add(kind)
+                raise error()
+            return original(*args, **kwargs)
+
+        return call
+
+    with ExitStack() as stack:
+        if rates.crash:
+            original = BasePersistenceLayer.save_success
+            stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", crashing(original)))
+        if rates.throttle:
+            for name in _DDB_METHODS:
+                patched = throttling("throttle_dynamodb", ThrottledError, getattr(DynamoDBBackend, name))
+                stack.enter_context(mock.patch.object(DynamoDBBackend, name, patched))
+            for name in _SQS_METHODS:
+                patched = throttling("throttle_sqs", SqsThrottled, getattr(SQSBackend, name))
+                stack.enter_context(mock.patch.object(SQSBackend, name, patched))
+        yield
