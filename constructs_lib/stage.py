@@ -20,8 +20,8 @@ class StageConfig:
         deletion_protection: DynamoDB deletion protection, on in prod only.
         alarm_email: optional e-mail subscribed to the alarm topic (context ``alarm_email``).
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
-            (context ``stuck_after_minutes``, default 30: far above a healthy saga's seconds,
-            below the saga's execution timeout so the sweeper sees a dead execution's order).
+            (context ``stuck_after_minutes``, default 30: above the saga's execution timeout,
+            so an order whose saga is still retrying is never reported; the stack checks this).
     """
 
     name: str = "dev"
@@ -53,7 +53,8 @@ class StageConfig:
         """Read ``stage`` and ``alarm_email`` from CDK context (``-c stage=prod -c alarm_email=a@b.c``)."""
         stage = node.try_get_context("stage") or "dev"
         email = node.try_get_context("alarm_email") or None
-        stuck = node.try_get_context("stuck_after_minutes") or 30
+        stuck = node.try_get_context("stuck_after_minutes")
+        stuck = 30 if stuck is None or stuck == "" else stuck
         try:
             stuck_minutes = int(stuck)
         except (TypeError, ValueError) as exc:

@@ -234,6 +234,11 @@ class OrderPipelineStack(Stack):
         )
 
         # Stuck-order sweeper: every 5 minutes, alarm when any order is stuck.
+        if stage.stuck_after_minutes * 60 <= self.saga.timeout.to_seconds():
+            raise ValueError(
+                f"stuck_after_minutes ({stage.stuck_after_minutes}) must exceed the saga timeout "
+                f"({int(self.saga.timeout.to_seconds())} s): a retrying saga is not stuck"
+            )
         self.sweeper = function(
             "Sweeper",
             "sweeper",
@@ -270,6 +275,18 @@ class OrderPipelineStack(Stack):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.stuck_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
+        self.stuck_alarm.add_ok_action(cw_actions.SnsAction(self.alarm_topic))
+        # A sweeper that fails publishes no StuckOrders at all: alarm on its errors too.
+        self.sweeper_errors_alarm = self.sweeper.function.metric_errors(period=Duration.minutes(5)).create_alarm(
+            self,
+            "SweeperErrorsAlarm",
+            alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.sweeper_errors_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
 
         self.dashboard = PipelineDashboard(
             self,

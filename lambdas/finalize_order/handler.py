@@ -3,4 +3,8 @@
 from order_domain.wiring import finalize_action
 from shared.step import build_step_handler
 
-handler = build_step_handler("finalize-order", finalize_action)
+handler = build_step_handler(
+    "finalize-order",
+    finalize_action,
+    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "NEEDS_ATTENTION_QUEUE_URL"),
+)

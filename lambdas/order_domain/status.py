@@ -27,7 +27,8 @@ TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
     OrderStatus.COMPENSATING: frozenset({OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION}),
     OrderStatus.COMPLETED: frozenset(),
     OrderStatus.COMPENSATED: frozenset(),
-    OrderStatus.NEEDS_ATTENTION: frozenset(),
+    # A parked order leaves only through an operator's repair (`ops repair --action compensate`).
+    OrderStatus.NEEDS_ATTENTION: frozenset({OrderStatus.COMPENSATING}),
 }
 
 

@@ -89,7 +89,7 @@ def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key:
                         "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
                         "UpdateExpression": charge_update,
                         "ConditionExpression": "attribute_not_exists(refunded)",
-                        "ExpressionAttributeValues": {":t": {"BOOL": True}, ":voided": {"S": "voided"}},
+                        "ExpressionAttributeValues": {":t": {"BOOL": True}},
                     }
                 },
             ]

@@ -25,10 +25,10 @@ def step_payload(event: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(order_id, str) or not isinstance(order, dict):
         raise InvalidOrder("saga step input needs 'order_id' (string) and 'order' (object)")
     payload: dict[str, Any] = {"order_id": order_id, "order": order}
-    if event.get("outcome"):
+    if event.get("outcome"):  # finalize steps: the outcome, and why (only they record the error)
         payload["outcome"] = str(event["outcome"])
-    if isinstance(event.get("error"), dict):
-        payload["error"] = event["error"]
+        if isinstance(event.get("error"), dict):
+            payload["error"] = event["error"]
     return payload
 
 

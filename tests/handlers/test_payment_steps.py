@@ -466,19 +466,11 @@ class StrictTransactions:
             "tok_visa",
             "refunded",
             id="captured",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=TransientStepError,
-                reason="BUG lambdas/sandbox/payment.py _settle(): ExpressionAttributeValues always carries "
-                "':voided', but the refund update 'SET refunded = :t' does not use it; DynamoDB rejects the "
-                "transaction with ValidationException (moto does not check transactions)",
-            ),
         ),
         pytest.param(
             "tok_partial",
             "refunded",
             id="partially-captured",
-            marks=pytest.mark.xfail(strict=True, raises=TransientStepError, reason="same _settle() bug"),
         ),
         pytest.param("tok_auth_only", "voided", id="authorized"),
     ],

@@ -11,20 +11,12 @@ from __future__ import annotations
 import pytest
 
 from order_domain.status import OrderStatus
-from shared.exceptions import PayloadMismatch, PaymentIncomplete
+from shared.exceptions import PaymentIncomplete
 
 from .conftest import Inventory, LedgerView, LogCapture
 
 SHIP_ERROR = {"Error": "ShippingUnavailable", "Cause": "carrier rejected the shipment"}
 REFUND_ERROR = {"Error": "TransientStepError", "Cause": "ProviderUnavailable: provider_unavailable"}
-
-ERROR_IN_IDEMPOTENCY_PAYLOAD = pytest.mark.xfail(
-    strict=True,
-    raises=PayloadMismatch,
-    reason="BUG lambdas/shared/step.py step_payload() (commit 664ec76): the caught $.error is copied into "
-    "every step's idempotency payload, so the repair execution (no $.error) hashes differently from the "
-    "first run and the step raises PayloadMismatch instead of returning the recorded result",
-)
 
 
 @pytest.fixture
@@ -47,7 +39,6 @@ def _repair_input(state: dict) -> dict:
     }
 
 
-@ERROR_IN_IDEMPOTENCY_PAYLOAD
 def test_repair_route_refund_already_done_in_first_run_is_a_duplicate(
     load, refund, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context, logs: LogCapture
 ):
@@ -65,7 +56,6 @@ def test_repair_route_refund_already_done_in_first_run_is_a_duplicate(
     assert [op["status"] for op in ledger.ops("payment") if op["action"] == "refund"] == ["refunded"]
 
 
-@ERROR_IN_IDEMPOTENCY_PAYLOAD
 def test_repair_route_release_already_done_by_release_then_park_is_a_duplicate(
     load, release, order_factory, saga_input, seed_order, inventory: Inventory, lambda_context, logs: LogCapture
 ):
@@ -98,13 +88,6 @@ def test_repair_route_steps_accept_the_repair_input(
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG lambdas/order_domain/status.py: NEEDS_ATTENTION is TERMINAL with no transitions, so a "
-    "successful `ops repair --action compensate` (ops/repair.py calls NEEDS_ATTENTION repairable) ends in "
-    "MarkCompensated -> transition 'stale' and the order stays NEEDS_ATTENTION",
-)
 def test_repair_route_compensated_moves_a_parked_order_to_compensated(
     load, refund, release, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, logs
 ):

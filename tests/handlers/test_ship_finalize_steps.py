@@ -232,16 +232,8 @@ def test_finalize_completed_and_compensated_send_no_message(
     assert needs_attention_queue.messages() == []
 
 
-def test_finalize_needs_attention_without_queue_url_raises_configuration_error(
-    load, order_factory, seed_order, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs: LogCapture
-):
-    finalize = load("finalize_order", NEEDS_ATTENTION_QUEUE_URL="")
-    order = order_factory()
-    seed_order(order, OrderStatus.COMPENSATING)
-
+def test_finalize_without_queue_url_fails_at_cold_start(load, needs_attention_queue: NeedsAttentionQueue):
+    """Refuse to start rather than park an order that nobody would hear about."""
     with pytest.raises(ConfigurationError, match="NEEDS_ATTENTION_QUEUE_URL"):
-        finalize(_needs_attention_event(order, "cid-no-queue"), lambda_context)
-
-    (failed,) = logs.find("finalize-order failed")
-    assert failed["category"] == "permanent"
+        load("finalize_order", NEEDS_ATTENTION_QUEUE_URL="")
     assert needs_attention_queue.messages() == []

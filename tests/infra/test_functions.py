@@ -21,6 +21,7 @@ SERVICES = {
     "finalize": "finalize-order",
     "intake": "intake",
     "sweeper": "sweeper",
+    "dlq_replay": "dlq-replay",
 }
 
 #: Item-level read/write (idempotency records, orders): no Scan, no Query, no batch or table actions.
@@ -103,6 +104,9 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             "payment": stack.payment_provider.function,
             "carrier": stack.carrier.function,
             "needs_attention": stack.needs_attention.queue,
+            "failures": stack.failures_table,
+            "orders_queue": stack.orders_queue.queue,
+            "orders_dlq": stack.orders_queue.dlq,
         }.items()
     }
     base = {"IDEMPOTENCY_TABLE_NAME": ref["idempotency"], "ORDERS_TABLE_NAME": ref["orders"]}
@@ -115,7 +119,22 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
         "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
         "finalize": {**base, "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"]},
-        "intake": {**base, "STATE_MACHINE_ARN": ref["machine"]},
+        "intake": {
+            **base,
+            "STATE_MACHINE_ARN": ref["machine"],
+            "FAILURES_TABLE_NAME": ref["failures"],
+            "DEAD_LETTER_QUEUE_URL": ref["orders_dlq"],
+        },
+        "dlq_replay": {
+            "FAILURES_TABLE_NAME": ref["failures"],
+            # [{"dlq_url": <orders DLQ URL>, "source_url": <orders queue URL>}]
+            "REPLAY_TARGETS": {
+                "Fn::Join": [
+                    "",
+                    ['[{"dlq_url":"', ref["orders_dlq"], '","source_url":"', ref["orders_queue"], '"}]'],
+                ]
+            },
+        },
         # 30 minutes (the default stuck_after_minutes) in seconds
         "sweeper": {"ORDERS_TABLE_NAME": ref["orders"], "STUCK_AFTER_SECONDS": "1800"},
     }
@@ -242,7 +261,15 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
         ("refund", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
         ("ship", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
         ("finalize", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
-        ("intake", {"idempotency_table": DDB_ITEM_RW, "orders_table": ("dynamodb:GetItem", "dynamodb:PutItem")}),
+        (
+            "intake",
+            {
+                "idempotency_table": DDB_ITEM_RW,
+                "orders_table": ("dynamodb:GetItem", "dynamodb:PutItem"),
+                "failures_table": ("dynamodb:UpdateItem",),
+            },
+        ),
+        ("dlq_replay", {"failures_table": ("dynamodb:GetItem",)}),
         # the sandbox ledger's count_requests() queries the request records
         ("payment_provider", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),
         ("carrier", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),

@@ -17,11 +17,26 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
     def ref(construct: Any) -> dict[str, str]:
         return {"Ref": dev.logical_id(construct)}
 
+    functions = (
+        stack.intake,
+        stack.reserve,
+        stack.charge,
+        stack.ship,
+        stack.refund,
+        stack.release,
+        stack.finalize,
+        stack.payment_provider,
+        stack.carrier,
+        stack.sweeper,
+        stack.dlq_replay,
+    )
     assert _outputs(dev) == {
         "NeedsAttentionQueueUrl": ref(stack.needs_attention.queue),
         "NeedsAttentionDlqUrl": ref(stack.needs_attention.dlq),
         "InventoryTableName": ref(stack.inventory_table),
         "SagaTimeoutSeconds": "1288",
+        "FailuresTableName": ref(stack.failures_table),
+        "LogGroupNames": {"Fn::Join": [",", [ref(f.log_group) for f in functions]]},
         "OrdersQueueUrl": ref(stack.orders_queue.queue),
         "OrdersDlqUrl": ref(stack.orders_queue.dlq),
         "StateMachineArn": ref(stack.saga.state_machine),

@@ -209,11 +209,6 @@ OUT_OF_RANGE = "stuck_after_minutes must be within 1..1440"
             0,
             OUT_OF_RANGE,
             id="zero-number",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BUG constructs_lib/stage.py from_context: `try_get_context(...) or 30` turns a "
-                "numeric 0 (cdk.json) into the default 30 instead of rejecting it",
-            ),
         ),
     ],
 )

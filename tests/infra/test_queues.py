@@ -232,13 +232,14 @@ def test_orders_queue_has_no_depth_alarm(dev: SynthResult) -> None:
     assert _alarms_on(dev, dev.logical_id(dev.stack.orders_queue.queue)) == {}
 
 
-def test_alarms_are_the_two_dlq_alarms_the_queue_depth_alarm_and_stuck_orders(dev: SynthResult) -> None:
+def test_alarms_are_the_two_dlq_alarms_the_queue_depth_alarm_and_the_sweeper_alarms(dev: SynthResult) -> None:
     stack = dev.stack
     expected = {
         stack.orders_queue.dlq_alarm,
         stack.needs_attention.dlq_alarm,
         stack.needs_attention.queue_alarm,
         stack.stuck_alarm,
+        stack.sweeper_errors_alarm,
     }
     assert set(dev.of_type("AWS::CloudWatch::Alarm")) == {dev.logical_id(a) for a in expected}
 

@@ -63,7 +63,7 @@ def test_ledger_table_has_sort_key(dev: SynthResult) -> None:
 
 def test_tables_on_demand_with_pitr(dev: SynthResult) -> None:
     tables = dev.of_type("AWS::DynamoDB::Table")
-    assert len(tables) == 4
+    assert len(tables) == 5  # idempotency, orders, inventory, failures, sandbox ledger
     for logical_id, table in tables.items():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST", logical_id
@@ -81,7 +81,7 @@ def test_tables_dev_stage_deletable(dev: SynthResult) -> None:
 
 def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
     tables = prod.of_type("AWS::DynamoDB::Table")
-    assert len(tables) == 4
+    assert len(tables) == 5
     for logical_id, table in tables.items():
         assert table["DeletionPolicy"] == "Retain", logical_id
         assert table["UpdateReplacePolicy"] == "Retain", logical_id
@@ -91,7 +91,7 @@ def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
 def test_log_groups_follow_stage_removal_policy(dev: SynthResult, prod: SynthResult) -> None:
     for synth, policy in ((dev, "Delete"), (prod, "Retain")):
         groups = synth.of_type("AWS::Logs::LogGroup")
-        assert len(groups) == 11  # 10 functions + the state machine
+        assert len(groups) == 12  # 11 functions + the state machine
         for logical_id, group in groups.items():
             assert group["DeletionPolicy"] == policy, logical_id
             assert group["Properties"]["RetentionInDays"] == 30, logical_id
