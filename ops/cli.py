@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ops.local.up import add_up_parser, main_up
+
 
 def _rate(text: str) -> float:
     value = float(text)
@@ -29,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
+    add_up_parser(local_commands)
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=int, default=7, help="seed for the order mix (default 7)")
@@ -132,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_summary(report)
         return 0
+    if args.command == "local" and args.local_command == "up":
+        return main_up(args)
     from ops.target import Target
 
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)

@@ -113,7 +113,7 @@ def ddb_calls() -> tuple[float, float]:
     run, _, persistence = _ours(_table("calls"))
     calls: list[str] = []
     persistence.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
-    ctx = FakeLambdaContext()
+    ctx: Any = FakeLambdaContext()
     cmds = _commands(50, "calls")
     for c in cmds:
         run(c, ctx)
@@ -127,7 +127,7 @@ def ddb_calls() -> tuple[float, float]:
 def overhead_ratio() -> dict[str, float]:
     ours, logger, _ = _ours(_table("ours"))
     plain = _plain(_table("plain"))
-    ctx = FakeLambdaContext()
+    ctx: Any = FakeLambdaContext()
 
     def time_ours(cmds: list[dict[str, Any]]) -> float:
         start = time.perf_counter()
@@ -185,7 +185,7 @@ def batch_ratio() -> dict[str, float]:
 
     for client in (ours_persistence.client, plain_persistence.client):
         client.meta.events.register("before-send.dynamodb", delay)
-    ctx = FakeLambdaContext()
+    ctx: Any = FakeLambdaContext()
 
     def run_ours(event: dict[str, Any]) -> float:
         start = time.perf_counter()

@@ -229,12 +229,21 @@ class PipelineRun:
         alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
         return sorted(a["AlarmName"] for a in alarms)
 
-    def run_schedules(self) -> list[str]:
-        """Fire every scheduled rule's target once (the sweeper); returns the raw results."""
+    def run_schedules(self, only: str | None = None) -> list[str]:
+        """Fire each scheduled rule's target once (sweeper, DLQ replay); returns the raw results.
+
+        ``only``: fire just the targets whose logical ID starts with it (e.g. ``"Sweeper"``).
+        """
         return [
             fn.invoke({"source": "aws.events", "detail-type": "Scheduled Event"})[0]
             for _, fn in self.deployment.schedules
+            if only is None or fn.logical_id.startswith(only)
         ]
+
+    def sweep(self) -> list[str]:
+        """Run the stuck-order sweeper once; the IDs of the stuck orders it found."""
+        results = [json.loads(r) for r in self.run_schedules(only="Sweeper")]
+        return [order_id for r in results for order_id in r.get("stuck", [])]
 
     def ship_logs(self) -> int:
         """Copy captured handler log lines into moto CloudWatch Logs, into each function's log group.
@@ -353,5 +362,5 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     with local_pipeline(options) as run:
         run.submit(make_orders(options.orders, options.seed, options.mix))
         run.drain()
-        run.run_schedules()  # one sweep at the end: a healthy run finds no stuck order
+        run.sweep()  # one sweep at the end: a healthy run finds no stuck order
         return run.report(time.monotonic() - started)

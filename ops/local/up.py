@@ -210,7 +210,7 @@ def example_order(seed: int) -> dict[str, Any]:
     return {**make_orders(1, seed, clean)[0][0], "order_id": "order-try-1"}
 
 
-def _print_banner(info: LocalEndpoint, example_order: dict[str, Any], out: TextIO) -> None:
+def _print_banner(info: LocalEndpoint, order: dict[str, Any], out: TextIO) -> None:
     e, stack = info.endpoint_url, info.stack
     queue = info.outputs.get("OrdersQueueUrl", "<OrdersQueueUrl>")
     width = max(map(len, info.outputs), default=0)
@@ -223,9 +223,9 @@ def _print_banner(info: LocalEndpoint, example_order: dict[str, Any], out: TextI
         "from another shell (any credentials work; the region is fixed):",
         f"  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_DEFAULT_REGION={info.region}",
         f"  aws --endpoint-url {e} sqs send-message --queue-url {queue} \\",
-        f"      --message-body '{json.dumps(example_order)}' \\",
+        f"      --message-body '{json.dumps(order)}' \\",
         "      --message-attributes 'correlation_id={DataType=String,StringValue=cid-try-1}'",
-        f"  python -m ops repair {example_order['order_id']} --action redrive --stack {stack} --endpoint-url {e}",
+        f"  python -m ops repair {order['order_id']} --action redrive --stack {stack} --endpoint-url {e}",
         f"  python -m ops dlq list --stack {stack} --endpoint-url {e}",
         f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
         "",
