@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--auth-only-rate", type=_rate, default=0.0, help="share authorised but never captured")
     run.add_argument("--refund-flaky-rate", type=_rate, default=0.0, help="share whose refund fails twice first")
     run.add_argument("--refund-fail-rate", type=_rate, default=0.0, help="share whose refund keeps failing")
+    run.add_argument("--duplicate-rate", type=_rate, default=0.0, help="extra deliveries (same batch, later, late)")
+    run.add_argument("--crash-rate", type=_rate, default=0.0, help="abrupt ends after the side effect")
+    run.add_argument("--malformed-rate", type=_rate, default=0.0, help="extra malformed messages")
+    run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
+    run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
+    run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
+    run.add_argument("--report-file", type=Path, help="also write the JSON report here")
     run.add_argument("--stage", choices=("dev", "prod"), default="dev")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
@@ -108,6 +115,7 @@ def _print_summary(report: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "local" and args.local_command == "run":
+        from ops.local.chaos import FaultRates
         from ops.local.orders import OrderMix
         from ops.local.run import RunOptions, run_local
 
@@ -123,18 +131,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 refund_flaky_rate=args.refund_flaky_rate,
                 refund_fail_rate=args.refund_fail_rate,
             ),
+            faults=FaultRates(
+                duplicate=args.duplicate_rate,
+                crash=args.crash_rate,
+                malformed=args.malformed_rate,
+                throttle=args.throttle_rate,
+            ),
+            replay_transient=args.replay_transient,
             stage=args.stage,
             timeout_seconds=args.timeout,
             assembly_dir=args.assembly,
             echo_logs=args.echo_logs,
         )
         report = run_local(options)
+        if args.report_file:
+            args.report_file.write_text(json.dumps(report, indent=2, default=str) + "\n")
         if args.json:
             json.dump(report, sys.stdout, indent=2, default=str)
             print()
         else:
             _print_summary(report)
-        return 0
+        failed = {k: v for k, v in report["invariants"].items() if v}
+        if args.check:
+            for name, why in report["invariants"].items():
+                print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
+        return 1 if args.check and failed else 0
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
     from ops.target import Target

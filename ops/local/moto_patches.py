@@ -38,3 +38,68 @@ def atomic_dynamodb() -> Iterator[None]:
             original = getattr(DynamoDBBackend, name)
             stack.enter_context(mock.patch.object(DynamoDBBackend, name, _serialised(original)))
         yield
+
+
+@contextmanager
+def fast_backend_lookup() -> Iterator[None]:
+    """moto takes a process-wide lock and copies the account list on *every* backend lookup;
+    with a dozen threads (executions, batch workers) that lock is the bottleneck. Accounts that
+    already exist are returned without it (creation still goes through moto's locked path)."""
+    from moto.core.base_backend import BackendDict
+
+    original = BackendDict.__getitem__
+
+    def getitem(self: Any, account_id: str) -> Any:
+        if dict.__contains__(self, account_id):
+            return dict.__getitem__(self, account_id)
+        return original(self, account_id)
+
+    with mock.patch.object(BackendDict, "__getitem__", getitem):
+        yield
+
+
+@contextmanager
+def cached_step_functions_clients() -> Iterator[None]:
+    """moto's Step Functions interpreter builds a new boto3 client for every task it runs
+    (each one re-reads service models from disk); reuse one client per service and region."""
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    original = boto_client.boto_client_for
+    cache: dict[tuple[str, str, bool], Any] = {}
+    cache_lock = threading.Lock()
+
+    def cached(region: str, service: str, state_credentials: Any = None) -> Any:
+        from moto.core.models import botocore_stubber
+
+        key = (region, service, bool(botocore_stubber.enabled))
+        with cache_lock:
+            if key not in cache:
+                cache[key] = original(region, service, state_credentials)
+            return cache[key]
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(lambda_eval_utils, "boto_client_for", cached))
+        yield
+
+
+@contextmanager
+def cached_asl_parse() -> Iterator[None]:
+    """moto re-parses the state machine definition (ANTLR) for every execution; parse each
+    definition once. The parsed program holds no per-execution state (that lives in moto's
+    per-execution Environment), so sharing it is safe."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    original = AmazonStateLanguageParser.parse
+    cache: dict[str, Any] = {}
+    cache_lock = threading.Lock()
+
+    def parse(definition: str) -> Any:
+        with cache_lock:
+            if definition not in cache:
+                cache[definition] = original(definition)
+            return cache[definition]
+
+    with mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(parse)):
+        yield

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-import boto3
 
-from ops.local.template import REGION
+def _client(service: str) -> Any:
+    from ops.local.run import aws
+
+    return aws(service)
+
 
 TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
 
@@ -15,7 +18,7 @@ TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
 def scan_all(table: str) -> list[dict[str, Any]]:
     from boto3.dynamodb.types import TypeDeserializer
 
-    client = boto3.client("dynamodb", region_name=REGION)
+    client = _client("dynamodb")
     des = TypeDeserializer()
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": table}
@@ -72,7 +75,7 @@ def ledger_summary(ledger_table: str, inventory_table: str, orders: dict[str, di
 
 
 def dlq_depths(queues: dict[str, dict[str, str]], dlq_ids: set[str]) -> dict[str, int]:
-    sqs = boto3.client("sqs", region_name=REGION)
+    sqs = _client("sqs")
     out = {}
     for lid in sorted(dlq_ids):
         attrs = sqs.get_queue_attributes(

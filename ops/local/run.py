@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import sys
 import time
 import types
@@ -23,14 +24,27 @@ from unittest import mock
 
 import boto3
 import botocore.endpoint
+import botocore.exceptions
 
+from ops.local.calls import CallCounter, count_aws_calls
 from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
+from ops.local.chaos import FaultRates, inject, plan_deliveries
 from ops.local.clock import SimClock
+from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.deploy import LocalDeployment
 from ops.local.event_sources import SqsPoller
-from ops.local.moto_patches import atomic_dynamodb
+from ops.local.faults import FaultCounter
+from ops.local.invariants import check
+from ops.local.lambda_runtime import ensure_on_path
+from ops.local.moto_patches import (
+    atomic_dynamodb,
+    cached_asl_parse,
+    cached_step_functions_clients,
+    fast_backend_lookup,
+)
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
+from ops.local.simtime import simulated_now
 from ops.local.template import REGION, CloudAssembly
 from ops.target import Target
 
@@ -55,6 +69,8 @@ class RunOptions:
     timeout_seconds: float = 300.0
     assembly_dir: Path | None = None  # reuse an existing cdk.out instead of synthesizing
     echo_logs: bool = False
+    faults: FaultRates = field(default_factory=FaultRates)
+    replay_transient: bool = False
 
 
 def synthesize(outdir: Path, stage: str) -> CloudAssembly:
@@ -94,6 +110,11 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         # botocore's own retry backoff (throttling) also waits in simulated time.
         stack.enter_context(mock.patch.object(botocore.endpoint, "time", shim))
         stack.enter_context(atomic_dynamodb())
+        stack.enter_context(fast_backend_lookup())
+        stack.enter_context(cached_step_functions_clients())
+        stack.enter_context(cached_asl_parse())
+        # Idempotency expiries and TTLs follow the simulated clock too.
+        stack.enter_context(simulated_now(clock))
         yield
 
 
@@ -107,6 +128,17 @@ def local_aws(clock: SimClock) -> Iterator[None]:
         stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         stack.enter_context(moto_behaviour(clock))
         yield
+
+
+_clients: dict[tuple[str, str | None], Any] = {}
+
+
+def aws(service: str) -> Any:
+    """One client per service (and endpoint) for the runner: creating clients is costly."""
+    key = (service, os.environ.get("AWS_ENDPOINT_URL"))
+    if key not in _clients:
+        _clients[key] = boto3.client(service, region_name=REGION)
+    return _clients[key]
 
 
 class PipelineRun:
@@ -126,15 +158,63 @@ class PipelineRun:
         self._shipped = 0
 
     def seed_inventory(self) -> None:
-        ddb = boto3.client("dynamodb", region_name=REGION)
+        ddb = aws("dynamodb")
         for sku in STOCKED_SKUS:
             ddb.put_item(
                 TableName=self.inventory_table, Item={"pk": {"S": f"sku#{sku}"}, "available": {"N": str(INITIAL_STOCK)}}
             )
 
+    def submit_messages(self, messages: list[tuple[str, str | None]]) -> None:
+        """Send raw bodies (with optional correlation IDs) like a producer; retry what SQS refuses."""
+        sqs = aws("sqs")
+        queue_url = self.pollers[0].spec.queue_url
+        for start in range(0, len(messages), 10):
+            entries: dict[str, dict[str, Any]] = {}
+            for i, (body, cid) in enumerate(messages[start : start + 10]):
+                entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
+                if cid:
+                    entry["MessageAttributes"] = {"correlation_id": {"DataType": "String", "StringValue": cid}}
+                entries[str(i)] = entry
+            for _ in range(20):  # a producer keeps trying: throttling must not lose an order here
+                try:
+                    response = sqs.send_message_batch(QueueUrl=queue_url, Entries=list(entries.values()))
+                except botocore.exceptions.ClientError:
+                    continue
+                for failed in response.get("Failed", []):
+                    if failed.get("SenderFault"):
+                        raise RuntimeError(f"SQS refused a message: {failed}")
+                entries = {f["Id"]: entries[f["Id"]] for f in response.get("Failed", [])}
+                if not entries:
+                    break
+            else:
+                raise RuntimeError("could not submit messages after 20 attempts")
+
+    def order_summary(self) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """Order counts by outcome, and each submitted order's status and correlation ID."""
+        orders = order_statuses(self.orders_table)
+        submitted_ids = list(dict.fromkeys(o["order_id"] for o, _ in self.submitted))
+        statuses = Counter(orders.get(oid, {}).get("status", "NOT_ACCEPTED") for oid in submitted_ids)
+        counts = {
+            "submitted": len(submitted_ids),
+            "completed": statuses.get("COMPLETED", 0),
+            "compensated": statuses.get("COMPENSATED", 0),
+            "needs_attention": statuses.get("NEEDS_ATTENTION", 0),
+            "failed": statuses.get("NOT_ACCEPTED", 0),
+            "in_flight": sum(n for s, n in statuses.items() if s not in TERMINAL and s != "NOT_ACCEPTED"),
+        }
+        details = [
+            {
+                "order_id": oid,
+                "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
+                "correlation_id": orders.get(oid, {}).get("correlation_id"),
+            }
+            for oid in submitted_ids
+        ]
+        return counts, details
+
     def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
         """Send orders to the orders queue like a producer would (correlation ID as a message attribute)."""
-        sqs = boto3.client("sqs", region_name=REGION)
+        sqs = aws("sqs")
         queue_url = self.pollers[0].spec.queue_url
         for start in range(0, len(orders), 10):
             entries = []
@@ -147,7 +227,7 @@ class PipelineRun:
         self.submitted.extend(orders)
 
     def running_executions(self) -> int:
-        sfn = boto3.client("stepfunctions", region_name=REGION)
+        sfn = aws("stepfunctions")
         pages = sfn.get_paginator("list_executions").paginate(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
         )
@@ -185,7 +265,7 @@ class PipelineRun:
         queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
         if queue not in by_name:
             return None
-        attrs = boto3.client("sqs", region_name=REGION).get_queue_attributes(
+        attrs = aws("sqs").get_queue_attributes(
             QueueUrl=by_name[queue], AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return float(attrs["ApproximateNumberOfMessages"])
@@ -210,7 +290,7 @@ class PipelineRun:
         SQS depth alarms read the queue; custom-metric alarms read the latest EMF datapoint the
         handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
         """
-        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+        cloudwatch = aws("cloudwatch")
         for name, alarm in self.deployment.alarms.items():
             if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
                 value = self._sqs_depth(alarm)
@@ -250,7 +330,7 @@ class PipelineRun:
 
         ``ops trace`` then reads them through CloudWatch Logs, as it does against AWS.
         """
-        logs_client = boto3.client("logs", region_name=REGION)
+        logs_client = aws("logs")
         groups = {
             fn.env.get("POWERTOOLS_SERVICE_NAME"): self.deployment.log_group_of(fn)
             for fn in self.deployment.functions.values()
@@ -279,34 +359,18 @@ class PipelineRun:
         return Target(self.deployment.outputs(), region=REGION)
 
     def report(self, wall_seconds: float) -> dict[str, Any]:
+        counts, details = self.order_summary()
         orders = order_statuses(self.orders_table)
-        submitted_ids = [o["order_id"] for o, _ in self.submitted]
-        statuses = Counter(orders.get(oid, {}).get("status", "NOT_ACCEPTED") for oid in submitted_ids)
-        sfn = boto3.client("stepfunctions", region_name=REGION)
+        sfn = aws("stepfunctions")
         executions = [
             e
             for p in sfn.get_paginator("list_executions").paginate(stateMachineArn=self.state_machine_arn)
             for e in p["executions"]
         ]
         logs, emf, _ = self.capture.records()
-        in_flight = sum(n for s, n in statuses.items() if s not in TERMINAL and s != "NOT_ACCEPTED")
         return {
-            "orders": {
-                "submitted": len(submitted_ids),
-                "completed": statuses.get("COMPLETED", 0),
-                "compensated": statuses.get("COMPENSATED", 0),
-                "needs_attention": statuses.get("NEEDS_ATTENTION", 0),
-                "failed": statuses.get("NOT_ACCEPTED", 0),
-                "in_flight": in_flight,
-            },
-            "order_details": [
-                {
-                    "order_id": oid,
-                    "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
-                    "correlation_id": orders.get(oid, {}).get("correlation_id"),
-                }
-                for oid in submitted_ids
-            ],
+            "orders": counts,
+            "order_details": details,
             "executions": dict(Counter(e["status"] for e in executions)),
             "ledger": ledger_summary(self.ledger_table, self.inventory_table, orders),
             "dlq": dlq_depths(self.deployment.queues, self.deployment.dlq_ids),
@@ -341,10 +405,21 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
     with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
     run = PipelineRun(assembly, options, clock)
-    with capture_stdout(run.capture), run.deployment.lambda_routing():
+    with capture_stdout(run.capture), run.deployment.lambda_routing(), handler_clock(run):
         point_powertools_loggers_at(run.capture)
         run.seed_inventory()
         yield run
+
+
+@contextmanager
+def handler_clock(run: PipelineRun) -> Iterator[None]:
+    """The handlers' wall clock (``shared.clock``: order stamps, the sweeper's cutoff) follows the run's clock."""
+    for fn in run.deployment.functions.values():
+        ensure_on_path(*fn.layer_dirs)
+    import shared.clock
+
+    with mock.patch.object(shared.clock, "now", run.clock.now):
+        yield
 
 
 @contextmanager
@@ -356,11 +431,161 @@ def local_pipeline(options: RunOptions, assembly: CloudAssembly | None = None) -
         yield run
 
 
+def _dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]]:
+    """Every DLQ message of the stack (left in place), and counts by queue and category."""
+    from ops.dlq import QUEUES, _failures_table, _shared
+
+    target = run.target()
+    messages: list[Any] = []
+    categories: dict[str, dict[str, int]] = {}
+    for name, (_, dlq_output) in QUEUES.items():
+        found = _shared().peek(target.client, target.output(dlq_output), _failures_table(target))
+        categories[name] = dict(Counter(m.category for m in found))
+        messages.extend((name, m) for m in found)
+    return categories, messages
+
+
+def _alarm_states(run: PipelineRun, in_alarm: list[str], depths: dict[str, int]) -> dict[str, dict[str, Any]]:
+    states = {}
+    for alarm_name, alarm in run.deployment.alarms.items():
+        queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+        if queue in depths:
+            states[queue] = {"alarm": alarm_name, "in_alarm": alarm_name in in_alarm, "depth": depths[queue]}
+    return states
+
+
+def _state_transitions(run: PipelineRun, sample: int = 100) -> float:
+    """Average state transitions per execution, from a sample of execution histories."""
+    sfn = aws("stepfunctions")
+    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn, maxResults=sample)["executions"]
+    if not executions:
+        return 0.0
+    total = 0
+    for e in executions:
+        events = sfn.get_execution_history(executionArn=e["executionArn"], maxResults=1000)["events"]
+        total += sum(1 for ev in events if ev["type"].endswith("StateEntered"))
+    return total / len(executions)
+
+
 def run_local(options: RunOptions) -> dict[str, Any]:
-    """Synthesize (unless given an assembly), run ``options.orders`` orders, return the report."""
+    """Synthesize (unless given an assembly), push ``options.orders`` orders through with the
+    configured faults, optionally replay transient DLQ messages, and return the report."""
     started = time.monotonic()
+    counter = FaultCounter()
+    orders = make_orders(options.orders, options.seed, options.mix)
+    initial, late = plan_deliveries(orders, options.faults, random.Random(options.seed + 1), counter)
     with local_pipeline(options) as run:
-        run.submit(make_orders(options.orders, options.seed, options.mix))
-        run.drain()
-        run.sweep()  # one sweep at the end: a healthy run finds no stuck order
-        return run.report(time.monotonic() - started)
+        run.submitted.extend(orders)
+        with count_aws_calls() as calls, inject(options.faults, options.seed + 2, run.clock, counter):
+            run.submit_messages(initial)
+            run.drain()
+            if late:  # late duplicates: after the first deliveries were processed
+                run.submit_messages(late)
+                run.drain()
+            run.sweep()
+        report = run.report(time.monotonic() - started)
+        report["faults_injected"] = dict(counter.injected)
+        report["aws_calls"] = {
+            "by_service": calls.by_service(),
+            "by_operation": calls.operations(),
+            "per_order": round(sum(calls.calls.values()) / max(1, len(orders)), 2),
+        }
+        if options.replay_transient:
+            report["replay"] = _replay_transient(run, report)
+            report["orders"], report["order_details"] = run.order_summary()
+        _finish_report(run, report, calls, started)
+        return report
+
+
+def _replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any]:
+    """Replay every transient DLQ message (faults over: the outage has passed), drain, compare."""
+    from ops.dlq import replay_queue
+
+    _, messages = _dlq_contents(run)
+    transient = [m for _, m in messages if m.category == "transient"]
+    replayed = replay_queue(
+        run.target(), "orders", category="transient", dry_run=False, max_messages=None, rate=None, force=False
+    )
+    run.drain()
+    after = run.report(0)
+    statuses = {d["order_id"]: d["status"] for d in after["order_details"]}
+    unprocessed = []
+    for message in transient:
+        try:
+            order_id = json.loads(message.body).get("order_id")
+        except (ValueError, AttributeError):
+            order_id = None
+        if order_id and statuses.get(order_id) not in TERMINAL:
+            unprocessed.append(order_id)
+    keys = ("duplicate_charges", "duplicate_refunds", "duplicate_shipments")
+    new_duplicates = {
+        k: after["ledger"][k] - before["ledger"][k] for k in keys if after["ledger"][k] > before["ledger"][k]
+    }
+    return {
+        "transient_in_dlq": len(transient),
+        "replayed": len(replayed["replayed"]),
+        "unprocessed": unprocessed,
+        "new_duplicates": new_duplicates,
+    }
+
+
+def _finish_report(run: PipelineRun, report: dict[str, Any], calls: CallCounter, started: float) -> None:
+    categories, messages = _dlq_contents(run)
+    report["dlq_categories"] = categories
+    # Distinct messages: a crash after dead-lettering can leave two copies of one (at-least-once).
+    report["malformed_in_dlq_as_permanent"] = len(
+        {
+            m.correlation_id
+            for _, m in messages
+            if m.category == "permanent" and str(m.correlation_id).startswith("cid-malformed-")
+        }
+    )
+    in_dlq = set()
+    for _, m in messages:
+        try:
+            in_dlq.add(json.loads(m.body).get("order_id"))
+        except (ValueError, AttributeError):
+            continue
+    lost = [
+        d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
+    ]
+    report["orders"]["rejected"] = report["orders"]["failed"] - len(lost)
+    report["orders"]["lost"] = len(lost)
+    report["lost_orders"] = lost
+    report["alarms_in_alarm"] = run.evaluate_alarms()
+    report["dlq_alarm_states"] = _alarm_states(run, report["alarms_in_alarm"], report["dlq"])
+    ledger = report["ledger"]
+    report["side_effects"] = {
+        k: ledger[k]
+        for k in (
+            "charges",
+            "duplicate_charges",
+            "duplicate_charge_requests",
+            "shipments",
+            "duplicate_shipments",
+            "refunds",
+            "duplicate_refunds",
+            "refunds_without_charge",
+            "reservations_outstanding",
+        )
+    }
+    report["duplicates_suppressed"] = int(report["metrics"].get("DuplicatesSuppressed", 0))
+    transitions = _state_transitions(run)
+    lambda_invocations = sum(n for (service, _), n in calls.calls.items() if service == "lambda") + sum(
+        p.stats.batches for p in run.pollers
+    )
+    units = per_order(
+        calls.operations(),
+        lambda_invocations,
+        int(transitions * len(report["order_details"])),
+        max(1, len(report["order_details"])),
+    )
+    report["cost"] = {
+        "per_order": {k: round(v, 2) for k, v in vars(units).items()},
+        "usd_per_million_orders": dollars_per_million_orders(units),
+    }
+    report["elapsed"] = {
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "simulated_seconds": round(run.clock.simulated_seconds, 3),
+    }
+    report["invariants"] = check(report)

@@ -1,0 +1,85 @@
+"""Cost per order from the AWS calls of a local run and public list prices.
+
+Prices: us-east-1 public list prices as published on the AWS pricing pages, read for this
+project on 2026-11-21 (free tiers ignored). Re-check them before quoting a number: only the
+call counts are measured; the prices and the Lambda duration below are assumptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PRICES_AS_OF = "2026-11-21"
+LAMBDA_PER_MILLION_REQUESTS = 0.20
+LAMBDA_PER_GB_SECOND = 0.0000166667
+DYNAMODB_PER_MILLION_WRU = 0.625  # on-demand
+DYNAMODB_PER_MILLION_RRU = 0.125  # on-demand
+SQS_PER_MILLION_REQUESTS = 0.40  # standard queue
+STANDARD_PER_THOUSAND_TRANSITIONS = 0.025
+EXPRESS_PER_MILLION_REQUESTS = 1.00
+EXPRESS_PER_GB_SECOND = 0.00001667  # first 1,000 h tier, billed at 64 MB minimum
+#: Assumptions, not measurements: average billed Lambda duration and memory, Express duration.
+ASSUMED_LAMBDA_MS = 100
+ASSUMED_LAMBDA_MB = 512
+ASSUMED_EXPRESS_SECONDS = 2.0
+EXPRESS_MEMORY_GB = 0.0625
+
+WRITE_OPS = {"PutItem": 1, "UpdateItem": 1, "DeleteItem": 1, "TransactWriteItems": 2, "BatchWriteItem": 1}
+READ_OPS = {"GetItem": 1, "Query": 1, "Scan": 1, "TransactGetItems": 2, "BatchGetItem": 1}
+
+EXPRESS_TRADE_OFFS = (
+    "at-least-once execution (Standard is exactly-once per execution), so every step must tolerate a repeat",
+    "no execution-name deduplication: starting the saga is no longer idempotent by name (intake's "
+    "idempotency record becomes the only guard)",
+    "5-minute maximum duration: the saga's retry budget (see SagaTimeoutSeconds) does not fit",
+    "no execution history API: `ops trace` and `ops repair` lose the per-step timeline (logs only)",
+    "no RedriveExecution and no .sync/.waitForTaskToken callback integrations",
+)
+
+
+@dataclass(frozen=True)
+class PerOrder:
+    lambda_invocations: float
+    dynamodb_wru: float
+    dynamodb_rru: float
+    sqs_requests: float
+    state_transitions: float
+
+
+def per_order(operations: dict[str, int], lambda_invocations: int, state_transitions: int, orders: int) -> PerOrder:
+    """Units per order; DynamoDB units assume items under 1 KB (writes) / 4 KB (reads)."""
+    wru = sum(n * WRITE_OPS.get(op.split(":", 1)[1], 0) for op, n in operations.items() if op.startswith("dynamodb:"))
+    rru = sum(n * READ_OPS.get(op.split(":", 1)[1], 0) for op, n in operations.items() if op.startswith("dynamodb:"))
+    sqs = sum(n for op, n in operations.items() if op.startswith("sqs:"))
+    return PerOrder(
+        lambda_invocations=lambda_invocations / orders,
+        dynamodb_wru=wru / orders,
+        dynamodb_rru=rru / orders,
+        sqs_requests=sqs / orders,
+        state_transitions=state_transitions / orders,
+    )
+
+
+def dollars_per_million_orders(units: PerOrder) -> dict[str, Any]:
+    gb_s = ASSUMED_LAMBDA_MS / 1000 * ASSUMED_LAMBDA_MB / 1024
+    common = (
+        units.lambda_invocations * (LAMBDA_PER_MILLION_REQUESTS + gb_s * LAMBDA_PER_GB_SECOND * 1e6)
+        + units.dynamodb_wru * DYNAMODB_PER_MILLION_WRU
+        + units.dynamodb_rru * DYNAMODB_PER_MILLION_RRU
+        + units.sqs_requests * SQS_PER_MILLION_REQUESTS
+    )
+    standard = units.state_transitions * STANDARD_PER_THOUSAND_TRANSITIONS * 1000
+    express = EXPRESS_PER_MILLION_REQUESTS + ASSUMED_EXPRESS_SECONDS * EXPRESS_MEMORY_GB * EXPRESS_PER_GB_SECOND * 1e6
+    return {
+        "prices_as_of": PRICES_AS_OF,
+        "standard_workflow": round(common + standard, 2),
+        "express_workflow": round(common + express, 2),
+        "of_which_step_functions": {"standard": round(standard, 2), "express": round(express, 2)},
+        "assumptions": {
+            "lambda_ms": ASSUMED_LAMBDA_MS,
+            "lambda_mb": ASSUMED_LAMBDA_MB,
+            "express_seconds": ASSUMED_EXPRESS_SECONDS,
+        },
+        "express_trade_offs": list(EXPRESS_TRADE_OFFS),
+    }

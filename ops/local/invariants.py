@@ -1,0 +1,78 @@
+"""The chaos run's invariants (``ops local run --check``): each returns a failure message or None."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Check = Callable[[dict[str, Any]], str | None]
+
+
+def _no_duplicate_effects(r: dict[str, Any]) -> str | None:
+    s = r["side_effects"]
+    bad = {k: s[k] for k in ("duplicate_charges", "duplicate_refunds", "duplicate_shipments") if s[k]}
+    return f"duplicate side effects: {bad}" if bad else None
+
+
+def _charge_requests_bounded_by_crashes(r: dict[str, Any]) -> str | None:
+    crashes = r["faults_injected"].get("crash", 0)
+    requests = r["side_effects"]["duplicate_charge_requests"]
+    return f"{requests} duplicate charge requests > {crashes} crashes" if requests > crashes else None
+
+
+def _every_order_terminal(r: dict[str, Any]) -> str | None:
+    o = r["orders"]
+    if o["in_flight"]:
+        return f"{o['in_flight']} orders in a non-terminal status"
+    if o["lost"]:
+        return f"{o['lost']} orders neither accepted nor in a DLQ: {r['lost_orders'][:5]}"
+    return None
+
+
+def _malformed_in_dlq_as_permanent(r: dict[str, Any]) -> str | None:
+    injected = r["faults_injected"].get("malformed", 0)
+    found = r["malformed_in_dlq_as_permanent"]
+    return f"{found} malformed messages in a DLQ as permanent, {injected} injected" if found != injected else None
+
+
+def _no_reservation_held(r: dict[str, Any]) -> str | None:
+    n = r["side_effects"]["reservations_outstanding"]
+    return f"{n} reservations held for orders that did not complete" if n else None
+
+
+def _every_log_line_correlated(r: dict[str, Any]) -> str | None:
+    n = r["logs"]["without_correlation_id"]
+    return f"{n} log lines without a correlation ID" if n else None
+
+
+def _dlq_alarms_match_depths(r: dict[str, Any]) -> str | None:
+    wrong = [q for q, state in r["dlq_alarm_states"].items() if state["in_alarm"] != (state["depth"] > 0)]
+    return f"DLQ alarm state disagrees with depth for {wrong}" if wrong else None
+
+
+def _replay_processed_without_duplicates(r: dict[str, Any]) -> str | None:
+    replay = r.get("replay")
+    if not replay:
+        return None
+    if replay["unprocessed"]:
+        return f"replayed messages not processed: {replay['unprocessed'][:5]}"
+    if replay["new_duplicates"]:
+        return f"replay produced duplicates: {replay['new_duplicates']}"
+    return None
+
+
+CHECKS: dict[str, Check] = {
+    "no_duplicate_side_effects": _no_duplicate_effects,
+    "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
+    "every_order_terminal_or_rejected": _every_order_terminal,
+    "malformed_messages_in_dlq_as_permanent": _malformed_in_dlq_as_permanent,
+    "no_reservation_held_for_incomplete_orders": _no_reservation_held,
+    "every_log_line_has_correlation_id": _every_log_line_correlated,
+    "dlq_alarm_in_alarm_exactly_when_dlq_non_empty": _dlq_alarms_match_depths,
+    "replayed_transient_messages_processed_without_duplicates": _replay_processed_without_duplicates,
+}
+
+
+def check(report: dict[str, Any]) -> dict[str, str | None]:
+    """``{invariant: None if it holds, else why not}``."""
+    return {name: fn(report) for name, fn in CHECKS.items()}
