@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench clean
+.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench chaos clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -64,3 +64,12 @@ clean: ## remove build output (keeps the virtualenv and node_modules)
 
 bench: setup ## middleware benchmark: prints figures, writes bench-results.json
 	$(PY) -m tools.bench
+
+CHAOS_ORDERS ?= 2000
+CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \
+	--refund-fail-rate 0.03 --malformed-rate 0.03 --throttle-rate 0.02
+
+chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
+	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check \
+		--workers 2 --report-file chaos-report.json
+	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
+    run.add_argument("--workers", type=_positive, default=1, help="split the orders across N processes (cores)")
+    run.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
+    run.add_argument("--shards", type=_positive, default=1, help=argparse.SUPPRESS)
     run.add_argument("--stage", choices=("dev", "prod"), default="dev")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
@@ -87,6 +90,23 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region", help="AWS region (default: your configuration)")
     parser.add_argument("--profile", help="AWS profile (default: your configuration)")
     parser.add_argument("--endpoint-url", help="API endpoint, e.g. a local moto server on 127.0.0.1")
+
+
+def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]:
+    """Drop the given options (and their values, if any) from an argument list."""
+    flags = {"--json", "--check"}
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options_with_values:
+            skip = name not in flags and "=" not in arg
+            continue
+        out.append(arg)
+    return out
 
 
 def _print_summary(report: dict[str, Any]) -> None:
@@ -143,7 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             assembly_dir=args.assembly,
             echo_logs=args.echo_logs,
         )
-        report = run_local(options)
+        if args.workers > 1:
+            from ops.local.shards import run_sharded
+
+            passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
+            passthrough = _without(passthrough, ("--workers", "--assembly", "--report-file", "--json", "--check"))
+            report = run_sharded(options, passthrough, args.workers)
+        else:
+            from ops.local.shards import shard_options
+
+            report = run_local(shard_options(options, args.shard, args.shards))
         if args.report_file:
             args.report_file.write_text(json.dumps(report, indent=2, default=str) + "\n")
         if args.json:

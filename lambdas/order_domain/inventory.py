@@ -9,11 +9,16 @@ from botocore.exceptions import ClientError
 
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
-from shared.aws import client, error_code, from_item, to_item
-from shared.exceptions import InsufficientStock, InvalidTransition
+from shared.aws import cancelled_only_by_conditions, client, error_code, from_item, to_item
+from shared.exceptions import InsufficientStock, InvalidTransition, ProviderUnavailable
 
 RESERVED = "RESERVED"
 RELEASED = "RELEASED"
+
+
+def _transient(exc: ClientError, what: str) -> ProviderUnavailable:
+    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+    return ProviderUnavailable(f"{what}: transaction cancelled ({reasons}); retry")
 
 
 def sku_key(sku: str) -> dict[str, Any]:
@@ -82,6 +87,8 @@ class InventoryService:
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise
+            if not cancelled_only_by_conditions(exc):
+                raise _transient(exc, f"order {order_id}: reserve") from exc
             existing = self.get_reservation(order_id)
             if existing is None:
                 raise InsufficientStock(f"order {order_id}: not enough stock for {dict(quantities)}") from exc
@@ -142,4 +149,7 @@ class InventoryService:
             except ClientError as exc:
                 if error_code(exc) != "TransactionCanceledException":
                     raise
-        return {"status": "already_released"}
+                if not cancelled_only_by_conditions(exc):
+                    raise _transient(exc, f"order {order_id}: release") from exc
+        # Three races in a row: never claim a release that did not happen; let the saga retry.
+        raise ProviderUnavailable(f"order {order_id}: reservation kept changing while releasing it")

@@ -24,7 +24,7 @@ from sandbox import (
     REFUND_FLAKY_TOKEN,
 )
 from sandbox.ledger import Ledger
-from shared.aws import client, error_code
+from shared.aws import cancelled_only_by_conditions, client, error_code
 
 PROVIDER = "payment"
 MONEY_MOVED = ("captured", "partially_captured")
@@ -96,8 +96,8 @@ def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key:
         )
         return True
     except ClientError as exc:
-        if error_code(exc) != "TransactionCanceledException":
-            raise
+        if error_code(exc) != "TransactionCanceledException" or not cancelled_only_by_conditions(exc):
+            raise  # throttled or conflicting: the caller sees a provider error and retries
         return False
 
 
@@ -177,8 +177,8 @@ def _void(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: s
         )
         return refund, False
     except ClientError as exc:
-        if error_code(exc) != "TransactionCanceledException":
-            raise
+        if error_code(exc) != "TransactionCanceledException" or not cancelled_only_by_conditions(exc):
+            raise  # throttled or conflicting: the caller sees a provider error and retries
         again = ledger.get_op(PROVIDER, refund_key)
         return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
 

@@ -64,3 +64,15 @@ def error_code(exc: Exception) -> str:
     """The AWS error code of a botocore ClientError ('' otherwise)."""
     response = getattr(exc, "response", None) or {}
     return str(response.get("Error", {}).get("Code", ""))
+
+
+def cancelled_only_by_conditions(exc: Exception) -> bool:
+    """For a TransactionCanceledException: True if every reason is a failed condition.
+
+    Any other reason (throttling, a conflicting transaction, capacity) means "try again",
+    never "the condition says it was already done".
+    """
+    response = getattr(exc, "response", None) or {}
+    reasons = response.get("CancellationReasons") or []
+    codes = {str(r.get("Code")) for r in reasons if r.get("Code") not in (None, "None")}
+    return not codes or codes == {"ConditionalCheckFailed"}

@@ -70,6 +70,10 @@ def ledger_summary(ledger_table: str, inventory_table: str, orders: dict[str, di
             oid for oid, n in captured.items() if n and not shipped.get(oid) and not refunded.get(oid)
         ),
         "reservations_outstanding": len(outstanding),
+        "reservations_outstanding_orders": sorted(
+            f"{r.get('order_id')}:{orders.get(str(r.get('order_id')), {}).get('status', 'NOT_ACCEPTED')}"
+            for r in outstanding
+        ),
         "provider_requests": len(requests),
     }
 

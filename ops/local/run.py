@@ -71,6 +71,8 @@ class RunOptions:
     echo_logs: bool = False
     faults: FaultRates = field(default_factory=FaultRates)
     replay_transient: bool = False
+    shard: int = 0  # this process runs the orders whose index % shards == shard
+    shards: int = 1
 
 
 def synthesize(outdir: Path, stage: str) -> CloudAssembly:
@@ -472,11 +474,12 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     configured faults, optionally replay transient DLQ messages, and return the report."""
     started = time.monotonic()
     counter = FaultCounter()
-    orders = make_orders(options.orders, options.seed, options.mix)
-    initial, late = plan_deliveries(orders, options.faults, random.Random(options.seed + 1), counter)
+    orders = make_orders(options.orders, options.seed, options.mix)[options.shard :: options.shards]
+    shard_seed = options.seed * 1000 + options.shard
+    initial, late = plan_deliveries(orders, options.faults, random.Random(shard_seed + 1), counter)
     with local_pipeline(options) as run:
         run.submitted.extend(orders)
-        with count_aws_calls() as calls, inject(options.faults, options.seed + 2, run.clock, counter):
+        with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter):
             run.submit_messages(initial)
             run.drain()
             if late:  # late duplicates: after the first deliveries were processed

@@ -1,0 +1,119 @@
+"""Run a local chaos run as N processes (one moto each) and merge their reports.
+
+Orders are independent, and one Python process uses one core (moto and the handlers share
+one interpreter lock), so a run of thousands of orders is split by order index across
+processes. Each shard checks its own invariants; the merged report is checked again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ops.local.costs import dollars_per_million_orders, per_order
+from ops.local.invariants import check
+from ops.local.run import RunOptions, load_assembly
+
+#: Fields whose shard values are not summed.
+_NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls")
+
+
+def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Numbers add up, lists concatenate, dicts merge key by key, booleans OR."""
+
+    def combine(a: Any, b: Any) -> Any:
+        if isinstance(a, bool) or isinstance(b, bool):
+            return bool(a) or bool(b)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return a + b
+        if isinstance(a, list) and isinstance(b, list):
+            return a + b
+        if isinstance(a, dict) and isinstance(b, dict):
+            out = dict(a)
+            for key, value in b.items():
+                out[key] = combine(out[key], value) if key in out else value
+            return out
+        return a if a is not None else b
+
+    merged: dict[str, Any] = {}
+    for report in reports:
+        for key, value in report.items():
+            if key in _NOT_SUMMED:
+                continue
+            merged[key] = combine(merged[key], value) if key in merged else value
+    merged["alarms_in_alarm"] = sorted(set(merged.get("alarms_in_alarm", [])))
+    return merged
+
+
+def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) -> dict[str, Any]:
+    orders = max(1, merged["orders"]["submitted"])
+    operations: dict[str, int] = {}
+    for report in reports:
+        for op, n in report["aws_calls"]["by_operation"].items():
+            operations[op] = operations.get(op, 0) + n
+    by_service: dict[str, int] = {}
+    for op, n in operations.items():
+        by_service[op.split(":", 1)[0]] = by_service.get(op.split(":", 1)[0], 0) + n
+    merged["aws_calls"] = {
+        "by_service": by_service,
+        "by_operation": operations,
+        "per_order": round(sum(operations.values()) / orders, 2),
+    }
+    weights = [r["orders"]["submitted"] for r in reports]
+    transitions = sum(r["cost"]["per_order"]["state_transitions"] * w for r, w in zip(reports, weights, strict=True))
+    lambda_calls = sum(r["cost"]["per_order"]["lambda_invocations"] * w for r, w in zip(reports, weights, strict=True))
+    units = per_order(operations, int(lambda_calls), int(transitions), orders)
+    merged["cost"] = {
+        "per_order": {k: round(v, 2) for k, v in vars(units).items()},
+        "usd_per_million_orders": dollars_per_million_orders(units),
+    }
+    # Each shard has its own copy of every queue: an alarm is in ALARM if it is in any shard.
+    states: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for queue, state in report["dlq_alarm_states"].items():
+            prior = states.get(queue, {"alarm": state["alarm"], "in_alarm": False, "depth": 0})
+            states[queue] = {
+                "alarm": state["alarm"],
+                "in_alarm": prior["in_alarm"] or state["in_alarm"],
+                "depth": prior["depth"] + state["depth"],
+            }
+    merged["dlq_alarm_states"] = states
+    merged["elapsed"] = {
+        "wall_seconds": round(wall, 3),
+        "simulated_seconds": max(r["elapsed"]["simulated_seconds"] for r in reports),
+        "shards": len(reports),
+    }
+    merged["invariants"] = check(merged)
+    return merged
+
+
+def run_sharded(options: RunOptions, args: list[str], workers: int) -> dict[str, Any]:
+    """Synthesize once, run ``workers`` shard processes (``python -m ops local run``), merge."""
+    started = time.monotonic()
+    assembly = load_assembly(options)
+    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        procs = []
+        for shard in range(workers):
+            out = Path(tmp) / f"shard-{shard}.json"
+            cmd = [sys.executable, "-m", "ops", "local", "run", *args]
+            cmd += ["--assembly", str(assembly.outdir), "--shard", str(shard), "--shards", str(workers)]
+            cmd += ["--report-file", str(out), "--workers", "1"]
+            procs.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
+        reports = []
+        for proc, out in procs:
+            if proc.wait() not in (0, 1):  # 1 = a shard's invariant failed: still merge and report
+                raise RuntimeError(f"shard {out.name} failed with exit code {proc.returncode}")
+            reports.append(json.loads(out.read_text()))
+    return _finish(merge(reports), reports, time.monotonic() - started)
+
+
+def shard_options(options: RunOptions, shard: int, shards: int) -> RunOptions:
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard must be within 0..{shards - 1}")
+    return replace(options, shard=shard, shards=shards)
