@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from ops.lambda_packages import ensure_importable
 from ops.target import Target, TargetError
 
 #: --queue name -> (source queue output, DLQ output)
@@ -18,9 +17,7 @@ QUEUES = {
 
 def _shared() -> Any:
     """The DLQ library lives with the Lambda code (the replay Lambda uses it too)."""
-    lambdas = str(Path(__file__).resolve().parent.parent / "lambdas")
-    if lambdas not in sys.path:
-        sys.path.append(lambdas)
+    ensure_importable()
     import shared.dlq
 
     return shared.dlq

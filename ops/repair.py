@@ -14,26 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
+from ops.lambda_packages import ensure_importable
 from ops.target import Target
 
 Action = Literal["redrive", "compensate"]
 TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable: that is what it is for
 EXECUTION_PREFIX = "order-"
-
-
-def _plain(value: Any) -> Any:
-    from decimal import Decimal
-
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
@@ -42,8 +30,10 @@ def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
     )
     if "Item" not in item:
         return None
-    des = TypeDeserializer()
-    return {k: _plain(des.deserialize(v)) for k, v in item["Item"].items()}
+    ensure_importable()
+    from shared.aws import from_item
+
+    return from_item(item["Item"])
 
 
 def order_executions(target: Target, order_id: str) -> list[dict[str, Any]]:

@@ -71,33 +71,34 @@ def _refund_failure(charge: dict[str, Any] | None, refund_key: str, ledger: Ledg
     return None
 
 
-def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: str, charge_update: str) -> bool:
-    """Write the refund op and update the charge in one transaction; False if either already happened."""
+def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: str, *, void: bool) -> bool:
+    """Write the refund op and mark the charge refunded (and voided) in one transaction.
+
+    False if either already happened (the conditions failed); throttling or a conflicting
+    transaction raises, so the caller sees a provider error and retries.
+    """
+    update: dict[str, Any] = {
+        "TableName": ledger.table_name,
+        "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
+        "UpdateExpression": "SET refunded = :t",
+        "ConditionExpression": "attribute_not_exists(refunded)",
+        "ExpressionAttributeValues": {":t": {"BOOL": True}},
+    }
+    if void:
+        update["UpdateExpression"] += ", #s = :voided"
+        update["ExpressionAttributeNames"] = {"#s": "status"}
+        update["ExpressionAttributeValues"][":voided"] = {"S": "voided"}
+    put = {
+        "TableName": ledger.table_name,
+        "Item": ledger.op_item(PROVIDER, refund_key, refund),
+        "ConditionExpression": "attribute_not_exists(pk)",
+    }
     try:
-        client("dynamodb").transact_write_items(
-            TransactItems=[
-                {
-                    "Put": {
-                        "TableName": ledger.table_name,
-                        "Item": ledger.op_item(PROVIDER, refund_key, refund),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": ledger.table_name,
-                        "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
-                        "UpdateExpression": charge_update,
-                        "ConditionExpression": "attribute_not_exists(refunded)",
-                        "ExpressionAttributeValues": {":t": {"BOOL": True}},
-                    }
-                },
-            ]
-        )
+        client("dynamodb").transact_write_items(TransactItems=[{"Put": put}, {"Update": update}])
         return True
     except ClientError as exc:
         if error_code(exc) != "TransactionCanceledException" or not cancelled_only_by_conditions(exc):
-            raise  # throttled or conflicting: the caller sees a provider error and retries
+            raise
         return False
 
 
@@ -119,68 +120,25 @@ def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
             charge = ledger.get_op(PROVIDER, charge_key)
     order_id = (charge or {}).get("order_id", request.get("order_id"))
     status = (charge or {}).get("status")
-    if charge is not None and status in MONEY_MOVED and int(charge.get("captured_cents", 0)) > 0:
-        refund = {
-            "action": "refund",
-            "order_id": order_id,
-            "status": "refunded",
-            "amount_cents": int(charge["captured_cents"]),
-            "charge_key": charge_key,
-        }
-        update = "SET refunded = :t"
-    elif charge is not None and status == "authorized":
-        refund = {
-            "action": "refund",
-            "order_id": order_id,
-            "status": "voided",
-            "amount_cents": 0,
-            "charge_key": charge_key,
-        }
-        update = "SET refunded = :t, #s = :voided"
-    else:
+    moved = charge is not None and status in MONEY_MOVED and int(charge.get("captured_cents", 0)) > 0
+    if not moved and not (charge is not None and status == "authorized"):
         stored, created = ledger.put_op(
             PROVIDER,
             refund_key,
             {"action": "refund", "order_id": order_id, "status": "nothing_to_refund", "amount_cents": 0},
         )
         return stored, not created
-    if update.endswith(":voided"):
-        return _void(ledger, refund_key, refund, charge_key)
-    if _settle(ledger, refund_key, refund, charge_key, update):
+    refund = {
+        "action": "refund",
+        "order_id": order_id,
+        "status": "refunded" if moved else "voided",  # an authorisation is voided: no money moved
+        "amount_cents": int(charge["captured_cents"]) if moved and charge else 0,
+        "charge_key": charge_key,
+    }
+    if _settle(ledger, refund_key, refund, charge_key, void=not moved):
         return refund, False
     again = ledger.get_op(PROVIDER, refund_key)
     return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
-
-
-def _void(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key: str) -> tuple[dict[str, Any], bool]:
-    try:
-        client("dynamodb").transact_write_items(
-            TransactItems=[
-                {
-                    "Put": {
-                        "TableName": ledger.table_name,
-                        "Item": ledger.op_item(PROVIDER, refund_key, refund),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": ledger.table_name,
-                        "Key": {"pk": {"S": f"op#{PROVIDER}#{charge_key}"}, "sk": {"S": "op"}},
-                        "UpdateExpression": "SET refunded = :t, #s = :voided",
-                        "ConditionExpression": "attribute_not_exists(refunded)",
-                        "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": {":t": {"BOOL": True}, ":voided": {"S": "voided"}},
-                    }
-                },
-            ]
-        )
-        return refund, False
-    except ClientError as exc:
-        if error_code(exc) != "TransactionCanceledException" or not cancelled_only_by_conditions(exc):
-            raise  # throttled or conflicting: the caller sees a provider error and retries
-        again = ledger.get_op(PROVIDER, refund_key)
-        return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
 
 
 def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
