@@ -18,6 +18,9 @@ from ops.local.clock import SimClock
 from ops.local.deploy import EventSourceSpec
 from ops.local.template import ACCOUNT, REGION
 
+#: SQS's maximum visibility timeout (12 h), used as the wall-clock one while we simulate time.
+WALL_CLOCK_VISIBILITY_SECONDS = 43200
+
 
 @dataclass
 class PollStats:
@@ -69,6 +72,9 @@ class SqsPoller:
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
             WaitTimeSeconds=0,
+            # The queue's visibility timeout runs on the simulated clock (release_due); moto's
+            # own, in wall time, must never fire first, or a failed message would reappear twice.
+            VisibilityTimeout=WALL_CLOCK_VISIBILITY_SECONDS,
         )
         messages = response.get("Messages", [])
         if not messages:
@@ -107,9 +113,16 @@ class SqsPoller:
         now = self.clock.now()
         due = [h for h in self._hidden if h[0] <= now]
         self._hidden = [h for h in self._hidden if h[0] > now]
+        released = 0
         for _, handle in due:
-            self._sqs.change_message_visibility(QueueUrl=self.spec.queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
-        return len(due)
+            try:
+                self._sqs.change_message_visibility(
+                    QueueUrl=self.spec.queue_url, ReceiptHandle=handle, VisibilityTimeout=0
+                )
+                released += 1
+            except self._sqs.exceptions.ReceiptHandleIsInvalid:
+                continue  # already gone (deleted or moved to the DLQ): nothing to release
+        return released
 
     def queue_depth(self) -> int:
         attrs = self._sqs.get_queue_attributes(
