@@ -128,6 +128,18 @@ def _print_summary(report: dict[str, Any]) -> None:
     print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
     logs = report["logs"]
     print(f"log lines: {logs['lines']}, without correlation id: {logs['without_correlation_id']}")
+    if "cost" in report:
+        units, usd = report["cost"]["per_order"], report["cost"]["usd_per_million_orders"]
+        print(
+            f"per order: {units['lambda_invocations']} Lambda invocations, {units['dynamodb_wru']} DynamoDB WRU, "
+            f"{units['dynamodb_rru']} RRU, {units['sqs_requests']} SQS requests, "
+            f"{units['state_transitions']} state transitions"
+        )
+        print(
+            f"USD per million orders (list prices of {usd['prices_as_of']}): Standard workflow "
+            f"{usd['standard_workflow']}, Express workflow {usd['express_workflow']} - Express would lose: "
+            + "; ".join(usd["express_trade_offs"])
+        )
     e = report["elapsed"]
     print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")
 

@@ -51,6 +51,14 @@ def test_chaos_run_zero_duplicate_money_and_shipments(chaos: tuple[int, dict]) -
     assert effects["duplicate_charge_requests"] <= report["faults_injected"]["crash"]
 
 
+def test_chaos_run_only_parked_orders_hold_money_and_they_alarm(chaos: tuple[int, dict]) -> None:
+    _, report = chaos
+    parked = {d["order_id"] for d in report["order_details"] if d["status"] == "NEEDS_ATTENTION"}
+    assert parked
+    assert set(report["ledger"]["charged_without_shipment_or_refund"]) <= parked
+    assert any("NeedsAttentionQueueQueueDepthAlarm" in a for a in report["alarms_in_alarm"])
+
+
 def test_chaos_run_report_has_cost_and_calls(chaos: tuple[int, dict]) -> None:
     _, report = chaos
     assert report["aws_calls"]["per_order"] > 0
