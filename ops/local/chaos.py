@@ -14,7 +14,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
@@ -23,6 +23,7 @@ from moto.core.exceptions import ServiceException
 from ops.local.clock import SimClock
 from ops.local.faults import FaultCounter, ThrottledError
 from ops.local.lambda_runtime import SimulatedCrash
+from ops.local.orders import check_rates
 
 #: Malformed bodies: not JSON, wrong type, schema violations.
 MALFORMED_BODIES = (
@@ -56,9 +57,7 @@ class FaultRates:
     throttle: float = 0.0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if not 0.0 <= getattr(self, f.name) <= 1.0:
-                raise ValueError(f"{f.name} rate must be within 0..1")
+        check_rates(self)
 
 
 Message = tuple[str, str | None]  # (body, correlation id)

@@ -21,6 +21,14 @@ STOCKED_SKUS = ("SKU-APPLE", "SKU-BREAD", "SKU-CHEESE", "SKU-DATES", "SKU-EGGS")
 INITIAL_STOCK = 1_000_000
 
 
+def check_rates(rates: Any) -> None:
+    """Every field of the dataclass ``rates`` must be a rate within 0..1."""
+    for f in fields(rates):
+        value = getattr(rates, f.name)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{f.name} must be within 0..1, got {value}")
+
+
 @dataclass(frozen=True)
 class OrderMix:
     """Share of orders of each failing kind (decided per order by the seeded RNG); the rest complete.
@@ -46,10 +54,7 @@ class OrderMix:
     missing_correlation_rate: float = 0.2
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{f.name} must be within 0..1, got {value}")
+        check_rates(self)
         if sum(getattr(self, f.name) for f in fields(self) if f.name != "missing_correlation_rate") > 1.0:
             raise ValueError("the failure rates add up to more than 1")
 
