@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import types
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -102,4 +103,55 @@ def cached_asl_parse() -> Iterator[None]:
             return cache[definition]
 
     with mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(parse)):
+        yield
+
+
+@contextmanager
+def item_level_transaction_rollback() -> Iterator[None]:
+    """moto snapshots *whole tables* (deepcopy) before every TransactWriteItems so that it can
+    roll back; with tables of thousands of items every transaction becomes O(table size). We
+    snapshot only the items the transaction names and restore those on failure - the same
+    all-or-nothing result, because :func:`atomic_dynamodb` already runs DynamoDB calls one at a
+    time (use both together)."""
+    import copy as real_copy
+
+    from moto.dynamodb import models as ddb_models
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    def deepcopy(obj: Any, memo: Any = None) -> Any:
+        return obj if isinstance(obj, Table) else real_copy.deepcopy(obj, memo)
+
+    copy_shim = types.SimpleNamespace(deepcopy=deepcopy, copy=real_copy.copy)
+    original = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
+        snapshots = []
+        for entry in transact_items:
+            op = next(iter(entry.values()))
+            table = self.get_table(op["TableName"])
+            attrs = op.get("Key") or op.get("Item") or {}
+            hash_value = DynamoType(attrs[table.hash_key_attr])
+            range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+            current = table.get_item(hash_value, range_value)
+            snapshots.append((table, hash_value, range_value, real_copy.deepcopy(current)))
+        try:
+            return original(self, transact_items)
+        except Exception:
+            for table, hash_value, range_value, item in reversed(snapshots):
+                if range_value is None:
+                    if item is None:
+                        table.items.pop(hash_value, None)
+                    else:
+                        table.items[hash_value] = item
+                elif item is None:
+                    table.items.get(hash_value, {}).pop(range_value, None)
+                else:
+                    table.items[hash_value][range_value] = item
+            raise
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(ddb_models, "copy", copy_shim))
+        stack.enter_context(mock.patch.object(DynamoDBBackend, "transact_write_items", transact_write_items))
         yield

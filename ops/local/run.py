@@ -41,6 +41,7 @@ from ops.local.moto_patches import (
     cached_asl_parse,
     cached_step_functions_clients,
     fast_backend_lookup,
+    item_level_transaction_rollback,
 )
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
@@ -111,6 +112,7 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
         # botocore's own retry backoff (throttling) also waits in simulated time.
         stack.enter_context(mock.patch.object(botocore.endpoint, "time", shim))
+        stack.enter_context(item_level_transaction_rollback())
         stack.enter_context(atomic_dynamodb())
         stack.enter_context(fast_backend_lookup())
         stack.enter_context(cached_step_functions_clients())
@@ -228,12 +230,12 @@ class PipelineRun:
             sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         self.submitted.extend(orders)
 
-    def running_executions(self) -> int:
-        sfn = aws("stepfunctions")
-        pages = sfn.get_paginator("list_executions").paginate(
-            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
+    def running_executions(self) -> bool:
+        """Whether any execution is still running (one result is enough to know)."""
+        response = aws("stepfunctions").list_executions(
+            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING", maxResults=1
         )
-        return sum(len(p["executions"]) for p in pages)
+        return bool(response["executions"])
 
     def deliver(self) -> int:
         """One turn of the event source mappings: a batch from each queue, or else the failed
