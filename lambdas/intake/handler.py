@@ -6,8 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
+from order_domain.intake import IntakeService
 from order_domain.model import parse_order
-from order_domain.wiring import intake_service
+from order_domain.orders import OrderRepository
+from order_domain.saga_start import SagaStarter
 from shared.aws import client
 from shared.batch import process_sqs_batch
 from shared.config import Settings
@@ -21,7 +23,8 @@ if TYPE_CHECKING:
 settings = Settings.from_env(required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "STATE_MACHINE_ARN"))
 logger = Logger()
 metrics = Metrics()
-service = intake_service(settings)
+# Only what intake uses is imported: every module here is paid for at cold start.
+service = IntakeService(OrderRepository(settings.orders_table or ""), SagaStarter(settings.state_machine_arn or ""))
 idempotent = IdempotentOperation(
     persistence=make_persistence(settings.idempotency_table),
     ttl_seconds=settings.idempotency_ttl_seconds,
