@@ -15,7 +15,7 @@ QUEUES = {
 }
 
 
-def _shared() -> Any:
+def lambda_dlq_module() -> Any:
     """The DLQ library lives with the Lambda code (the replay Lambda uses it too)."""
     ensure_importable()
     import shared.dlq
@@ -23,7 +23,7 @@ def _shared() -> Any:
     return shared.dlq
 
 
-def _failures_table(target: Target) -> str | None:
+def failures_table(target: Target) -> str | None:
     try:
         return target.output("FailuresTableName")
     except TargetError:
@@ -32,10 +32,10 @@ def _failures_table(target: Target) -> str | None:
 
 def list_queues(target: Target) -> dict[str, dict[str, dict[str, Any]]]:
     """``{queue: {category: {count, oldest_age_seconds}}}`` for every DLQ of the stack."""
-    dlq = _shared()
+    dlq = lambda_dlq_module()
     out = {}
     for name, (_, dlq_output) in QUEUES.items():
-        out[name] = dlq.list_dlq(target.client, target.output(dlq_output), _failures_table(target), now=time.time())
+        out[name] = dlq.list_dlq(target.client, target.output(dlq_output), failures_table(target), now=time.time())
     return out
 
 
@@ -52,11 +52,11 @@ def replay_queue(
     if queue not in QUEUES:
         raise TargetError(f"unknown queue {queue!r}; choose from {sorted(QUEUES)}")
     source_output, dlq_output = QUEUES[queue]
-    report = _shared().replay(
+    report = lambda_dlq_module().replay(
         target.client,
         target.output(dlq_output),
         target.output(source_output),
-        _failures_table(target),
+        failures_table(target),
         category=category,
         dry_run=dry_run,
         max_messages=max_messages,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ops.dlq import QUEUES, _failures_table, _shared
+from ops.dlq import QUEUES, failures_table, lambda_dlq_module
 from ops.repair import order_executions
 from ops.target import Target, TargetError
 
@@ -70,14 +70,14 @@ def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
 
 
 def _dlq_events(target: Target, correlation_id: str) -> list[TraceEvent]:
-    dlq = _shared()
+    dlq = lambda_dlq_module()
     events = []
     for name, (_, dlq_output) in QUEUES.items():
         try:
             url = target.output(dlq_output)
         except TargetError:
             continue
-        for message in dlq.peek(target.client, url, _failures_table(target)):
+        for message in dlq.peek(target.client, url, failures_table(target)):
             if message.correlation_id == correlation_id:
                 text = f"{message.category} {message.error_type or ''}: {message.error_message or ''}".strip()
                 events.append(TraceEvent(message.sent_timestamp, f"dlq:{name}", text))

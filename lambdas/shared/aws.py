@@ -7,6 +7,7 @@ Clients are created on first use, not at import, so cold-start import stays clos
 from __future__ import annotations
 
 import threading
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -49,8 +50,6 @@ def from_item(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    from decimal import Decimal
-
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):

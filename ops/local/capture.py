@@ -21,6 +21,11 @@ class LineCapture(io.TextIOBase):
         self.lines: list[str] = []
         self._echo = echo
         self._lock = threading.Lock()
+        # Parsed so far (records() is called repeatedly on a growing capture: parse each line once).
+        self._parsed = 0
+        self._logs: list[dict[str, Any]] = []
+        self._metrics: list[dict[str, Any]] = []
+        self._other: list[str] = []
         self._partial = threading.local()
 
     def writable(self) -> bool:
@@ -42,25 +47,23 @@ class LineCapture(io.TextIOBase):
             self._echo.flush()
 
     def records(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-        """(log records, EMF metric documents, other lines)."""
-        logs: list[dict[str, Any]] = []
-        metrics: list[dict[str, Any]] = []
-        other: list[str] = []
+        """(log records, EMF metric documents, other lines), in capture order."""
         with self._lock:
-            lines = list(self.lines)
-        for line in lines:
-            try:
-                doc = json.loads(line)
-            except json.JSONDecodeError:
-                other.append(line)
-                continue
-            if isinstance(doc, dict) and "_aws" in doc:
-                metrics.append(doc)
-            elif isinstance(doc, dict) and "level" in doc:
-                logs.append(doc)
-            else:
-                other.append(line)
-        return logs, metrics, other
+            new = self.lines[self._parsed :]
+            self._parsed = len(self.lines)
+            for line in new:
+                try:
+                    doc = json.loads(line)
+                except json.JSONDecodeError:
+                    self._other.append(line)
+                    continue
+                if isinstance(doc, dict) and "_aws" in doc:
+                    self._metrics.append(doc)
+                elif isinstance(doc, dict) and "level" in doc:
+                    self._logs.append(doc)
+                else:
+                    self._other.append(line)
+            return list(self._logs), list(self._metrics), list(self._other)
 
 
 def _powertools_handlers() -> Iterator[logging.StreamHandler[Any]]:

@@ -21,7 +21,7 @@ from unittest import mock
 from moto.core.exceptions import ServiceException
 
 from ops.local.clock import SimClock
-from ops.local.faults import FaultCounter, ThrottledError
+from ops.local.faults import FaultCounter, throttle_dynamodb
 from ops.local.lambda_runtime import SimulatedCrash
 from ops.local.orders import check_rates
 
@@ -34,7 +34,6 @@ MALFORMED_BODIES = (
     '"shipping_address": {}, "currency": "EUR"}',
     "\u0000\u0001",
 )
-_DDB_METHODS = ("put_item", "update_item", "get_item", "delete_item", "transact_write_items", "query")
 _SQS_METHODS = ("send_message", "send_message_batch")
 
 
@@ -113,7 +112,6 @@ class SqsThrottled(ServiceException):
 def inject(rates: FaultRates, seed: int, clock: SimClock, counter: FaultCounter) -> Iterator[None]:
     """Crash and throttle injection while the context is active."""
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-    from moto.dynamodb.models import DynamoDBBackend
     from moto.sqs.models import SQSBackend
 
     dice = _Dice(seed)
@@ -143,9 +141,8 @@ def inject(rates: FaultRates, seed: int, clock: SimClock, counter: FaultCounter)
             original = BasePersistenceLayer.save_success
             stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", crashing(original)))
         if rates.throttle:
-            for name in _DDB_METHODS:
-                patched = throttling("throttle_dynamodb", ThrottledError, getattr(DynamoDBBackend, name))
-                stack.enter_context(mock.patch.object(DynamoDBBackend, name, patched))
+            roll = functools.partial(dice.roll, rates.throttle)
+            stack.enter_context(throttle_dynamodb(lambda *_: roll(), counter, kind="throttle_dynamodb"))
             for name in _SQS_METHODS:
                 patched = throttling("throttle_sqs", SqsThrottled, getattr(SQSBackend, name))
                 stack.enter_context(mock.patch.object(SQSBackend, name, patched))

@@ -18,7 +18,8 @@ from moto.dynamodb.exceptions import DynamodbException
 
 #: (backend method, table name, item or key attributes) -> throttle this call?
 DynamoPredicate = Callable[[str, str, dict[str, Any]], bool]
-_WRITE_METHODS = ("put_item", "update_item", "get_item", "delete_item")
+#: moto DynamoDB backend methods that stand for an item-level API call.
+ITEM_METHODS = ("put_item", "update_item", "get_item", "delete_item", "transact_write_items", "query")
 
 
 class ThrottledError(DynamodbException):
@@ -42,24 +43,28 @@ class FaultCounter:
 
 
 @contextmanager
-def throttle_dynamodb(predicate: DynamoPredicate, counter: FaultCounter | None = None) -> Iterator[FaultCounter]:
-    """While active, DynamoDB item calls for which ``predicate`` is true raise a throttling error."""
+def throttle_dynamodb(
+    predicate: DynamoPredicate, counter: FaultCounter | None = None, *, kind: str = "throttle"
+) -> Iterator[FaultCounter]:
+    """While active, DynamoDB item calls for which ``predicate`` is true raise a throttling error
+    (counted as ``kind``). The predicate gets (method, table name or "", item/key attributes)."""
     from moto.dynamodb.models import DynamoDBBackend
 
     counter = counter or FaultCounter()
 
     def wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
-        def throttled(self: Any, table_name: str, *args: Any, **kwargs: Any) -> Any:
-            attrs = kwargs.get("item_attrs") or kwargs.get("key") or (args[0] if args else {})
+        def throttled(self: Any, *args: Any, **kwargs: Any) -> Any:
+            table_name = args[0] if args and isinstance(args[0], str) else str(kwargs.get("table_name", ""))
+            attrs = kwargs.get("item_attrs") or kwargs.get("key") or (args[1] if len(args) > 1 else {})
             if predicate(name, table_name, attrs if isinstance(attrs, dict) else {}):
-                counter.add("throttle")
+                counter.add(kind)
                 raise ThrottledError()
-            return original(self, table_name, *args, **kwargs)
+            return original(self, *args, **kwargs)
 
         return throttled
 
     with ExitStack() as stack:
-        for name in _WRITE_METHODS:
+        for name in ITEM_METHODS:
             stack.enter_context(mock.patch.object(DynamoDBBackend, name, wrap(name, getattr(DynamoDBBackend, name))))
         yield counter

@@ -36,8 +36,9 @@ def order_statuses(orders_table: str) -> dict[str, dict[str, Any]]:
 
 def ledger_summary(ledger_table: str, inventory_table: str, orders: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Side effects as the sandbox providers saw them."""
-    ops = [i for i in scan_all(ledger_table) if i.get("sk") == "op"]
-    requests = [i for i in scan_all(ledger_table) if str(i.get("pk", "")).startswith("req#")]
+    ledger = scan_all(ledger_table)
+    ops = [i for i in ledger if i.get("sk") == "op"]
+    requests = [i for i in ledger if str(i.get("pk", "")).startswith("req#")]
     captured: dict[str, int] = defaultdict(int)
     refunded: dict[str, int] = defaultdict(int)
     shipped: dict[str, int] = defaultdict(int)

@@ -437,13 +437,13 @@ def local_pipeline(options: RunOptions, assembly: CloudAssembly | None = None) -
 
 def _dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]]:
     """Every DLQ message of the stack (left in place), and counts by queue and category."""
-    from ops.dlq import QUEUES, _failures_table, _shared
+    from ops.dlq import QUEUES, failures_table, lambda_dlq_module
 
     target = run.target()
     messages: list[Any] = []
     categories: dict[str, dict[str, int]] = {}
     for name, (_, dlq_output) in QUEUES.items():
-        found = _shared().peek(target.client, target.output(dlq_output), _failures_table(target))
+        found = lambda_dlq_module().peek(target.client, target.output(dlq_output), failures_table(target))
         categories[name] = dict(Counter(m.category for m in found))
         messages.extend((name, m) for m in found)
     return categories, messages
