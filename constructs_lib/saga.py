@@ -16,6 +16,7 @@ from constructs import Construct
 #: Step handlers re-raise every transient failure as ``TransientStepError`` (lambdas/shared/exceptions.py).
 DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "TransientStepError",
+    "UnknownStepError",  # unexpected (a bug?): retried like transient, then compensated
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
@@ -23,6 +24,12 @@ DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "Lambda.ClientExecutionTimeoutException",
     "Sandbox.Timedout",  # the function timed out (or was killed): its idempotency record lets the retry resume
 )
+
+
+#: Errors meaning "this execution's input refers to nothing we can act on" (an unknown order, a
+#: malformed input, a replaced payment attempt): raised by ReserveInventory before any side
+#: effect, so the execution fails at once with nothing to compensate.
+DEFAULT_REFUSED_INPUT_ERRORS: tuple[str, ...] = ("UnknownOrder", "InvalidStepInput", "StaleAttempt")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class OrderSagaProps:
         forward_retry: retry policy for transient errors on forward steps.
         compensation_retry: retry policy for any error on compensations; default 5 retries, 2 s .. 30 s.
         transient_errors: error names retried on forward steps.
+        refused_input_errors: error names of the first step that end the execution as failed,
+            without compensations (nothing was done).
         removal_policy: for the execution log group.
     """
 
@@ -83,11 +92,15 @@ class OrderSagaProps:
         )
     )
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
+    refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
 
 
 class OrderSaga(Construct):
     """A Standard workflow that never leaves an order half-done.
+
+    Input: references only, ``{"order_id", "payment_attempt", "correlation_id"}``; each step
+    reads what it needs from the orders table (no customer data in the execution history).
 
     - ReserveInventory fails -> ReleaseInventory (a partial reservation is released).
     - ChargePayment declined -> ReleaseInventory; any other charge failure (outcome unknown)
@@ -130,8 +143,8 @@ class OrderSaga(Construct):
             payload: dict[str, object] = {
                 "outcome": outcome,
                 "order_id": sfn.JsonPath.string_at("$.order_id"),
+                "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
                 "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
-                "order": sfn.JsonPath.object_at("$.order"),
             }
             if error_path:
                 payload["error"] = sfn.JsonPath.object_at(error_path)
@@ -179,6 +192,13 @@ class OrderSaga(Construct):
         refund.next(release)
         release.next(compensated)
 
+        refused = sfn.Fail(
+            self,
+            "InputRefused",
+            error="InputRefused",
+            cause="The execution input names no order this saga can act on (see the step's log); nothing was done",
+        )
+        reserve.add_catch(refused, errors=list(props.refused_input_errors), result_path=error_path)
         reserve.add_catch(release, errors=["States.ALL"], result_path=error_path)
         charge.add_catch(release, errors=["PaymentDeclined"], result_path=error_path)
         charge.add_catch(refund, errors=["States.ALL"], result_path=error_path)

@@ -7,34 +7,52 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+import botocore.exceptions
+
+from ops.arguments import integer as _integer
+from ops.arguments import non_negative as _non_negative
+from ops.arguments import positive as _positive
+from ops.arguments import positive_float as _positive_float
+from ops.arguments import rate as _rate
+from ops.dlq import QUEUES
+from ops.errors import OpsError, UsageError
 from ops.local.up import add_up_parser, main_up
 
+PROG = "python -m ops"
+#: ``--category`` of ``dlq replay``: the failure categories, DLQ messages without one, or all.
+REPLAY_CATEGORIES = ("transient", "permanent", "unknown", "unclassified", "all")
+#: AWS error codes that mean "these credentials are not accepted" (an operator fix, not a bug).
+CREDENTIAL_ERROR_CODES = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "AccessDenied",
+        "AccessDeniedException",
+    }
+)
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"a rate is within 0..1, got {text}")
-    return value
 
+class OpsArgumentParser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line on stderr (no usage block) and exit status 2."""
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ops", description="Operate the order pipeline.")
+    parser = OpsArgumentParser(prog=PROG, description="Operate the order pipeline.")
     commands = parser.add_subparsers(dest="command", required=True)
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
     add_up_parser(local_commands)
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
-    run.add_argument("--seed", type=int, default=7, help="seed for the order mix (default 7)")
+    run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
     run.add_argument("--decline-rate", type=_rate, default=0.15, help="share of orders whose payment is declined")
     run.add_argument("--ship-fail-rate", type=_rate, default=0.10, help="share of orders the carrier rejects")
     run.add_argument("--out-of-stock-rate", type=_rate, default=0.05, help="share of orders with an unstocked SKU")
@@ -45,16 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duplicate-rate", type=_rate, default=0.0, help="extra deliveries (same batch, later, late)")
     run.add_argument("--crash-rate", type=_rate, default=0.0, help="abrupt ends after the side effect")
     run.add_argument("--malformed-rate", type=_rate, default=0.0, help="extra malformed messages")
+    run.add_argument(
+        "--hostile-rate",
+        type=_rate,
+        default=0.0,
+        help="per order, one extra hostile input: deep nesting, oversize, floats, wrong types, unknown order",
+    )
     run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
     run.add_argument("--workers", type=_positive, default=1, help="split the orders across N processes (cores)")
-    run.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
+    run.add_argument("--shard", type=_non_negative, default=0, help=argparse.SUPPRESS)
     run.add_argument("--shards", type=_positive, default=1, help=argparse.SUPPRESS)
     run.add_argument("--stage", choices=("dev", "prod"), default="dev")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
-    run.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
     dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
@@ -63,13 +87,17 @@ def build_parser() -> argparse.ArgumentParser:
     _target_arguments(dlq_list)
     dlq_list.add_argument("--json", action="store_true")
     dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
-    dlq_replay.add_argument("--queue", required=True, help="orders | needs-attention")
+    dlq_replay.add_argument("--queue", required=True, choices=sorted(QUEUES), help="orders | needs-attention")
     dlq_replay.add_argument(
-        "--category", default="transient", help="transient (default), permanent, unclassified, or 'all'"
+        "--category",
+        default="transient",
+        choices=REPLAY_CATEGORIES,
+        help="transient (default), permanent (needs --force), unknown (unexpected errors, probably bugs: "
+        "replay after the fix), unclassified (no failure record), or all",
     )
     dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
     dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
-    dlq_replay.add_argument("--rate", type=float, help="messages per second")
+    dlq_replay.add_argument("--rate", type=_positive_float, help="messages per second")
     dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
     _target_arguments(dlq_replay)
 
@@ -128,6 +156,9 @@ def _print_summary(report: dict[str, Any]) -> None:
     print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
     logs = report["logs"]
     print(f"log lines: {logs['lines']}, without correlation id: {logs['without_correlation_id']}")
+    for kind, ended in (report.get("hostile") or {}).items():
+        where = ", ".join(f"{k} {v}" for k, v in ended.items() if k != "injected")
+        print(f"hostile {kind}: {ended['injected']} injected ({where})")
     if "cost" in report:
         units, usd = report["cost"]["per_order"], report["cost"]["usd_per_million_orders"]
         print(
@@ -144,8 +175,49 @@ def _print_summary(report: dict[str, Any]) -> None:
     print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def operator_error(exc: BaseException) -> str | None:
+    """The one-line message for an operator mistake, or None if ``exc`` is not one (a bug)."""
+    if isinstance(exc, OpsError):
+        return str(exc)
+    if isinstance(exc, (botocore.exceptions.NoCredentialsError, botocore.exceptions.PartialCredentialsError)):
+        return (
+            "no usable AWS credentials: configure them or pass --profile "
+            "(for a local endpoint, pass --endpoint-url http://127.0.0.1:4566)"
+        )
+    if isinstance(exc, botocore.exceptions.NoRegionError):
+        return "no AWS region: pass --region or configure a default region"
+    if isinstance(exc, botocore.exceptions.ProfileNotFound):
+        return f"{exc}; check --profile"
+    if isinstance(exc, (botocore.exceptions.EndpointConnectionError, botocore.exceptions.ConnectTimeoutError)):
+        endpoint = exc.kwargs.get("endpoint_url", "the endpoint")
+        return (
+            f"cannot connect to {endpoint}: check --endpoint-url (a local endpoint: python -m ops local up) "
+            "or your network"
+        )
+    if isinstance(exc, botocore.exceptions.ClientError):
+        error = exc.response.get("Error", {})
+        if error.get("Code") in CREDENTIAL_ERROR_CODES:
+            return f"AWS refused the request ({error.get('Code')}: {error.get('Message')}); check --profile"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; an operator mistake is one line on stderr and exit status 2."""
+    try:
+        return _run(build_parser().parse_args(argv), argv)
+    except Exception as exc:
+        message = operator_error(exc)
+        if message is None:
+            raise  # a bug: keep the traceback
+        print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "local" and args.local_command == "run":
         from ops.local.chaos import FaultRates
         from ops.local.orders import OrderMix
@@ -168,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 crash=args.crash_rate,
                 malformed=args.malformed_rate,
                 throttle=args.throttle_rate,
+                hostile=args.hostile_rate,
             ),
             replay_transient=args.replay_transient,
             stage=args.stage,
@@ -201,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_up(args)
     from ops.target import Target
 
+    if args.command == "dlq" and args.dlq_command == "replay":
+        from ops.dlq import check_replay_request
+
+        check_replay_request(args.queue, args.category, force=args.force, dry_run=args.dry_run)
+    if args.command == "trace" and not args.correlation_id.strip():
+        raise UsageError("a correlation ID is required")
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
     if args.command == "repair":
         from ops.repair import repair

@@ -12,6 +12,7 @@ Repeating the command is safe: a terminal order, or an order with a running exec
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
@@ -36,12 +37,14 @@ def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
     return from_item(item["Item"])
 
 
-def order_executions(target: Target, order_id: str) -> list[dict[str, Any]]:
-    """Executions whose name belongs to the order (``order-<id>`` and ``order-<id>-repair-N``)."""
+def order_executions(target: Target, order_id: str, attempt: int | None = None) -> list[dict[str, Any]]:
+    """Executions whose name belongs to the order: ``order-<id>-attempt-<N>`` and their repairs
+    ``order-<id>-attempt-<N>-repair-<k>``, for every attempt or only ``attempt``."""
     sfn = target.client("stepfunctions")
-    name = f"{EXECUTION_PREFIX}{order_id}"
+    n = r"\d+" if attempt is None else str(int(attempt))
+    pattern = re.compile(rf"{re.escape(EXECUTION_PREFIX + order_id)}-attempt-{n}(-repair-\d+)?")
     pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=target.output("StateMachineArn"))
-    return [e for p in pages for e in p["executions"] if e["name"] == name or e["name"].startswith(f"{name}-repair-")]
+    return [e for p in pages for e in p["executions"] if pattern.fullmatch(e["name"])]
 
 
 def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
@@ -53,15 +56,17 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
         return {"order_id": order_id, "result": "unknown_order"}
     if order["status"] in TERMINAL:
         return {"order_id": order_id, "result": "already_terminal", "status": order["status"]}
-    executions = order_executions(target, order_id)
+    attempt = int(order.get("payment_attempt", 1))
+    executions = order_executions(target, order_id, attempt)
     running = [e for e in executions if e["status"] == "RUNNING"]
     if running:
         return {"order_id": order_id, "result": "running", "execution_arn": running[0]["executionArn"]}
-    name = f"{EXECUTION_PREFIX}{order_id}-repair-{len(executions)}"[:80]
+    name = f"{EXECUTION_PREFIX}{order_id}-attempt-{attempt}-repair-{len(executions)}"
+    # References only, as intake starts it: the steps read the order from the table.
     saga_input = {
         "order_id": order_id,
+        "payment_attempt": attempt,
         "correlation_id": order.get("correlation_id"),
-        "order": order["order"],
         "compensate": action == "compensate",
     }
     sfn = target.client("stepfunctions")

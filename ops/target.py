@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import botocore.exceptions
+
+from ops.errors import OpsError
 
 DEFAULT_STACK = "OrderPipeline-dev"
 
 
-class TargetError(Exception):
-    """The target stack or one of its outputs cannot be found."""
+class TargetError(OpsError):
+    """The target stack or one of its outputs cannot be found, or the endpoint is unusable."""
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,23 @@ class Target:
         try:
             return self.outputs[name]
         except KeyError:
-            raise TargetError(f"stack output {name!r} not found (have: {sorted(self.outputs)})") from None
+            have = ", ".join(sorted(self.outputs)) or "none"
+            raise TargetError(
+                f"stack output {name!r} not found (outputs: {have}); is --stack the order pipeline's stack?"
+            ) from None
 
     def client(self, service: str) -> Any:
-        session = self._session or boto3.session.Session(profile_name=self.profile, region_name=self.region)
+        try:
+            session = self._session or boto3.session.Session(profile_name=self.profile, region_name=self.region)
+        except botocore.exceptions.ProfileNotFound:
+            raise TargetError(f"AWS profile {self.profile!r} not found; check --profile") from None
         kwargs: dict[str, Any] = {}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
-        return session.client(service, **kwargs)
+        try:
+            return session.client(service, **kwargs)
+        except ValueError as exc:  # botocore: "Invalid endpoint: ..."
+            raise TargetError(f"invalid --endpoint-url {self.endpoint_url!r}: {exc}") from None
 
     @classmethod
     def from_stack(
@@ -52,11 +64,23 @@ class Target:
         profile: str | None = None,
         endpoint_url: str | None = None,
     ) -> Target:
-        """Read the stack's outputs with CloudFormation DescribeStacks."""
+        """Read the stack's outputs with CloudFormation DescribeStacks.
+
+        Credential, region and endpoint errors propagate as botocore raises them (the CLI
+        turns them into one line); a stack that does not exist is a :class:`TargetError`.
+        """
         probe = cls({}, region, profile, endpoint_url)
+        cloudformation = probe.client("cloudformation")
         try:
-            stacks = probe.client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
-        except Exception as exc:  # botocore raises several shapes; all mean "not reachable/found"
-            raise TargetError(f"cannot read stack {stack!r}: {exc}") from exc
+            stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
+        except botocore.exceptions.ClientError as exc:
+            error = exc.response.get("Error", {})
+            if error.get("Code") != "ValidationError":
+                raise
+            where = cloudformation.meta.region_name + (f" at {endpoint_url}" if endpoint_url else "")
+            message = error.get("Message")
+            raise TargetError(f"cannot read stack {stack!r} in {where}: {message}; check --stack") from None
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        if not outputs:
+            raise TargetError(f"stack {stack!r} has no outputs; is it the order pipeline's stack?")
         return cls(outputs, region, profile, endpoint_url)

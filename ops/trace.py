@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ops.dlq import QUEUES, failures_table, lambda_dlq_module
+from ops.errors import UsageError
 from ops.repair import order_executions
 from ops.target import Target, TargetError
 
@@ -23,31 +25,81 @@ class TraceEvent:
         return f"{when}  {self.source:<28} {self.text}"
 
 
-def _log_events(target: Target, correlation_id: str) -> tuple[list[TraceEvent], set[str]]:
+#: Characters a CloudWatch Logs quoted filter term holds literally, and that JSON log lines keep verbatim.
+_FILTER_SAFE = re.compile(r"[A-Za-z0-9_.:@+=/-]+")
+#: A shorter safe run would match too much to be worth sending as a filter.
+_MIN_FILTER_TERM = 4
+
+
+def filter_term(correlation_id: str) -> str | None:
+    """A server-side filter pattern that matches every log line carrying ``correlation_id``, or None.
+
+    The ID itself when it is made of safe characters; otherwise its longest safe run (quotes,
+    spaces, backslashes and non-ASCII cannot be quoted reliably in the pattern syntax, and
+    appear escaped in the JSON line). None: no server-side filter, read the groups whole.
+    The result is a superset: :func:`_log_events` keeps only exact matches.
+    """
+    runs = _FILTER_SAFE.findall(correlation_id)
+    longest = max(runs, key=len, default="")
+    return f'"{longest}"' if len(longest) >= _MIN_FILTER_TERM else None
+
+
+#: How much of an out-of-bounds producer ID the runtime keeps, escaped (shared.correlation.MAX_PRODUCER_VALUE_KEPT).
+_PRODUCER_KEPT = 256
+
+
+def producer_forms(correlation_id: str) -> set[str]:
+    """How a producer's out-of-bounds ID appears under ``producer_correlation_id``: as sent, or
+    escaped and cut as intake keeps it."""
+    kept = correlation_id[:_PRODUCER_KEPT].encode("unicode_escape").decode("ascii")[:_PRODUCER_KEPT]
+    return {correlation_id, kept}
+
+
+def _matches(line: dict[str, Any], raw: str, correlation_id: str) -> bool:
+    """Exact match on the parsed ``correlation_id``; a line without one matches if it names the ID."""
+    if "correlation_id" in line:
+        return line["correlation_id"] == correlation_id
+    return correlation_id in raw or json.dumps(correlation_id)[1:-1] in raw
+
+
+def _log_events(target: Target, correlation_id: str, seen: set[str]) -> tuple[list[TraceEvent], set[str], set[str]]:
+    """(events, order IDs seen, IDs minted for it: lines whose ``producer_correlation_id`` is this ID).
+
+    ``seen``: CloudWatch event IDs already reported (updated), so no line is reported twice.
+    """
     events: list[TraceEvent] = []
     order_ids: set[str] = set()
+    minted: set[str] = set()
     logs = target.client("logs")
+    pattern = filter_term(correlation_id)
+    as_producer = producer_forms(correlation_id)
     for group in target.output("LogGroupNames").split(","):
+        kwargs: dict[str, Any] = {"logGroupName": group}
+        if pattern:
+            kwargs["filterPattern"] = pattern
         try:
-            pages = logs.get_paginator("filter_log_events").paginate(
-                logGroupName=group, filterPattern=f'"{correlation_id}"'
-            )
-            found = [e for p in pages for e in p.get("events", [])]
+            found = [e for p in logs.get_paginator("filter_log_events").paginate(**kwargs) for e in p.get("events", [])]
         except logs.exceptions.ResourceNotFoundException:
             continue
         for event in found:
-            try:
-                line = json.loads(event["message"])
-            except json.JSONDecodeError:
-                line = {"message": event["message"]}
-            if line.get("correlation_id") not in (None, correlation_id):
+            if event.get("eventId") in seen:
                 continue
+            try:
+                parsed = json.loads(event["message"])
+            except (ValueError, RecursionError):
+                parsed = None
+            line = parsed if isinstance(parsed, dict) else {"message": event["message"]}
+            if line.get("producer_correlation_id") in as_producer and line.get("correlation_id"):
+                minted.add(str(line["correlation_id"]))
+            elif not _matches(line, event["message"], correlation_id):
+                continue
+            seen.add(event.get("eventId", ""))
             if line.get("order_id"):
                 order_ids.add(str(line["order_id"]))
             detail = {k: line[k] for k in ("order_id", "error_type", "category", "status") if k in line}
             text = f"{line.get('level', '')} {line.get('message', '')} {json.dumps(detail) if detail else ''}".strip()
             events.append(TraceEvent(event["timestamp"] / 1000, f"log:{line.get('service', group)}", text))
-    return events, order_ids
+    return events, order_ids, minted - {correlation_id}
 
 
 def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
@@ -69,7 +121,7 @@ def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
     return events
 
 
-def _dlq_events(target: Target, correlation_id: str) -> list[TraceEvent]:
+def _dlq_events(target: Target, correlation_ids: set[str]) -> list[TraceEvent]:
     dlq = lambda_dlq_module()
     events = []
     for name, (_, dlq_output) in QUEUES.items():
@@ -78,19 +130,28 @@ def _dlq_events(target: Target, correlation_id: str) -> list[TraceEvent]:
         except TargetError:
             continue
         for message in dlq.peek(target.client, url, failures_table(target)):
-            if message.correlation_id == correlation_id:
+            if message.correlation_id in correlation_ids:
                 text = f"{message.category} {message.error_type or ''}: {message.error_message or ''}".strip()
                 events.append(TraceEvent(message.sent_timestamp, f"dlq:{name}", text))
     return events
 
 
 def trace(target: Target, correlation_id: str) -> list[TraceEvent]:
-    """Every log line, execution history event and DLQ record for ``correlation_id``, in time order."""
+    """Every log line, execution history event and DLQ record for ``correlation_id``, in time order.
+
+    The ID is matched verbatim (quotes, spaces and all). A producer ID that intake replaced
+    (out of bounds) is followed to the minted one through ``producer_correlation_id``.
+    """
     if not correlation_id.strip():
-        raise ValueError("a correlation ID is required")
-    events, order_ids = _log_events(target, correlation_id)
+        raise UsageError("a correlation ID is required")
+    seen: set[str] = set()
+    events, order_ids, minted = _log_events(target, correlation_id, seen)
+    for alias in sorted(minted):  # the producer's ID was out of bounds: intake minted this one for it
+        more, more_orders, _ = _log_events(target, alias, seen)
+        events += more
+        order_ids |= more_orders
     events += _execution_events(target, order_ids)
-    events += _dlq_events(target, correlation_id)
+    events += _dlq_events(target, {correlation_id, *minted})
     return sorted(events, key=lambda e: e.timestamp)
 
 

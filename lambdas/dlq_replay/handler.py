@@ -8,20 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shared.aws import client
 from shared.config import Settings
 from shared.correlation import correlation_scope, new_correlation_id
 from shared.dlq import MAX_AUTOMATIC_REPLAYS, replay
+from shared.logs import get_logger
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_PER_RUN = 100
 settings = Settings.from_env(required=("REPLAY_TARGETS",))
-logger = Logger()
+logger = get_logger()
 metrics = Metrics()
 
 

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 
 from order_domain.intake import IntakeService
 from order_domain.model import parse_order
-from order_domain.orders import OrderRepository
+from order_domain.orders import OrderRepository, attempt_of
 from order_domain.saga_start import SagaStarter
 from shared.aws import client
 from shared.batch import process_sqs_batch
 from shared.config import Settings
 from shared.dlq import FailureRouting
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
+from shared.logs import get_logger
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 settings = Settings.from_env(required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "STATE_MACHINE_ARN"))
-logger = Logger()
+logger = get_logger()
 metrics = Metrics()
 # Only what intake uses is imported: every module here is paid for at cold start.
 service = IntakeService(OrderRepository(settings.orders_table or ""), SagaStarter(settings.state_machine_arn or ""))
@@ -43,9 +44,17 @@ def accept(command: dict[str, Any]) -> dict[str, Any]:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     def record_handler(record: SQSRecord, correlation_id: str) -> dict[str, Any]:
         order = parse_order(record.body)
-        key = business_key(order["order_id"], "intake", int(order.get("payment_attempt", 1)))
+        key = business_key(order["order_id"], "intake", attempt_of(order))
         result = accept({"idempotency_key": key, "payload": {"order": order}}, context)
-        logger.info("order accepted", extra={"order_id": order["order_id"], "execution_arn": result["execution_arn"]})
+        logger.info(
+            "order accepted",
+            extra={
+                "order_id": order["order_id"],
+                "payment_attempt": result["payment_attempt"],
+                "recorded": result["recorded"],
+                "execution_arn": result["execution_arn"],
+            },
+        )
         return result
 
     return process_sqs_batch(event, context, record_handler, logger=logger, routing=routing)

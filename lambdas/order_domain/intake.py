@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from order_domain.orders import OrderRepository
+from order_domain.orders import SUPERSEDED, OrderRepository, attempt_of
 from order_domain.saga_start import SagaStarter
 from shared.correlation import current_correlation_id, new_correlation_id
 
@@ -15,7 +15,15 @@ class IntakeService:
         self.starter = starter
 
     def accept(self, order: dict[str, Any]) -> dict[str, Any]:
+        """Record the order (or its new payment attempt) and start that attempt's saga.
+
+        A message for an attempt older than the order's current one is acknowledged and
+        nothing starts: a newer attempt replaced it.
+        """
         cid = current_correlation_id() or new_correlation_id()
-        created = self.orders.create(order, cid)
-        started = self.starter.start(order, cid)
-        return {"order_id": order["order_id"], "created": created, **started}
+        order_id, attempt = order["order_id"], attempt_of(order)
+        recorded = self.orders.create(order, cid)
+        result: dict[str, Any] = {"order_id": order_id, "payment_attempt": attempt, "recorded": recorded}
+        if recorded == SUPERSEDED:
+            return {**result, "execution_arn": None, "already_started": False}
+        return {**result, **self.starter.start(order_id, attempt, cid)}

@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
 from shared.aws import cancelled_only_by_conditions, client, error_code, from_item, to_item
-from shared.exceptions import InsufficientStock, InvalidTransition, ProviderUnavailable
+from shared.exceptions import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
 
 RESERVED = "RESERVED"
 RELEASED = "RELEASED"
@@ -25,8 +25,9 @@ def sku_key(sku: str) -> dict[str, Any]:
     return to_item({"pk": f"sku#{sku}"})
 
 
-def reservation_key(order_id: str) -> dict[str, Any]:
-    return to_item({"pk": f"reservation#{order_id}"})
+def reservation_key(order_id: str, attempt: int = 1) -> dict[str, Any]:
+    """One reservation per payment attempt: attempt 2 reserves again after attempt 1 released."""
+    return to_item({"pk": f"reservation#{order_id}#attempt-{attempt}"})
 
 
 class InventoryService:
@@ -42,23 +43,34 @@ class InventoryService:
         self.orders = orders
 
     def _quantities(self, order: dict[str, Any]) -> Counter[str]:
+        """Quantities per SKU; refuses anything but positive integers (stock must never grow here)."""
         counts: Counter[str] = Counter()
-        for item in order["items"]:
-            counts[item["sku"]] += int(item["quantity"])
+        for item in order.get("items") or []:
+            quantity = item.get("quantity") if isinstance(item, dict) else None
+            if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 1:
+                raise InvalidOrder(f"order {order.get('order_id')}: every quantity must be a positive integer")
+            counts[str(item["sku"])] += quantity
+        if not counts:
+            raise InvalidOrder(f"order {order.get('order_id')}: no items")
         return counts
 
-    def get_reservation(self, order_id: str) -> dict[str, Any] | None:
+    def get_reservation(self, order_id: str, attempt: int = 1) -> dict[str, Any] | None:
         response = client("dynamodb").get_item(
-            TableName=self.table_name, Key=reservation_key(order_id), ConsistentRead=True
+            TableName=self.table_name, Key=reservation_key(order_id, attempt), ConsistentRead=True
         )
         return from_item(response["Item"]) if "Item" in response else None
 
     def reserve(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Reserve every item of the order or none; InsufficientStock if any SKU is short."""
-        order_id, order = payload["order_id"], payload["order"]
+        """Reserve every item of the order or none; InsufficientStock if any SKU is short.
+
+        The order is read from the orders table first: an unknown order or a replaced attempt
+        is refused before any stock moves.
+        """
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        order = self.orders.for_step(order_id, attempt)
         quantities = self._quantities(order)
         reservation = {
-            **reservation_key(order_id),
+            **reservation_key(order_id, attempt),
             **to_item({"status": RESERVED, "order_id": order_id, "items": dict(quantities)}),
         }
         actions: list[dict[str, Any]] = [
@@ -89,26 +101,32 @@ class InventoryService:
                 raise
             if not cancelled_only_by_conditions(exc):
                 raise _transient(exc, f"order {order_id}: reserve") from exc
-            existing = self.get_reservation(order_id)
+            existing = self.get_reservation(order_id, attempt)
             if existing is None:
                 raise InsufficientStock(f"order {order_id}: not enough stock for {dict(quantities)}") from exc
             if existing["status"] == RELEASED:
                 raise InvalidTransition(f"order {order_id}: reservation was already released") from exc
-        self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED)
+        self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED, attempt=attempt)
         return {"status": "reserved", "items": dict(quantities)}
 
     def release(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Give back whatever is reserved for the order; safe if nothing or everything was released."""
-        order_id = payload["order_id"]
-        self.orders.transition(order_id, OrderStatus.COMPENSATING)
+        """Give back whatever this attempt reserved; safe if nothing or everything was released.
+
+        An order the table does not know has nothing to undo (reserve refuses unknown orders
+        before any stock moves): the release succeeds without writing anything.
+        """
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        if self.orders.find(order_id) is None:
+            return {"status": "nothing_to_undo", "reason": "unknown order"}
+        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
         for _ in range(3):
-            existing = self.get_reservation(order_id)
+            existing = self.get_reservation(order_id, attempt)
             if existing is None:
                 try:
                     client("dynamodb").put_item(
                         TableName=self.table_name,
                         Item={
-                            **reservation_key(order_id),
+                            **reservation_key(order_id, attempt),
                             **to_item({"status": RELEASED, "order_id": order_id, "items": {}}),
                         },
                         ConditionExpression="attribute_not_exists(pk)",
@@ -124,7 +142,7 @@ class InventoryService:
                 {
                     "Update": {
                         "TableName": self.table_name,
-                        "Key": reservation_key(order_id),
+                        "Key": reservation_key(order_id, attempt),
                         "UpdateExpression": "SET #s = :released",
                         "ConditionExpression": "#s = :reserved",
                         "ExpressionAttributeNames": {"#s": "status"},

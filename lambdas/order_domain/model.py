@@ -3,32 +3,53 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from shared.exceptions import InvalidOrder
+
+#: The producer contract's bounds (README "Message contract"). Every string, array, number and the
+#: nesting depth is bounded, so an accepted order has a known worst-case size: about 14 KB as
+#: stored JSON (50 items of ~150 bytes, 6 strings of at most 200 characters, 4-byte UTF-8).
+MAX_BODY_BYTES = 64 * 1024
+#: ``{"items": [{...}]}`` is 3 levels deep; anything deeper is not an order. Checked on the raw
+#: text *before* json.loads, whose C decoder recurses once per level (RecursionError at ~1,000).
+MAX_NESTING_DEPTH = 4
+MAX_ITEMS = 50
+MAX_QUANTITY = 1000
+MAX_UNIT_PRICE_CENTS = 100_000_000
+MAX_PAYMENT_ATTEMPT = 100
+#: Order IDs are at most 48 characters so that ``order-<id>-attempt-<N>-repair-<k>`` fits in an
+#: execution name (80 characters, [0-9A-Za-z_-]: Step Functions StartExecution API reference).
+ORDER_ID_PATTERN = "^[A-Za-z0-9_-]{1,48}$"
+
+
+def _text(max_length: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_length}
+
 
 ORDER_SCHEMA: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "type": "object",
     "required": ["order_id", "customer_id", "items", "payment_token", "shipping_address", "currency"],
+    "additionalProperties": False,
     "properties": {
-        # Execution names allow [0-9A-Za-z_-], 80 chars: the order ID must fit in one.
-        "order_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-        "customer_id": {"type": "string", "minLength": 1, "maxLength": 128},
+        "order_id": {"type": "string", "pattern": ORDER_ID_PATTERN},
+        "customer_id": _text(128),
         "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
-        "payment_token": {"type": "string", "minLength": 1, "maxLength": 256},
-        "payment_attempt": {"type": "integer", "minimum": 1, "maximum": 100},
+        "payment_token": _text(256),
+        "payment_attempt": {"type": "integer", "minimum": 1, "maximum": MAX_PAYMENT_ATTEMPT},
         "items": {
             "type": "array",
             "minItems": 1,
-            "maxItems": 50,
+            "maxItems": MAX_ITEMS,
             "items": {
                 "type": "object",
                 "required": ["sku", "quantity", "unit_price_cents"],
                 "properties": {
                     "sku": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-                    "quantity": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    "unit_price_cents": {"type": "integer", "minimum": 0, "maximum": 100000000},
+                    "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_QUANTITY},
+                    "unit_price_cents": {"type": "integer", "minimum": 0, "maximum": MAX_UNIT_PRICE_CENTS},
                 },
                 "additionalProperties": False,
             },
@@ -36,34 +57,82 @@ ORDER_SCHEMA: dict[str, Any] = {
         "shipping_address": {
             "type": "object",
             "required": ["name", "line1", "city", "postcode", "country"],
+            "additionalProperties": False,
             "properties": {
-                "name": {"type": "string", "minLength": 1},
-                "line1": {"type": "string", "minLength": 1},
-                "city": {"type": "string", "minLength": 1},
-                "postcode": {"type": "string", "minLength": 1},
+                "name": _text(200),
+                "line1": _text(200),
+                "line2": {"type": "string", "maxLength": 200},
+                "city": _text(100),
+                "postcode": _text(20),
                 "country": {"type": "string", "pattern": "^[A-Z]{2}$"},
             },
         },
     },
 }
 
+#: A JSON string literal (with escapes), removed before counting brackets.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+
+
+def nesting_depth(text: str) -> int:
+    """Maximum ``[``/``{`` nesting of a JSON text, without parsing it (no recursion)."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    depth = deepest = 0
+    for char in brackets:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _reject_float(text: str) -> Any:
+    raise InvalidOrder(f"numbers must be integers, got {text[:32]!r}")
+
+
+def _reject_constant(text: str) -> Any:
+    raise InvalidOrder(f"{text} is not valid JSON")
+
 
 def parse_order(body: str | bytes | None) -> dict[str, Any]:
-    """Parse and validate an order message body; raise :class:`InvalidOrder` (permanent) if bad."""
+    """Parse and validate an order message body; raise :class:`InvalidOrder` (permanent) if bad.
+
+    Checks run cheapest first and before any recursive work: size, nesting depth, then JSON
+    (floats, NaN and Infinity refused: integers are integers), then the schema. Error messages
+    name the rule and the field, never the value (the body holds customer data).
+    """
     if body is None or body == "" or body == b"":
         raise InvalidOrder("empty message body")
+    if isinstance(body, bytes):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidOrder("body is not valid UTF-8") from exc
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        raise InvalidOrder(f"body is {size} bytes; the limit is {MAX_BODY_BYTES}")
+    depth = nesting_depth(body)
+    if depth > MAX_NESTING_DEPTH:
+        raise InvalidOrder(f"body is nested {depth} levels deep; the limit is {MAX_NESTING_DEPTH}")
     try:
-        order = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidOrder(f"body is not valid JSON: {exc}") from exc
+        order = json.loads(body, parse_float=_reject_float, parse_constant=_reject_constant)
+    except InvalidOrder:
+        raise
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; so are huge ints
+        raise InvalidOrder(f"body is not valid JSON: {type(exc).__name__} at {getattr(exc, 'pos', '?')}") from exc
+    if not isinstance(order, dict):
+        raise InvalidOrder(f"body must be a JSON object, got {type(order).__name__}")
     # Imported on first use: fastjsonschema is not needed to import the handler (cold start).
     from aws_lambda_powertools.utilities.validation import SchemaValidationError, validate
 
     try:
         validate(event=order, schema=ORDER_SCHEMA)
     except SchemaValidationError as exc:
-        raise InvalidOrder(f"order violates the schema: {exc}") from exc
-    return dict(order)
+        # Not str(exc): Powertools' message ends with "Data: <the offending value>".
+        raise InvalidOrder(f"order violates the schema: {exc.validation_message}") from exc
+    return order
 
 
 def order_total_cents(order: dict[str, Any]) -> int:

@@ -9,26 +9,62 @@ from botocore.exceptions import ClientError
 from order_domain.status import TERMINAL, OrderStatus, predecessors, sources_of
 from shared import clock
 from shared.aws import client, error_code, from_item, to_item
-from shared.exceptions import InvalidTransition, PayloadMismatch, UnknownOrder
+from shared.exceptions import (
+    AttemptInProgress,
+    InvalidTransition,
+    OrderClosed,
+    PayloadMismatch,
+    StaleAttempt,
+    UnknownOrder,
+)
+
+#: What :meth:`OrderRepository.create` did with a message.
+CREATED = "created"  # a new order (any attempt number)
+DUPLICATE = "duplicate"  # the same attempt with the same content: already recorded
+NEW_ATTEMPT = "new_attempt"  # attempt N+1 after attempt N was compensated (e.g. declined)
+SUPERSEDED = "superseded"  # an older attempt than the order's current one: nothing to do
+
+#: Statuses after which a new payment attempt is accepted. COMPLETED orders are closed, and a
+#: NEEDS_ATTENTION order waits for an operator's repair (it may still hold money or stock).
+NEW_ATTEMPT_AFTER = frozenset({OrderStatus.COMPENSATED})
+
+
+def attempt_of(order: dict[str, Any]) -> int:
+    """The order message's payment attempt (1 when absent)."""
+    return int(order.get("payment_attempt", 1))
 
 
 class OrderRepository:
-    """Orders keyed by ``order_id``; ``status`` only moves along :data:`TRANSITIONS`."""
+    """Orders keyed by ``order_id``; ``status`` only moves along :data:`TRANSITIONS`.
+
+    The item holds the current payment attempt's order (``order``, ``payment_attempt``), the
+    status history of every attempt (each entry names its attempt) and ``attempts``: when each
+    attempt arrived, with which correlation ID, and how the previous one ended.
+    """
 
     def __init__(self, table_name: str) -> None:
         self.table_name = table_name
 
-    def create(self, order: dict[str, Any], correlation_id: str) -> bool:
-        """Record a new order as RECEIVED. Returns False if it already existed (same content)."""
+    def create(self, order: dict[str, Any], correlation_id: str) -> str:
+        """Record an order message; returns :data:`CREATED`, :data:`DUPLICATE`, :data:`NEW_ATTEMPT` or
+        :data:`SUPERSEDED`.
+
+        Raises :class:`PayloadMismatch` (same attempt, different content), :class:`OrderClosed`
+        (a new attempt for a completed or parked order) or :class:`AttemptInProgress` (a new
+        attempt while the previous one still runs: transient, the message comes back later).
+        """
         now = _now()
+        attempt = attempt_of(order)
         item = {
             "order_id": order["order_id"],
             "status": OrderStatus.RECEIVED.value,
+            "payment_attempt": attempt,
             "correlation_id": correlation_id,
             "order": order,
             "created_at": now,
             "updated_at": now,
-            "history": [{"status": OrderStatus.RECEIVED.value, "at": now}],
+            "history": [{"status": OrderStatus.RECEIVED.value, "at": now, "attempt": attempt}],
+            "attempts": [{"attempt": attempt, "received_at": now, "correlation_id": correlation_id}],
         }
         try:
             client("dynamodb").put_item(
@@ -37,34 +73,112 @@ class OrderRepository:
                 ConditionExpression="attribute_not_exists(order_id)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-            return True
+            return CREATED
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             existing = from_item(exc.response.get("Item") or {}) or self.get(order["order_id"])
+        current = int(existing.get("payment_attempt", 1))
+        if attempt == current:
             if existing.get("order") != order:
-                raise PayloadMismatch(f"order {order['order_id']} already exists with different content") from exc
-            return False
+                raise PayloadMismatch(
+                    f"order {order['order_id']} attempt {attempt} already exists with different content"
+                )
+            return DUPLICATE
+        if attempt < current:
+            return SUPERSEDED
+        return self._new_attempt(order, correlation_id, existing)
 
-    def get(self, order_id: str) -> dict[str, Any]:
-        """The order item; :class:`UnknownOrder` if absent."""
+    def _new_attempt(self, order: dict[str, Any], correlation_id: str, existing: dict[str, Any]) -> str:
+        order_id, attempt = order["order_id"], attempt_of(order)
+        previous, status = int(existing.get("payment_attempt", 1)), OrderStatus(existing["status"])
+        if status not in NEW_ATTEMPT_AFTER:
+            if status in TERMINAL:
+                raise OrderClosed(
+                    f"order {order_id} is {status.value} (attempt {previous}); attempt {attempt} is refused"
+                )
+            raise AttemptInProgress(f"order {order_id}: attempt {previous} is still {status.value}; retry later")
+        now = _now()
+        entry = {
+            "attempt": attempt,
+            "received_at": now,
+            "correlation_id": correlation_id,
+            "previous_outcome": status.value,
+            "previous_error": existing.get("last_error"),
+        }
+        try:
+            client("dynamodb").update_item(
+                TableName=self.table_name,
+                Key=to_item({"order_id": order_id}),
+                UpdateExpression=(
+                    "SET #o = :order, payment_attempt = :n, #s = :received, correlation_id = :cid, updated_at = :now, "
+                    "history = list_append(history, :h), attempts = list_append(if_not_exists(attempts, :none), :a) "
+                    "REMOVE last_error"
+                ),
+                ConditionExpression="payment_attempt = :prev AND #s = :was",
+                ExpressionAttributeNames={"#o": "order", "#s": "status"},
+                ExpressionAttributeValues=to_item(
+                    {
+                        ":order": order,
+                        ":n": attempt,
+                        ":received": OrderStatus.RECEIVED.value,
+                        ":cid": correlation_id,
+                        ":now": now,
+                        ":h": [{"status": OrderStatus.RECEIVED.value, "at": now, "attempt": attempt}],
+                        ":none": [],
+                        ":a": [{k: v for k, v in entry.items() if v is not None}],
+                        ":prev": previous,
+                        ":was": status.value,
+                    }
+                ),
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            # Another message changed the order between our read and write: decide again later.
+            raise AttemptInProgress(f"order {order_id} changed while recording attempt {attempt}; retry") from exc
+        return NEW_ATTEMPT
+
+    def find(self, order_id: str) -> dict[str, Any] | None:
+        """The order item, or None."""
         response = client("dynamodb").get_item(
             TableName=self.table_name, Key=to_item({"order_id": order_id}), ConsistentRead=True
         )
-        if "Item" not in response:
-            raise UnknownOrder(f"order {order_id} not found")
-        return from_item(response["Item"])
+        return from_item(response["Item"]) if "Item" in response else None
 
-    def transition(self, order_id: str, to: OrderStatus, *, error: dict[str, Any] | None = None) -> str:
+    def get(self, order_id: str) -> dict[str, Any]:
+        """The order item; :class:`UnknownOrder` if absent."""
+        found = self.find(order_id)
+        if found is None:
+            raise UnknownOrder(f"order {order_id} not found")
+        return found
+
+    def for_step(self, order_id: str, attempt: int) -> dict[str, Any]:
+        """The order message a forward step works on: :class:`UnknownOrder` if the table does not
+        know the order, :class:`StaleAttempt` if a newer payment attempt replaced this one."""
+        item = self.get(order_id)
+        current = int(item.get("payment_attempt", 1))
+        if current != attempt:
+            raise StaleAttempt(f"order {order_id}: attempt {attempt} was replaced by attempt {current}")
+        return dict(item["order"])
+
+    def transition(
+        self, order_id: str, to: OrderStatus, *, attempt: int | None = None, error: dict[str, Any] | None = None
+    ) -> str:
         """Move the order to ``to`` if allowed; a repeat or a late (backwards) move is a no-op.
 
-        Returns ``"moved"``, ``"already"`` (already there) or ``"stale"`` (order is past ``to``).
-        Raises :class:`InvalidTransition` for a skip (e.g. RECEIVED -> COMPLETED).
+        With ``attempt``, only that payment attempt's status moves: a late step of an older
+        attempt is ``"stale"``. Returns ``"moved"``, ``"already"`` (already there) or ``"stale"``
+        (order is past ``to``). Raises :class:`InvalidTransition` for a skip (e.g. RECEIVED ->
+        COMPLETED) and :class:`UnknownOrder` if the order does not exist.
         """
         allowed = sorted(s.value for s in sources_of(to))
         now = _now()
         names = {"#s": "status", "#u": "updated_at", "#h": "history"}
-        values: dict[str, Any] = {":to": to.value, ":now": now, ":entry": [{"status": to.value, "at": now}]}
+        entry: dict[str, Any] = {"status": to.value, "at": now}
+        if attempt is not None:
+            entry["attempt"] = attempt
+        values: dict[str, Any] = {":to": to.value, ":now": now, ":entry": [entry]}
         placeholders = []
         for i, status in enumerate(allowed):
             values[f":f{i}"] = status
@@ -74,12 +188,18 @@ class OrderRepository:
             names["#e"] = "last_error"
             values[":err"] = error
             update += ", #e = :err"
+        condition = f"attribute_exists(order_id) AND #s IN ({', '.join(placeholders)})"
+        if attempt is not None:
+            values[":attempt"] = attempt
+            # Items written before payment attempts existed have no attribute: they are attempt 1.
+            first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
+            condition += f" AND ({first}payment_attempt = :attempt)"
         try:
             client("dynamodb").update_item(
                 TableName=self.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=update,
-                ConditionExpression=f"attribute_exists(order_id) AND #s IN ({', '.join(placeholders)})",
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=to_item(values),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -91,7 +211,15 @@ class OrderRepository:
             old = exc.response.get("Item")
             if not old:
                 raise UnknownOrder(f"order {order_id} not found") from exc
-            current = OrderStatus(from_item(old)["status"])
+            old_item = from_item(old)
+            current = OrderStatus(old_item["status"])
+            current_attempt = int(old_item.get("payment_attempt", 1))
+            if attempt is not None and current_attempt > attempt:
+                return "stale"  # a newer payment attempt owns the order now
+            if attempt is not None and current_attempt < attempt:
+                raise StaleAttempt(
+                    f"order {order_id}: attempt {attempt} is not recorded (current {current_attempt})"
+                ) from exc
             if current == to:
                 return "already"
             if current in TERMINAL or to in predecessors(current):

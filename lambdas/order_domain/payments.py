@@ -24,8 +24,9 @@ class PaymentService:
         self.orders = orders
 
     def charge(self, payload: dict[str, Any]) -> dict[str, Any]:
-        order_id, order = payload["order_id"], payload["order"]
-        attempt = int(order.get("payment_attempt", 1))
+        """Charge this attempt's total with its token (both read from the orders table)."""
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        order = self.orders.for_step(order_id, attempt)
         result = self.provider.call(
             {
                 "action": "charge",
@@ -44,14 +45,19 @@ class PaymentService:
             raise PaymentDeclined(
                 f"order {order_id}: payment {result.get('status')} ({result.get('reason', 'no reason')})"
             )
-        self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED)
+        self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED, attempt=attempt)
         return {"status": "captured", "payment_id": result["payment_id"], "amount_cents": result["amount_cents"]}
 
     def refund(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Refund whatever the charge reached; the provider looks the charge up by its key."""
-        order_id, order = payload["order_id"], payload["order"]
-        attempt = int(order.get("payment_attempt", 1))
-        self.orders.transition(order_id, OrderStatus.COMPENSATING)
+        """Refund whatever this attempt's charge reached; the provider looks the charge up by its key.
+
+        An order the table does not know was never charged (charge refuses unknown orders before
+        calling the provider): nothing to undo, and no provider call.
+        """
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        if self.orders.find(order_id) is None:
+            return {"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0}
+        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
         result = self.provider.call(
             {
                 "action": "refund",

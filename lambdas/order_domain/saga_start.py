@@ -1,4 +1,4 @@
-"""Starting the saga exactly once per order: the execution name is derived from the order ID."""
+"""Starting the saga exactly once per payment attempt: the execution name is derived from both."""
 
 from __future__ import annotations
 
@@ -12,23 +12,31 @@ from shared.aws import client, error_code
 EXECUTION_PREFIX = "order-"
 
 
-def execution_name(order_id: str) -> str:
-    """Deterministic execution name. Standard workflows refuse a second execution with the same
-    name for 90 days after the first one closes, which is our saga-start deduplication window."""
-    return f"{EXECUTION_PREFIX}{order_id}"[:80]
+def execution_name(order_id: str, attempt: int = 1) -> str:
+    """``order-<id>-attempt-<N>``. Standard workflows refuse a second execution with the same name
+    for 90 days after the first one closes, which is our saga-start deduplication window. Order IDs
+    are at most 48 characters (the contract), so the name fits the 80-character limit."""
+    return f"{EXECUTION_PREFIX}{order_id}-attempt-{attempt}"
+
+
+def saga_input(order_id: str, attempt: int, correlation_id: str, **extra: Any) -> dict[str, Any]:
+    """The execution input: references only. Steps read the order from the orders table, so no
+    payment token, name or address enters the execution history (or its 256 KiB payload limit)."""
+    return {"order_id": order_id, "payment_attempt": attempt, "correlation_id": correlation_id, **extra}
 
 
 class SagaStarter:
     def __init__(self, state_machine_arn: str) -> None:
         self.state_machine_arn = state_machine_arn
 
-    def start(self, order: dict[str, Any], correlation_id: str) -> dict[str, Any]:
-        """Start (or find) the order's execution; an existing execution counts as success."""
-        name = execution_name(order["order_id"])
-        saga_input = {"order_id": order["order_id"], "correlation_id": correlation_id, "order": order}
+    def start(self, order_id: str, attempt: int, correlation_id: str) -> dict[str, Any]:
+        """Start (or find) the attempt's execution; an existing execution counts as success."""
+        name = execution_name(order_id, attempt)
         try:
             response = client("stepfunctions").start_execution(
-                stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(saga_input)
+                stateMachineArn=self.state_machine_arn,
+                name=name,
+                input=json.dumps(saga_input(order_id, attempt, correlation_id)),
             )
             return {"execution_arn": response["executionArn"], "already_started": False}
         except ClientError as exc:

@@ -19,11 +19,13 @@ class ShippingService:
         self.orders = orders
 
     def ship(self, payload: dict[str, Any]) -> dict[str, Any]:
-        order_id, order = payload["order_id"], payload["order"]
+        """Ship this attempt's items to its address (both read from the orders table)."""
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        order = self.orders.for_step(order_id, attempt)
         result = self.carrier.call(
             {
                 "action": "ship",
-                "idempotency_key": business_key(order_id, SHIP, int(order.get("payment_attempt", 1))),
+                "idempotency_key": business_key(order_id, SHIP, attempt),
                 "order_id": order_id,
                 "address": order["shipping_address"],
                 "items": order["items"],
@@ -31,5 +33,5 @@ class ShippingService:
         )
         if result.get("status") != "shipped":
             raise ShippingUnavailable(f"order {order_id}: carrier {result.get('status')} ({result.get('reason', '')})")
-        self.orders.transition(order_id, OrderStatus.SHIPPED)
+        self.orders.transition(order_id, OrderStatus.SHIPPED, attempt=attempt)
         return {"status": "shipped", "tracking_id": result["tracking_id"]}

@@ -4,13 +4,18 @@ They behave like real third-party APIs: they honour a caller-supplied idempotenc
 record *every* request they receive in a ledger (deduplicated ones included). Duplicate side
 effects are counted from this ledger, independently of the pipeline's own bookkeeping.
 
-Deterministic outcomes, decided by the order itself (payment token / shipping country):
-- ``tok_decline``: the charge is declined (no money moves);
-- ``tok_partial``: only half the amount is captured (money moved, order cannot proceed);
-- ``tok_auth_only``: the charge is authorised but never captured (a hold, to be voided);
-- ``tok_refund_flaky``: charges normally; the first two refund requests fail with a provider error;
-- ``tok_refund_broken``: charges normally; every refund request fails with a provider error;
+Deterministic outcomes, decided by the order itself (payment token *prefix* / shipping country),
+so every test order can carry its own unique token (``tok_decline_<hex>``):
+- ``tok_decline...``: the charge is declined (no money moves);
+- ``tok_partial...``: only half the amount is captured (money moved, order cannot proceed);
+- ``tok_auth_only...``: the charge is authorised but never captured (a hold, to be voided);
+- ``tok_refund_flaky...``: charges normally; the first two refund requests fail with a provider error;
+- ``tok_refund_broken...``: charges normally; every refund request fails with a provider error;
+- any other token: captured;
 - country ``ZZ``: the carrier rejects the shipment.
+
+The sandbox never logs, stores or returns a payment token, name or address: the ledger keeps
+the token's behaviour profile (:func:`token_profile`), not the token.
 """
 
 DECLINE_TOKEN = "tok_decline"
@@ -20,3 +25,19 @@ REFUND_FLAKY_TOKEN = "tok_refund_flaky"
 REFUND_BROKEN_TOKEN = "tok_refund_broken"
 REFUND_FLAKY_FAILURES = 2
 UNDELIVERABLE_COUNTRY = "ZZ"
+
+#: Behaviour profiles, by token prefix (no prefix is a prefix of another).
+TOKEN_PROFILES = (
+    (DECLINE_TOKEN, "decline"),
+    (PARTIAL_CAPTURE_TOKEN, "partial_capture"),
+    (AUTH_ONLY_TOKEN, "auth_only"),
+    (REFUND_FLAKY_TOKEN, "refund_flaky"),
+    (REFUND_BROKEN_TOKEN, "refund_broken"),
+)
+DEFAULT_PROFILE = "capture"
+
+
+def token_profile(token: object) -> str:
+    """How the sandbox treats a payment token, decided by its prefix."""
+    text = token if isinstance(token, str) else ""
+    return next((profile for prefix, profile in TOKEN_PROFILES if text.startswith(prefix)), DEFAULT_PROFILE)

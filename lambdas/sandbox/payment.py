@@ -15,14 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sandbox import (
-    AUTH_ONLY_TOKEN,
-    DECLINE_TOKEN,
-    PARTIAL_CAPTURE_TOKEN,
-    REFUND_BROKEN_TOKEN,
-    REFUND_FLAKY_FAILURES,
-    REFUND_FLAKY_TOKEN,
-)
+from sandbox import REFUND_FLAKY_FAILURES, token_profile
 from sandbox.ledger import Ledger
 from shared.aws import cancelled_only_by_conditions, client, error_code
 
@@ -31,14 +24,14 @@ MONEY_MOVED = ("captured", "partially_captured")
 
 
 def _charge(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bool]:
-    token = request.get("payment_token")
+    profile = token_profile(request.get("payment_token"))
     amount = int(request["amount_cents"])
     status, captured, reason = "captured", amount, None
-    if token == DECLINE_TOKEN:
+    if profile == "decline":
         status, captured, reason = "declined", 0, "card_declined"
-    elif token == PARTIAL_CAPTURE_TOKEN:
+    elif profile == "partial_capture":
         status, captured, reason = "partially_captured", amount // 2, "insufficient_funds_for_full_capture"
-    elif token == AUTH_ONLY_TOKEN:
+    elif profile == "auth_only":
         status, captured, reason = "authorized", 0, "capture_failed"
     op = {
         "action": "charge",
@@ -46,7 +39,7 @@ def _charge(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
         "amount_cents": amount,
         "captured_cents": captured,
         "currency": request.get("currency", "EUR"),
-        "payment_token": token,
+        "token_profile": profile,  # never the token itself
         "status": status,
         "reason": reason,
         "payment_id": f"pay_{uuid.uuid4().hex[:16]}",
@@ -62,11 +55,11 @@ def _charge(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
 
 
 def _refund_failure(charge: dict[str, Any] | None, refund_key: str, ledger: Ledger) -> dict[str, Any] | None:
-    """Injected provider outages for refunds, decided by the charge's token."""
-    token = (charge or {}).get("payment_token")
-    if token == REFUND_BROKEN_TOKEN:
+    """Injected provider outages for refunds, decided by the charge's token profile."""
+    profile = (charge or {}).get("token_profile")
+    if profile == "refund_broken":
         return {"status": "error", "error": "provider_unavailable"}
-    if token == REFUND_FLAKY_TOKEN and ledger.count_requests(PROVIDER, refund_key) < REFUND_FLAKY_FAILURES:
+    if profile == "refund_flaky" and ledger.count_requests(PROVIDER, refund_key) < REFUND_FLAKY_FAILURES:
         return {"status": "error", "error": "provider_unavailable"}
     return None
 
@@ -156,4 +149,5 @@ def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
     else:
         result, dedup = {"status": "error", "error": f"unknown action {action!r}"}, False
     ledger.record_request(PROVIDER, request, deduplicated=dedup, outcome=str(result.get("status")))
-    return {k: v for k, v in {**result, "deduplicated": dedup}.items() if k not in ("pk", "sk", "payment_token")}
+    hidden = ("pk", "sk", "payment_token", "token_profile")
+    return {k: v for k, v in {**result, "deduplicated": dedup}.items() if k not in hidden}

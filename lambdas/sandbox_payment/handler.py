@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sandbox import payment
 from sandbox.ledger import Ledger
 from shared.config import Settings
 from shared.correlation import correlation_scope, from_payload
+from shared.logs import get_logger
 
 settings = Settings.from_env(required=("LEDGER_TABLE_NAME",))
-logger = Logger()
+logger = get_logger()
 ledger = Ledger(settings.ledger_table or "")
 
 

@@ -48,6 +48,26 @@ class ConcurrentBatchProcessor(BatchProcessor):
         return list(_executor().map(self._process_record, self.records))
 
 
+def _without_repeated_messages(event: dict[str, Any], logger: Logger) -> dict[str, Any]:
+    """The event with each SQS message ID once. SQS at-least-once delivery can put the same
+    message twice in one batch; processing both would race on one idempotency record and report
+    a spurious failure. The repeat is dropped and so counts as processed with the first copy
+    (``batchItemFailures`` names message IDs, so a failure of the first covers both)."""
+    records = event.get("Records") or []
+    seen: set[str] = set()
+    unique = []
+    for record in records:
+        message_id = record.get("messageId") if isinstance(record, dict) else None
+        if message_id is not None and message_id in seen:
+            with correlation_scope(logger, from_sqs_record(record)):
+                logger.info("repeated message in batch skipped", extra={"message_id": message_id})
+            continue
+        if message_id is not None:
+            seen.add(message_id)
+        unique.append(record)
+    return event if len(unique) == len(records) else {**event, "Records": unique}
+
+
 def process_sqs_batch(
     event: dict[str, Any],
     context: LambdaContext,
@@ -67,6 +87,7 @@ def process_sqs_batch(
     batch where every record fails reports every record (no exception, so nothing else is retried).
     """
     processor = ConcurrentBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    event = _without_repeated_messages(event, logger)
 
     def handle(record: SQSRecord) -> Any:
         with correlation_scope(logger, from_sqs_record(record.raw_event)) as cid:

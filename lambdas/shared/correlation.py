@@ -18,6 +18,13 @@ from aws_lambda_powertools import Logger
 
 #: Name of the SQS message attribute, the saga input field and the log key.
 CORRELATION_ID = "correlation_id"
+#: Log key holding a producer's value that was outside the bounds below (a fresh ID was minted).
+PRODUCER_CORRELATION_ID = "producer_correlation_id"
+#: Accepted verbatim: 1..128 characters, all printable (``str.isprintable``: letters, digits,
+#: punctuation, quotes and the ASCII space; no control, format or line-separator characters).
+MAX_CORRELATION_ID_LENGTH = 128
+#: How much of an out-of-bounds producer value is kept (escaped) in ``producer_correlation_id``.
+MAX_PRODUCER_VALUE_KEPT = 256
 
 _current: ContextVar[str | None] = ContextVar("correlation_id", default=None)
 
@@ -32,18 +39,26 @@ def current_correlation_id() -> str | None:
     return _current.get()
 
 
-def from_sqs_record(record: Mapping[str, Any]) -> str | None:
-    """Read the correlation ID from an SQS record's message attributes (Lambda event shape)."""
-    attributes = record.get("messageAttributes") or {}
-    attribute = attributes.get(CORRELATION_ID) or {}
-    value = attribute.get("stringValue") or attribute.get("StringValue")
-    return str(value) if value else None
+def is_acceptable(value: object) -> bool:
+    """True if ``value`` is a correlation ID we carry verbatim (see :data:`MAX_CORRELATION_ID_LENGTH`)."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_CORRELATION_ID_LENGTH and value.isprintable()
 
 
-def from_payload(payload: Mapping[str, Any]) -> str | None:
-    """Read the correlation ID from a saga input or a provider request."""
-    value = payload.get(CORRELATION_ID) if isinstance(payload, Mapping) else None
-    return str(value) if value else None
+def from_sqs_record(record: Mapping[str, Any]) -> Any:
+    """The raw correlation ID from an SQS record's message attributes (Lambda event shape), or None.
+
+    Not validated here: :func:`correlation_scope` accepts it or mints a replacement.
+    """
+    attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
+    attribute = attributes.get(CORRELATION_ID) if isinstance(attributes, Mapping) else None
+    if not isinstance(attribute, Mapping):
+        return None
+    return attribute.get("stringValue") or attribute.get("StringValue")
+
+
+def from_payload(payload: Any) -> Any:
+    """The raw correlation ID from a saga input or a provider request (any JSON value), or None."""
+    return payload.get(CORRELATION_ID) if isinstance(payload, Mapping) else None
 
 
 def sqs_message_attributes(correlation_id: str | None = None) -> dict[str, dict[str, str]]:
@@ -54,18 +69,38 @@ def sqs_message_attributes(correlation_id: str | None = None) -> dict[str, dict[
     return {CORRELATION_ID: {"DataType": "String", "StringValue": cid}}
 
 
+def _kept(value: object) -> str:
+    """An out-of-bounds producer value, escaped and cut, safe to log."""
+    text = value if isinstance(value, str) else repr(value)
+    return text[:MAX_PRODUCER_VALUE_KEPT].encode("unicode_escape").decode("ascii")[:MAX_PRODUCER_VALUE_KEPT]
+
+
 @contextmanager
-def correlation_scope(logger: Logger, correlation_id: str | None) -> Iterator[str]:
-    """Put ``correlation_id`` (minted when missing) on every log line of this thread until exit."""
-    cid = correlation_id or new_correlation_id()
+def correlation_scope(logger: Logger, correlation_id: object) -> Iterator[str]:
+    """Put the record's correlation ID on every log line of this thread until exit.
+
+    A producer's value within bounds is used verbatim; a missing one is minted; one outside the
+    bounds is replaced by a minted ID and kept, escaped, under ``producer_correlation_id``.
+    """
+    producer_value: str | None = None
+    if is_acceptable(correlation_id):
+        cid = str(correlation_id)
+    else:
+        cid = new_correlation_id()
+        if correlation_id not in (None, ""):
+            producer_value = _kept(correlation_id)
     previous = _current.get()
     token = _current.set(cid)
     logger.thread_safe_append_keys(correlation_id=cid)
+    if producer_value is not None:
+        logger.thread_safe_append_keys(**{PRODUCER_CORRELATION_ID: producer_value})
     try:
         yield cid
     finally:
         # Powertools keeps thread-safe keys per thread, not per logger: restore an enclosing
         # scope's ID (a nested in-process call) instead of removing the key outright.
+        if producer_value is not None:
+            logger.thread_safe_remove_keys([PRODUCER_CORRELATION_ID])
         if previous:
             logger.thread_safe_append_keys(correlation_id=previous)
         else:

@@ -9,8 +9,10 @@ category-aware DLQ routing and replay.
   the DLQ on its first receive, with the failure as message attributes, and then reported
   as processed, so it does not burn ``maxReceiveCount`` attempts. If that send fails, the
   record is reported failed instead: it stays in the source queue, never lost.
-- A **transient** failure is recorded in the failures table under the SQS message ID (which
-  SQS keeps when redriving) and the record is reported failed: the redrive policy retries it.
+- A **transient** or **unknown** failure is recorded in the failures table under the SQS
+  message ID (which SQS keeps when redriving) and the record is reported failed: the redrive
+  policy retries it, and after ``maxReceiveCount`` receives SQS moves it to the DLQ, where its
+  category is read back from the failures table.
 - :func:`list_dlq` and :func:`replay` read a DLQ's category from the message attributes or,
   for redriven messages, from the failures table.
 """
@@ -59,11 +61,19 @@ class FailureRouting:
     client: Callable[[str], Any]
 
     def handle(self, record: dict[str, Any], exc: BaseException, correlation_id: str) -> bool:
-        """Route a failed record; True if it was dead-lettered now (report it as processed)."""
+        """Route a failed record; True if it was dead-lettered now (report it as processed).
+
+        If the DLQ send fails, the failure is remembered instead and the record stays in its
+        queue (the redrive policy moves it later, its category recorded): never lost.
+        """
         category = classify(exc)
         if category == PERMANENT and self.dlq_url:
-            self.dead_letter(record, exc, correlation_id)
-            return True
+            try:
+                self.dead_letter(record, exc, correlation_id)
+                return True
+            except Exception:
+                self.remember(record, exc, correlation_id, category)
+                raise
         self.remember(record, exc, correlation_id, category)
         return False
 

@@ -1,13 +1,19 @@
-"""One exception tree for the pipeline, and the transient/permanent classifier.
+"""One exception tree for the pipeline, and the classifier of failures into three categories.
 
-Transient: a retry or a replay can fix it (throttling, timeouts, provider outage, an operation
-still in progress elsewhere). Permanent: it will fail the same way every time (malformed input,
-schema violation, payload mismatch, business rejection).
+- **permanent**: the message itself is wrong and will fail the same way every time (malformed
+  input, schema violation, unknown order, payload mismatch, business rejection). Dead-lettered at
+  once, never retried; replay needs ``--force``.
+- **transient**: a known infrastructure or provider fault that a retry can fix (throttling,
+  timeouts, provider outage, an operation still in progress elsewhere). Retried through the
+  redrive policy / Step Functions Retry; replayed automatically.
+- **unknown**: anything else, most likely a bug (``KeyError``, ``TypeError``, an AWS error code
+  we do not expect). Retried like transient (a flaky dependency may be behind it) and, once in
+  the DLQ, replayable after the fix is deployed (``ops dlq replay --category unknown``). Never
+  dead-lettered on the first receive: a bad deploy must not discard every order at once.
 """
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar, Literal
 
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -17,9 +23,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from botocore.exceptions import ClientError, ConnectionError, ReadTimeoutError
 
-Category = Literal["transient", "permanent"]
+Category = Literal["transient", "permanent", "unknown"]
 TRANSIENT: Category = "transient"
 PERMANENT: Category = "permanent"
+UNKNOWN: Category = "unknown"
+CATEGORIES: tuple[Category, ...] = (PERMANENT, TRANSIENT, UNKNOWN)
 
 #: AWS error codes that mean "slow down / try again".
 TRANSIENT_AWS_CODES = frozenset(
@@ -81,6 +89,18 @@ class UnknownOrder(PermanentError):
     """A step referenced an order that does not exist."""
 
 
+class InvalidStepInput(PermanentError):
+    """A saga step's input is not the documented reference object."""
+
+
+class StaleAttempt(PermanentError):
+    """A step or message names a payment attempt that a newer attempt has replaced."""
+
+
+class OrderClosed(PermanentError):
+    """A new payment attempt for an order that can take none (completed, or parked for an operator)."""
+
+
 class InsufficientStock(PermanentError):
     """ReserveInventory could not reserve every item."""
 
@@ -105,15 +125,25 @@ class OperationInProgress(TransientError):
     """Another invocation holds the idempotency record; retry after it finishes or expires."""
 
 
+class AttemptInProgress(TransientError):
+    """An earlier payment attempt of the same order is still running: wait for it, then retry."""
+
+
 class TransientStepError(TransientError):
     """The one error name saga steps raise for transient failures (Step Functions retries it)."""
 
 
-def classify(exc: BaseException) -> Category:
-    """Classify any exception as ``transient`` or ``permanent``.
+class UnknownStepError(PipelineError):
+    """The error name saga steps raise for unexpected failures (a bug?): retried, then compensated."""
 
-    Unknown exceptions count as transient: a retry costs little, and the message is kept
-    (redrive, then DLQ) rather than dropped.
+    category: ClassVar[Category] = UNKNOWN
+
+
+def classify(exc: BaseException) -> Category:
+    """Classify any exception as ``permanent``, ``transient`` or ``unknown``.
+
+    Only failures we recognise are permanent or transient; everything else is ``unknown``
+    (retried, kept, replayable), so a bug never discards a message on its first receive.
     """
     if isinstance(exc, PipelineError):
         return exc.category
@@ -124,9 +154,9 @@ def classify(exc: BaseException) -> Category:
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return TRANSIENT if code in TRANSIENT_AWS_CODES or status >= 500 else PERMANENT
+        # Any other AWS error (AccessDenied, ValidationException, ResourceNotFound ...) is our
+        # bug or our deploy's: unknown, so it is retried and can be replayed after the fix.
+        return TRANSIENT if code in TRANSIENT_AWS_CODES or status >= 500 else UNKNOWN
     if isinstance(exc, (ConnectionError, ReadTimeoutError, TimeoutError)):
         return TRANSIENT
-    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError)):
-        return PERMANENT
-    return TRANSIENT
+    return UNKNOWN

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from order_domain.sweeper import find_stuck
 from shared.config import Settings
 from shared.correlation import correlation_scope, new_correlation_id
+from shared.logs import get_logger
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 settings = Settings.from_env(required=("ORDERS_TABLE_NAME",))
-logger = Logger()
+logger = get_logger()
 metrics = Metrics()
 
 

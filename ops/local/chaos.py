@@ -1,4 +1,4 @@
-"""Chaos for the local run: duplicate deliveries, crashes, malformed payloads, throttling.
+"""Chaos for the local run: duplicate deliveries, crashes, malformed payloads, hostile input, throttling.
 
 Business failures (declines, failed shipments, refunds that keep failing) are decided by the
 order's content (see :mod:`ops.local.orders`); this module injects the infrastructure faults.
@@ -14,7 +14,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
@@ -22,6 +22,8 @@ from moto.core.exceptions import ServiceException
 
 from ops.local.clock import SimClock
 from ops.local.faults import FaultCounter, throttle_dynamodb
+from ops.local.hostile import KINDS as HOSTILE_KINDS
+from ops.local.hostile import HostileExecution, HostileMessage, make_hostile
 from ops.local.lambda_runtime import SimulatedCrash
 from ops.local.orders import check_rates
 
@@ -48,12 +50,15 @@ class FaultRates:
             completion marker (the sandbox is killed, as by a timeout).
         malformed: per order, an extra malformed message.
         throttle: per DynamoDB item call / SQS send, a throttling error.
+        hostile: per order, one extra hostile input of a kind chosen at random
+            (:mod:`ops.local.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
     """
 
     duplicate: float = 0.0
     crash: float = 0.0
     malformed: float = 0.0
     throttle: float = 0.0
+    hostile: float = 0.0
 
     def __post_init__(self) -> None:
         check_rates(self)
@@ -62,13 +67,30 @@ class FaultRates:
 Message = tuple[str, str | None]  # (body, correlation id)
 
 
+@dataclass
+class DeliveryPlan:
+    """What the producer sends, in order, and the hostile inputs among it."""
+
+    initial: list[Message] = field(default_factory=list)
+    late: list[Message] = field(default_factory=list)  # sent after the first drain
+    hostile: list[HostileMessage | HostileExecution] = field(default_factory=list)
+
+    @property
+    def hostile_executions(self) -> list[HostileExecution]:
+        return [h for h in self.hostile if isinstance(h, HostileExecution)]
+
+
 def plan_deliveries(
     orders: list[tuple[dict[str, Any], str | None]], rates: FaultRates, rng: random.Random, counter: FaultCounter
-) -> tuple[list[Message], list[Message]]:
-    """(initial messages in send order, late messages sent after the first drain)."""
-    initial: list[Message] = []
+) -> DeliveryPlan:
+    """The messages to send (each order, then its injected extras) and the hostile executions to start.
+
+    The RNG is only rolled for the fault kinds that are on, so a seed gives the same plan as
+    before a kind existed when that kind is off.
+    """
+    plan = DeliveryPlan()
+    initial, late = plan.initial, plan.late
     cross_batch: list[tuple[int, Message]] = []
-    late: list[Message] = []
     for order, cid in orders:
         message = (json.dumps(order), cid)
         initial.append(message)
@@ -84,9 +106,15 @@ def plan_deliveries(
         if rng.random() < rates.malformed:
             counter.add("malformed")
             initial.append((rng.choice(MALFORMED_BODIES), f"cid-malformed-{rng.getrandbits(40):010x}"))
+        if rates.hostile and rng.random() < rates.hostile:
+            hostile = make_hostile(rng.choice(HOSTILE_KINDS), rng)
+            counter.add(f"hostile_{hostile.kind}")
+            plan.hostile.append(hostile)
+            if isinstance(hostile, HostileMessage):
+                initial.append((hostile.body, hostile.correlation_id))
     for position, message in sorted(cross_batch, key=lambda pm: pm[0], reverse=True):
         initial.insert(min(position, len(initial)), message)
-    return initial, late
+    return plan
 
 
 class _Dice:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ops.local.hostile import EXPECTED_SQS_END, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
+
 Check = Callable[[dict[str, Any]], str | None]
 
 
@@ -61,6 +63,45 @@ def _replay_processed_without_duplicates(r: dict[str, Any]) -> str | None:
     return None
 
 
+def _hostile_messages_dead_lettered(r: dict[str, Any]) -> str | None:
+    hostile = r.get("hostile") or {}
+    wrong = {
+        kind: {k: v for k, v in counts.items() if k != "injected"}
+        for kind, counts in hostile.items()
+        if kind in SQS_KINDS and counts.get(EXPECTED_SQS_END, 0) != counts.get("injected", 0)
+    }
+    if not wrong:
+        return None
+    examples = [m for m in r.get("hostile_misplaced", []) if m.get("kind") in SQS_KINDS][:3]
+    return f"hostile messages not in the orders DLQ as permanent on their first receive: {wrong}; e.g. {examples}"
+
+
+def _unknown_orders_failed_without_effects(r: dict[str, Any]) -> str | None:
+    counts = (r.get("hostile") or {}).get(UNKNOWN_ORDER) or {}
+    injected, failed = counts.get("injected", 0), counts.get("execution_failed", 0)
+    effects = counts.get("side_effects", 0)
+    if failed == injected and not effects:
+        return None
+    examples = [m for m in r.get("hostile_misplaced", []) if m.get("kind") == UNKNOWN_ORDER][:3]
+    return f"{injected} unknown-order executions: {failed} FAILED, {effects} side effects; e.g. {examples}"
+
+
+def _no_pii_leaked(r: dict[str, Any]) -> str | None:
+    pii = r.get("pii")
+    if pii is None:
+        return None
+    found = {k: pii[k] for k in ("log_lines", "execution_history_events", "dlq_message_attributes") if pii.get(k)}
+    return f"payment tokens, names or address lines found in {found}; e.g. {pii['examples'][:2]}" if found else None
+
+
+def _log_lines_bounded(r: dict[str, Any]) -> str | None:
+    logs = r["logs"]
+    over = logs.get("lines_over_16_kib", 0)
+    if not over:
+        return None
+    return f"{over} log lines over {MAX_LOG_LINE_BYTES} bytes (longest {logs.get('longest_line_bytes')})"
+
+
 CHECKS: dict[str, Check] = {
     "no_duplicate_side_effects": _no_duplicate_effects,
     "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
@@ -70,6 +111,10 @@ CHECKS: dict[str, Check] = {
     "every_log_line_has_correlation_id": _every_log_line_correlated,
     "dlq_alarm_in_alarm_exactly_when_dlq_non_empty": _dlq_alarms_match_depths,
     "replayed_transient_messages_processed_without_duplicates": _replay_processed_without_duplicates,
+    "hostile_messages_in_dlq_as_permanent_on_first_receive": _hostile_messages_dead_lettered,
+    "unknown_order_executions_failed_without_side_effects": _unknown_orders_failed_without_effects,
+    "no_payment_token_name_or_address_in_logs_histories_or_dlq_attributes": _no_pii_leaked,
+    "no_log_line_over_16_kib": _log_lines_bounded,
 }
 
 

@@ -1,15 +1,23 @@
 """Deterministic test orders: a seed decides which ones fail, where, and how.
 
 Outcomes are decided by the order itself, as the sandbox providers read it
-(lambdas/sandbox/__init__.py): the payment token and the shipping country.
+(lambdas/sandbox/__init__.py): the payment token's prefix and the shipping country.
+Each order carries its own token, customer name and address line (``tok_ok_<hex>``,
+``Name-<hex>``, ``Line-<hex> Main St``, the hex derived from the order ID), so a leak of
+any of them into logs, execution histories or DLQ attributes can be found (:data:`PII_PATTERN`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
+import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ops.errors import InvalidRates
+
+OK_TOKEN = "tok_ok"
 DECLINE_TOKEN = "tok_decline"
 PARTIAL_CAPTURE_TOKEN = "tok_partial"
 AUTH_ONLY_TOKEN = "tok_auth_only"
@@ -19,6 +27,16 @@ UNDELIVERABLE_COUNTRY = "ZZ"
 OUT_OF_STOCK_SKU = "SKU-DISCONTINUED"
 STOCKED_SKUS = ("SKU-APPLE", "SKU-BREAD", "SKU-CHEESE", "SKU-DATES", "SKU-EGGS")
 INITIAL_STOCK = 1_000_000
+#: Length of the per-order marker in tokens, names and address lines.
+MARKER_HEX = 12
+#: What a generated order's payment token, customer name or address line looks like.
+PII_PATTERN = re.compile(rf"(?:tok_[a-z_]+_|Name-|Line-)[0-9a-f]{{{MARKER_HEX}}}")
+
+
+def option_name(field_name: str) -> str:
+    """The ``ops local run`` option for a rate field: ``decline_rate`` / ``decline`` -> ``--decline-rate``."""
+    name = field_name if field_name.endswith("_rate") else f"{field_name}_rate"
+    return "--" + name.replace("_", "-")
 
 
 def check_rates(rates: Any) -> None:
@@ -26,7 +44,7 @@ def check_rates(rates: Any) -> None:
     for f in fields(rates):
         value = getattr(rates, f.name)
         if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{f.name} must be within 0..1, got {value}")
+            raise InvalidRates(f"{option_name(f.name)} must be within 0..1, got {value}")
 
 
 @dataclass(frozen=True)
@@ -55,8 +73,13 @@ class OrderMix:
 
     def __post_init__(self) -> None:
         check_rates(self)
-        if sum(getattr(self, f.name) for f in fields(self) if f.name != "missing_correlation_rate") > 1.0:
-            raise ValueError("the failure rates add up to more than 1")
+        shares = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "missing_correlation_rate"}
+        if sum(shares.values()) > 1.0:
+            terms = " + ".join(f"{option_name(name)} {value:g}" for name, value in shares.items() if value)
+            raise InvalidRates(
+                f"the order mix adds up to more than 1 ({terms} = {sum(shares.values()):g}); "
+                "each order takes at most one failure: lower some of these rates"
+            )
 
 
 KINDS = (
@@ -90,7 +113,7 @@ def _kind(roll: float, mix: OrderMix) -> str:
 
 def order_kind(order: dict[str, Any]) -> str:
     """Which failure (if any) an order carries: read back from its content."""
-    token, country = order["payment_token"], order["shipping_address"]["country"]
+    token, country = str(order["payment_token"]), order["shipping_address"]["country"]
     if any(i["sku"] == OUT_OF_STOCK_SKU for i in order["items"]):
         return "out_of_stock"
     by_token = {
@@ -100,8 +123,9 @@ def order_kind(order: dict[str, Any]) -> str:
         REFUND_FLAKY_TOKEN: "refund_flaky",
         REFUND_BROKEN_TOKEN: "refund_fails",
     }
-    if token in by_token:
-        return by_token[token]
+    for prefix, kind in by_token.items():
+        if token.startswith(prefix):
+            return kind
     return "undeliverable" if country == UNDELIVERABLE_COUNTRY else "ok"
 
 
@@ -109,12 +133,18 @@ def expected_status(kind: str) -> str:
     return {"ok": "COMPLETED", "refund_fails": "NEEDS_ATTENTION"}.get(kind, "COMPENSATED")
 
 
+def marker(order_id: str) -> str:
+    """The order's own hex marker (from its ID: the RNG sequence, and so the mix, stays as it was)."""
+    return hashlib.sha256(order_id.encode()).hexdigest()[:MARKER_HEX]
+
+
 def make_order(order_id: str, rng: random.Random, kind: str = "ok") -> dict[str, Any]:
+    """A valid order of ``kind`` with its own token, customer name and address line."""
     items = [
         {"sku": rng.choice(STOCKED_SKUS), "quantity": rng.randint(1, 3), "unit_price_cents": rng.randint(100, 5000)}
         for _ in range(rng.randint(1, 3))
     ]
-    token, country = "tok_visa", "DE"
+    token, country = OK_TOKEN, "DE"
     if kind == "out_of_stock":
         items.append({"sku": OUT_OF_STOCK_SKU, "quantity": 1, "unit_price_cents": 999})
     elif kind == "declined":
@@ -129,15 +159,16 @@ def make_order(order_id: str, rng: random.Random, kind: str = "ok") -> dict[str,
         token, country = REFUND_FLAKY_TOKEN, UNDELIVERABLE_COUNTRY
     elif kind == "refund_fails":
         token, country = REFUND_BROKEN_TOKEN, UNDELIVERABLE_COUNTRY
+    hex_marker = marker(order_id)
     return {
         "order_id": order_id,
         "customer_id": f"cust-{rng.randint(1, 500)}",
         "currency": "EUR",
-        "payment_token": token,
+        "payment_token": f"{token}_{hex_marker}",
         "items": items,
         "shipping_address": {
-            "name": "A. Customer",
-            "line1": "1 Main St",
+            "name": f"Name-{hex_marker}",
+            "line1": f"Line-{hex_marker} Main St",
             "city": "Berlin",
             "postcode": "10115",
             "country": country,

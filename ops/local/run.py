@@ -28,12 +28,15 @@ import botocore.exceptions
 
 from ops.local.calls import CallCounter, count_aws_calls
 from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
-from ops.local.chaos import FaultRates, inject, plan_deliveries
+from ops.local.chaos import DeliveryPlan, FaultRates, inject, plan_deliveries
 from ops.local.clock import SimClock
 from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.deploy import LocalDeployment
 from ops.local.event_sources import SqsPoller
 from ops.local.faults import FaultCounter
+from ops.local.hostile import HostileExecution, PiiFindings, line_sizes, side_effects_by_order
+from ops.local.hostile import execution_name as hostile_execution_name
+from ops.local.hostile import outcomes as hostile_outcomes
 from ops.local.invariants import check
 from ops.local.lambda_runtime import ensure_on_path
 from ops.local.moto_patches import (
@@ -43,7 +46,7 @@ from ops.local.moto_patches import (
     fast_backend_lookup,
     item_level_transaction_rollback,
 )
-from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS, OrderMix, make_orders
+from ops.local.orders import INITIAL_STOCK, PII_PATTERN, STOCKED_SKUS, OrderMix, make_orders
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
 from ops.local.simtime import simulated_now
 from ops.local.template import REGION, CloudAssembly
@@ -172,9 +175,9 @@ class PipelineRun:
         """Send raw bodies (with optional correlation IDs) like a producer; retry what SQS refuses."""
         sqs = aws("sqs")
         queue_url = self.pollers[0].spec.queue_url
-        for start in range(0, len(messages), 10):
+        for batch in _batches(messages):
             entries: dict[str, dict[str, Any]] = {}
-            for i, (body, cid) in enumerate(messages[start : start + 10]):
+            for i, (body, cid) in enumerate(batch):
                 entry: dict[str, Any] = {"Id": str(i), "MessageBody": body}
                 if cid:
                     entry["MessageAttributes"] = {"correlation_id": {"DataType": "String", "StringValue": cid}}
@@ -192,6 +195,16 @@ class PipelineRun:
                     break
             else:
                 raise RuntimeError("could not submit messages after 20 attempts")
+
+    def start_hostile_executions(self, executions: list[HostileExecution]) -> None:
+        """Start the saga directly with references to orders the pipeline never accepted."""
+        sfn = aws("stepfunctions")
+        for hostile in executions:
+            sfn.start_execution(
+                stateMachineArn=self.state_machine_arn,
+                name=hostile_execution_name(hostile.order_id, hostile.payment_attempt),
+                input=json.dumps(hostile.saga_input()),
+            )
 
     def order_summary(self) -> tuple[dict[str, int], list[dict[str, Any]]]:
         """Order counts by outcome, and each submitted order's status and correlation ID."""
@@ -389,6 +402,35 @@ class PipelineRun:
         }
 
 
+#: SQS refuses a batch whose messages add up to more than 256 KiB; stay well below it.
+MAX_BATCH_BYTES = 200_000
+
+
+def _batches(messages: list[tuple[str, str | None]]) -> Iterator[list[tuple[str, str | None]]]:
+    """At most 10 messages per batch, and at most :data:`MAX_BATCH_BYTES` (a 100 KB message goes alone if needed)."""
+    batch: list[tuple[str, str | None]] = []
+    size = 0
+    for body, cid in messages:
+        n = len(body.encode("utf-8")) + len((cid or "").encode("utf-8"))
+        if batch and (len(batch) == 10 or size + n > MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((body, cid))
+        size += n
+    if batch:
+        yield batch
+
+
+def body_order_id(body: str) -> str | None:
+    """The ``order_id`` a message body names, if it is a JSON object naming one (never raises)."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):  # hostile bodies: malformed, or nested beyond the recursion limit
+        return None
+    order_id = parsed.get("order_id") if isinstance(parsed, dict) else None
+    return str(order_id) if order_id is not None else None
+
+
 def _log_millis(stamp: Any) -> int:
     """Powertools' timestamp (``2026-11-21 05:40:26,747+0000``) in epoch milliseconds."""
     try:
@@ -478,14 +520,15 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     counter = FaultCounter()
     orders = make_orders(options.orders, options.seed, options.mix)[options.shard :: options.shards]
     shard_seed = options.seed * 1000 + options.shard
-    initial, late = plan_deliveries(orders, options.faults, random.Random(shard_seed + 1), counter)
+    plan = plan_deliveries(orders, options.faults, random.Random(shard_seed + 1), counter)
     with local_pipeline(options) as run:
         run.submitted.extend(orders)
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter):
-            run.submit_messages(initial)
+            run.submit_messages(plan.initial)
+            run.start_hostile_executions(plan.hostile_executions)
             run.drain()
-            if late:  # late duplicates: after the first deliveries were processed
-                run.submit_messages(late)
+            if plan.late:  # late duplicates: after the first deliveries were processed
+                run.submit_messages(plan.late)
                 run.drain()
             run.sweep()
         report = run.report(time.monotonic() - started)
@@ -498,7 +541,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         if options.replay_transient:
             report["replay"] = _replay_transient(run, report)
             report["orders"], report["order_details"] = run.order_summary()
-        _finish_report(run, report, calls, started)
+        _finish_report(run, report, calls, started, plan)
         return report
 
 
@@ -516,10 +559,7 @@ def _replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any
     statuses = {d["order_id"]: d["status"] for d in after["order_details"]}
     unprocessed = []
     for message in transient:
-        try:
-            order_id = json.loads(message.body).get("order_id")
-        except (ValueError, AttributeError):
-            order_id = None
+        order_id = body_order_id(message.body)
         if order_id and statuses.get(order_id) not in TERMINAL:
             unprocessed.append(order_id)
     keys = ("duplicate_charges", "duplicate_refunds", "duplicate_shipments")
@@ -534,7 +574,48 @@ def _replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _finish_report(run: PipelineRun, report: dict[str, Any], calls: CallCounter, started: float) -> None:
+def _pii_findings(run: PipelineRun, dlq_messages: list[Any]) -> dict[str, Any]:
+    """Generated orders' tokens, names and address lines in captured log lines, in every
+    execution's history, in DLQ message attributes (none may be anywhere)."""
+    findings = PiiFindings()
+    for line in run.capture.lines:
+        findings.scan("log_lines", line, PII_PATTERN)
+    sfn = aws("stepfunctions")
+    histories = sfn.get_paginator("get_execution_history")
+    for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=run.state_machine_arn):
+        for execution in page["executions"]:
+            for history in histories.paginate(executionArn=execution["executionArn"]):
+                for event in history["events"]:
+                    findings.scan("execution_history_events", json.dumps(event, default=str), PII_PATTERN)
+    for _, message in dlq_messages:
+        findings.scan("dlq_message_attributes", json.dumps(message.attributes), PII_PATTERN)
+    return findings.as_dict()
+
+
+def _hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]) -> dict[str, Any]:
+    """Where each hostile input ended (``hostile``) and the ones that ended elsewhere (``hostile_misplaced``)."""
+    if not plan.hostile:
+        return {"hostile": {}, "hostile_misplaced": []}
+    from ops.local.report import scan_all
+
+    unknown = {h.order_id for h in plan.hostile_executions}
+    sfn = aws("stepfunctions")
+    status = {}
+    for hostile in plan.hostile_executions:
+        name = hostile_execution_name(hostile.order_id, hostile.payment_attempt)
+        arn = run.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
+        status[hostile.order_id] = sfn.describe_execution(executionArn=arn)["status"]
+    effects = (
+        side_effects_by_order(unknown, scan_all(run.ledger_table), scan_all(run.inventory_table)) if unknown else {}
+    )
+    accepted = set(order_statuses(run.orders_table))
+    ended, misplaced = hostile_outcomes(plan.hostile, dlq_messages, accepted, status, effects)
+    return {"hostile": ended, "hostile_misplaced": misplaced}
+
+
+def _finish_report(
+    run: PipelineRun, report: dict[str, Any], calls: CallCounter, started: float, plan: DeliveryPlan
+) -> None:
     categories, messages = _dlq_contents(run)
     report["dlq_categories"] = categories
     # Distinct messages: a crash after dead-lettering can leave two copies of one (at-least-once).
@@ -545,12 +626,10 @@ def _finish_report(run: PipelineRun, report: dict[str, Any], calls: CallCounter,
             if m.category == "permanent" and str(m.correlation_id).startswith("cid-malformed-")
         }
     )
-    in_dlq = set()
-    for _, m in messages:
-        try:
-            in_dlq.add(json.loads(m.body).get("order_id"))
-        except (ValueError, AttributeError):
-            continue
+    in_dlq = {body_order_id(m.body) for _, m in messages}
+    report.update(_hostile_report(run, plan, messages))
+    report["pii"] = _pii_findings(run, messages)
+    report["logs"].update(line_sizes(run.capture.lines))
     lost = [
         d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
     ]

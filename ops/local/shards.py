@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ops.errors import UsageError
 from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.invariants import check
 from ops.local.run import RunOptions, load_assembly
@@ -84,6 +85,10 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
                 "depth": prior["depth"] + state["depth"],
             }
     merged["dlq_alarm_states"] = states
+    # Maxima, not sums.
+    merged["logs"]["longest_line_bytes"] = max(r["logs"].get("longest_line_bytes", 0) for r in reports)
+    if "pii" in merged:
+        merged["pii"]["examples"] = merged["pii"]["examples"][:5]
     merged["elapsed"] = {
         "wall_seconds": round(wall, 3),
         "simulated_seconds": max(r["elapsed"]["simulated_seconds"] for r in reports),
@@ -116,5 +121,5 @@ def run_sharded(options: RunOptions, args: list[str], workers: int) -> dict[str,
 
 def shard_options(options: RunOptions, shard: int, shards: int) -> RunOptions:
     if not 0 <= shard < shards:
-        raise ValueError(f"shard must be within 0..{shards - 1}")
+        raise UsageError(f"--shard must be within 0..{shards - 1}, got {shard}")
     return replace(options, shard=shard, shards=shards)

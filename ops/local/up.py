@@ -29,6 +29,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ops.arguments import integer, non_negative, port, positive_float
+from ops.errors import OpsError
 from ops.local.orders import OrderMix
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ UPKEEP_SECONDS = 5.0  # how often alarms are re-evaluated and captured logs ship
 _REDIRECTING_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
 
 
-class PortInUse(RuntimeError):
+class PortInUse(OpsError, RuntimeError):
     """The requested port is taken (another ``local up``, LocalStack, a moto server...)."""
 
 
@@ -345,41 +347,20 @@ def serve(
 
 
 # -- CLI --------------------------------------------------------------------------------------------
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is within 0..65535, got {text}")
-    return value
-
-
 def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
     """``python -m ops local up ...`` (``local_subparsers``: the ``local`` command's subparsers)."""
     up: argparse.ArgumentParser = local_subparsers.add_parser(
         "up", help="serve the deployed pipeline on a local endpoint (moto on 127.0.0.1) until Ctrl-C"
     )
-    up.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
+    up.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
     up.add_argument("--stage", choices=("dev", "prod"), default="dev")
     up.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
-    up.add_argument("--orders", type=_non_negative_int, default=0, help="demo orders to submit at start")
-    up.add_argument("--seed", type=int, default=7, help="seed for the demo orders (default 7)")
+    up.add_argument("--orders", type=non_negative, default=0, help="demo orders to submit at start")
+    up.add_argument("--seed", type=integer, default=7, help="seed for the demo orders (default 7)")
     up.add_argument(
-        "--sweep-interval", type=_positive_float, default=60.0, help="seconds between scheduled rule firings"
+        "--sweep-interval", type=positive_float, default=60.0, help="seconds between scheduled rule firings"
     )
-    up.add_argument("--duration", type=_positive_float, help="stop after this many seconds (default: Ctrl-C)")
+    up.add_argument("--duration", type=positive_float, help="stop after this many seconds (default: Ctrl-C)")
     up.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
     return up
 
@@ -396,10 +377,7 @@ def main_up(args: argparse.Namespace) -> int:
         echo_logs=args.echo_logs,
     )
     try:
-        serve(options)
-    except PortInUse as exc:
-        print(f"local up: {exc}", file=sys.stderr)
-        return 1
+        serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2
     except KeyboardInterrupt:  # a second Ctrl-C
         return 130
     return 0

@@ -152,7 +152,7 @@ def test_dlq_replay_transient_processes_each_once_and_twice_is_harmless(pipeline
     assert len(report["replayed"]) == 1
     pipeline.drain()
     assert charges(pipeline, "dlq-replay") == 1
-    assert [e["name"] for e in order_executions(target, "dlq-replay")] == ["order-dlq-replay"]
+    assert [e["name"] for e in order_executions(target, "dlq-replay")] == ["order-dlq-replay-attempt-1"]
 
 
 def test_dlq_replay_interrupted_midway_loses_no_message(pipeline: PipelineRun) -> None:

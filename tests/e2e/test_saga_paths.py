@@ -76,7 +76,7 @@ def test_saga_failure_is_compensated(pipeline: PipelineRun, kind: str, refund_st
         charge = next(op for op in ops if op.get("action") == "charge")
         assert refunds[0]["amount_cents"] == charge["captured_cents"]
     reservation = boto3.client("dynamodb").get_item(
-        TableName=pipeline.inventory_table, Key={"pk": {"S": f"reservation#{order_id}"}}
+        TableName=pipeline.inventory_table, Key={"pk": {"S": f"reservation#{order_id}#attempt-1"}}
     )["Item"]
     assert reservation["status"]["S"] == "RELEASED"
 
@@ -112,7 +112,7 @@ def test_saga_refund_always_failing_parks_order_and_alarms(pipeline: PipelineRun
     alarms = pipeline.evaluate_alarms()
     assert any("NeedsAttentionQueueQueueDepthAlarm" in a for a in alarms)
     reservation = boto3.client("dynamodb").get_item(
-        TableName=pipeline.inventory_table, Key={"pk": {"S": "reservation#path-broken"}}
+        TableName=pipeline.inventory_table, Key={"pk": {"S": "reservation#path-broken#attempt-1"}}
     )["Item"]
     assert reservation["status"]["S"] == "RELEASED"  # a failed refund still gives the stock back
 
@@ -121,7 +121,7 @@ def test_saga_duplicate_intake_message_starts_one_execution(pipeline: PipelineRu
     order = new_order("path-dup", "ok")
     submit_and_drain(pipeline, (order, "cid-path-dup"), (order, "cid-path-dup"), (order, None))
     executions = order_executions(pipeline.target(), "path-dup")
-    assert [e["name"] for e in executions] == ["order-path-dup"]
+    assert [e["name"] for e in executions] == ["order-path-dup-attempt-1"]
     assert order_item(pipeline, "path-dup")["status"] == "COMPLETED"
     charges = [op for op in ledger_ops(pipeline, "path-dup") if op.get("sk") == "op" and op["action"] == "charge"]
     assert len(charges) == 1

@@ -29,6 +29,8 @@ from moto import mock_aws
 
 import shared.aws
 from ops.local.lambda_runtime import FakeLambdaContext, invoke_json, load_handler
+from order_domain import saga_start
+from order_domain.inventory import reservation_key
 from order_domain.model import ORDER_SCHEMA
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
@@ -418,10 +420,13 @@ def sqs_event() -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture
 def saga_input() -> Callable[..., dict[str, Any]]:
-    """``saga_input(order, correlation_id=None)``: the execution input intake starts the saga with."""
+    """``saga_input(order, correlation_id=None)``: the execution input intake starts the saga with
+    (references only: order ID, payment attempt, correlation ID)."""
 
     def _input(order: dict[str, Any], correlation_id: str | None = None) -> dict[str, Any]:
-        return {"order_id": order["order_id"], "correlation_id": correlation_id or str(uuid.uuid4()), "order": order}
+        return saga_start.saga_input(
+            order["order_id"], int(order.get("payment_attempt", 1)), correlation_id or str(uuid.uuid4())
+        )
 
     return _input
 
@@ -478,9 +483,9 @@ class Inventory:
         )
         return shared.aws.from_item(response["Item"])["available"] if "Item" in response else None
 
-    def reservation(self, order_id: str) -> dict[str, Any] | None:
+    def reservation(self, order_id: str, attempt: int = 1) -> dict[str, Any] | None:
         response = shared.aws.client("dynamodb").get_item(
-            TableName=self.table, Key=shared.aws.to_item({"pk": f"reservation#{order_id}"}), ConsistentRead=True
+            TableName=self.table, Key=reservation_key(order_id, attempt), ConsistentRead=True
         )
         return shared.aws.from_item(response["Item"]) if "Item" in response else None
 

@@ -1,4 +1,4 @@
-"""shared.exceptions.classify: transient vs permanent."""
+"""shared.exceptions.classify: permanent, transient, or unknown (probably a bug)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from shared.exceptions import (
+    AttemptInProgress,
     InsufficientStock,
     InvalidOrder,
     OperationInProgress,
     PaymentDeclined,
     ProviderUnavailable,
     TransientStepError,
+    UnknownStepError,
     classify,
 )
 
@@ -37,8 +39,10 @@ def test_classify_server_side_client_error_is_transient():
     assert classify(_client_error("SomethingNew", status=503)) == "transient"
 
 
-def test_classify_validation_exception_client_error_is_permanent():
-    assert classify(_client_error("ValidationException")) == "permanent"
+@pytest.mark.parametrize("code", ["ValidationException", "AccessDeniedException", "ResourceNotFoundException"])
+def test_classify_unexpected_client_error_is_unknown(code):
+    """Our bug or our deploy's (a bad request, a missing grant): retried and replayable, not discarded."""
+    assert classify(_client_error(code)) == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +62,7 @@ def test_classify_invalid_order_is_permanent():
         ProviderUnavailable("down"),
         OperationInProgress("busy"),
         TransientStepError("retry"),
+        AttemptInProgress("attempt 1 running"),
         IdempotencyAlreadyInProgressError("busy"),
         ReadTimeoutError(endpoint_url="https://example"),
         TimeoutError(),
@@ -67,15 +72,25 @@ def test_classify_transient_errors_are_transient(exc):
     assert classify(exc) == "transient"
 
 
-def test_classify_unknown_exception_is_transient():
-    class Surprise(Exception):
-        pass
+@pytest.mark.parametrize(
+    "exc",
+    [
+        KeyError("order_id"),
+        TypeError("Float types are not supported"),
+        ValueError("bad"),
+        RecursionError(),
+        AttributeError("'list' object has no attribute 'get'"),
+        RuntimeError("?"),
+        UnknownStepError("KeyError: 'x'"),
+    ],
+)
+def test_classify_unexpected_exceptions_are_unknown(exc):
+    """A bug in a new deploy must not dead-letter every order at once: unknown is retried, then kept."""
+    assert classify(exc) == "unknown"
 
-    assert classify(Surprise("?")) == "transient"
-    assert classify(RuntimeError("?")) == "transient"
 
-
-def test_classify_malformed_json_is_permanent():
+def test_classify_malformed_json_outside_parse_order_is_unknown():
+    """parse_order turns bad JSON into InvalidOrder; a raw JSONDecodeError elsewhere is our bug."""
     with pytest.raises(json.JSONDecodeError) as raised:
         json.loads("{")
-    assert classify(raised.value) == "permanent"
+    assert classify(raised.value) == "unknown"

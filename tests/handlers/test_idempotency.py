@@ -15,11 +15,13 @@ from ops.local.lambda_runtime import patched_environ
 from shared.config import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from shared.correlation import correlation_scope
 from shared.exceptions import (
-    InvalidOrder,
+    InvalidStepInput,
     MissingIdempotencyKey,
     OperationInProgress,
     PayloadMismatch,
+    PaymentDeclined,
     TransientStepError,
+    UnknownStepError,
 )
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
 from shared.step import build_step_handler
@@ -230,20 +232,56 @@ def test_step_transient_exception_surfaces_as_transient_step_error_and_retry_run
 
 
 def test_step_permanent_exception_keeps_its_own_type(step_factory, saga_input, order_factory, lambda_context, logs):
+    def declined(payload: dict[str, Any]) -> dict[str, Any]:
+        raise PaymentDeclined("declined")
+
+    handler = step_factory("declining-step", declined)
+
+    with pytest.raises(PaymentDeclined):
+        handler(saga_input(order_factory()), lambda_context)
+
+
+def test_step_unexpected_exception_is_raised_as_unknown_step_error(
+    step_factory, saga_input, order_factory, lambda_context, logs
+):
+    """A bug (KeyError) is retried by Step Functions under one name, and logged as category unknown."""
+
     def broken(payload: dict[str, Any]) -> dict[str, Any]:
         raise KeyError("sku")
 
     handler = step_factory("broken-step", broken)
 
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownStepError) as raised:
         handler(saga_input(order_factory()), lambda_context)
 
+    assert isinstance(raised.value.__cause__, KeyError)
+    assert logs.find("broken-step failed", category="unknown", error_type="KeyError")
 
-def test_step_input_without_order_raises_invalid_order(step_factory, lambda_context, logs):
-    handler = step_factory("any-step", lambda payload: {"status": "done"})
 
-    with pytest.raises(InvalidOrder):
-        handler({"order_id": "order-6", "correlation_id": "cid-6"}, lambda_context)
+@pytest.mark.parametrize(
+    "event",
+    [
+        [],
+        None,
+        "order-6",
+        {"correlation_id": "cid-6"},
+        {"order_id": "bad id", "payment_attempt": 1},
+        {"order_id": "order-6", "payment_attempt": 2.0},
+        {"order_id": "order-6", "payment_attempt": True},
+        {"order_id": "order-6", "payment_attempt": 0},
+        {"order_id": "order-6", "payment_attempt": 1, "outcome": "SHIPPED"},
+    ],
+)
+def test_step_malformed_input_raises_invalid_step_input_and_logs_it(step_factory, lambda_context, logs, event):
+    ran: list[dict[str, Any]] = []
+    handler = step_factory("any-step", lambda payload: ran.append(payload) or {"status": "done"})
+
+    with pytest.raises(InvalidStepInput):
+        handler(event, lambda_context)
+
+    assert ran == []
+    failed = logs.find("any-step failed", error_type="InvalidStepInput", category="permanent")
+    assert len(failed) == 1 and failed[0]["correlation_id"]
 
 
 def test_step_idempotency_record_uses_settings_ttl(

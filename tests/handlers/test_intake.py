@@ -39,8 +39,13 @@ def test_intake_valid_order_is_recorded_and_starts_one_named_execution(
     assert stored["order"] == order
     assert stored["correlation_id"] == cid
     executions = _executions(state_machine)
-    assert [e["name"] for e in executions] == [f"order-{order['order_id']}"]
-    assert json.loads(executions[0]["input"]) == {"order_id": order["order_id"], "correlation_id": cid, "order": order}
+    assert [e["name"] for e in executions] == [f"order-{order['order_id']}-attempt-1"]
+    # References only: no payment token, name or address in the execution input.
+    assert json.loads(executions[0]["input"]) == {
+        "order_id": order["order_id"],
+        "payment_attempt": 1,
+        "correlation_id": cid,
+    }
 
 
 def test_intake_uses_correlation_id_from_message_attribute_on_every_log_line(
@@ -56,7 +61,7 @@ def test_intake_uses_correlation_id_from_message_attribute_on_every_log_line(
     assert {line["correlation_id"] for line in lines} == {cid}
     accepted = logs.find("order accepted", order_id=order["order_id"])
     assert len(accepted) == 1
-    assert accepted[0]["execution_arn"].endswith(f":order-{order['order_id']}")
+    assert accepted[0]["execution_arn"].endswith(f":order-{order['order_id']}-attempt-1")
 
 
 def test_intake_mints_correlation_id_when_attribute_missing(

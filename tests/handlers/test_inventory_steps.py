@@ -230,7 +230,7 @@ def test_release_when_partly_reserved_gives_back_exactly_what_was_reserved(
         TableName=inventory.table,
         Item=shared.aws.to_item(
             {
-                "pk": f"reservation#{order['order_id']}",
+                "pk": f"reservation#{order['order_id']}#attempt-1",
                 "status": "RESERVED",
                 "order_id": order["order_id"],
                 "items": {"SKU-A": 1},

@@ -33,8 +33,8 @@ def _repair_input(state: dict) -> dict:
     """What ops/repair.py starts the repair execution with."""
     return {
         "order_id": state["order_id"],
+        "payment_attempt": state["payment_attempt"],
         "correlation_id": state["correlation_id"],
-        "order": state["order"],
         "compensate": True,
     }
 

@@ -1,0 +1,254 @@
+"""Hostile input for the local run (``--hostile-rate``), and where each piece of it ended.
+
+SQS kinds (sent to the orders queue; intake must dead-letter each as ``permanent`` on its
+first receive):
+
+- ``deep_nesting``: a body nested ~3,000 levels deep (``json.loads`` would hit the recursion limit);
+- ``oversize``: a valid-looking order of ~100 KB (a huge address line): over intake's 64 KiB,
+  under SQS's 256 KiB, so SQS accepts it and intake must refuse it;
+- ``floats``: ``quantity`` 2.0 or ``unit_price_cents`` 1e3 where the contract wants JSON integers;
+- ``wrong_types``: ``order_id`` a number, ``items`` a string, a body of ``[]`` or ``null``.
+
+``unknown_order`` starts the saga directly with references to an order the orders table does
+not know: the execution must end FAILED with no reservation, charge or shipment.
+
+Every hostile message carries the correlation ID ``cid-hostile-<kind>-<hex>``, so its DLQ copy
+is found by that attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ops.local.orders import make_order
+
+SQS_KINDS = ("deep_nesting", "oversize", "floats", "wrong_types")
+UNKNOWN_ORDER = "unknown_order"
+KINDS = (*SQS_KINDS, UNKNOWN_ORDER)
+CID_PREFIX = "cid-hostile-"
+NESTING_DEPTH = 3_000
+OVERSIZE_BYTES = 100_000
+#: The one place a hostile message may end: the orders DLQ, permanent, dead-lettered on its first receive.
+EXPECTED_SQS_END = "dlq_permanent_first_receive"
+#: No captured log line may be longer than this (CloudWatch Logs' event limit is 256 KiB; we want far less).
+MAX_LOG_LINE_BYTES = 16_384
+
+
+@dataclass(frozen=True)
+class HostileMessage:
+    kind: str
+    body: str
+    correlation_id: str
+    order_id: str | None = None  # the order ID it claims, if it names one
+
+
+@dataclass(frozen=True)
+class HostileExecution:
+    """A saga started directly for an order the pipeline never accepted."""
+
+    order_id: str
+    correlation_id: str
+    payment_attempt: int = 1
+
+    @property
+    def kind(self) -> str:
+        return UNKNOWN_ORDER
+
+    def saga_input(self) -> dict[str, Any]:
+        """References only, as the runtime starts the saga."""
+        return {
+            "order_id": self.order_id,
+            "payment_attempt": self.payment_attempt,
+            "correlation_id": self.correlation_id,
+        }
+
+
+def _hex(rng: random.Random) -> str:
+    return f"{rng.getrandbits(40):010x}"
+
+
+def _order_json(order: dict[str, Any], replacements: dict[str, str]) -> str:
+    """``order`` as JSON, with each quoted placeholder replaced by raw JSON text (``2.0``, ``1e3``)."""
+    text = json.dumps(order)
+    for placeholder, raw in replacements.items():
+        text = text.replace(json.dumps(placeholder), raw)
+    return text
+
+
+def _deep_nesting(order_id: str, rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        nested = "[" * NESTING_DEPTH + "]" * NESTING_DEPTH
+        return json.dumps({"order_id": order_id, "items": "@"}).replace('"@"', nested)
+    return '{"a": ' * NESTING_DEPTH + "1" + "}" * NESTING_DEPTH
+
+
+def _oversize(order_id: str, rng: random.Random) -> str:
+    order = make_order(order_id, rng)
+    line = order["shipping_address"]["line1"] + " "
+    order["shipping_address"]["line1"] = (line * (OVERSIZE_BYTES // len(line) + 1))[:OVERSIZE_BYTES]
+    return json.dumps(order)
+
+
+def _floats(order_id: str, rng: random.Random) -> str:
+    order = make_order(order_id, rng)
+    field, raw = rng.choice((("quantity", "2.0"), ("unit_price_cents", "1e3")))
+    order["items"][0][field] = "@number@"
+    return _order_json(order, {"@number@": raw})
+
+
+def _wrong_types(order_id: str, rng: random.Random) -> str:
+    variant = rng.choice(("order_id_number", "items_string", "array", "null"))
+    if variant == "array":
+        return "[]"
+    if variant == "null":
+        return "null"
+    order = make_order(order_id, rng)
+    if variant == "order_id_number":
+        order["order_id"] = rng.randint(1, 10**9)
+    else:
+        order["items"] = "SKU-APPLE x2"
+    return json.dumps(order)
+
+
+_BODIES = {"deep_nesting": _deep_nesting, "oversize": _oversize, "floats": _floats, "wrong_types": _wrong_types}
+
+
+def make_hostile(kind: str, rng: random.Random) -> HostileMessage | HostileExecution:
+    """One hostile input of ``kind`` (see the module docstring)."""
+    marker = _hex(rng)
+    cid = f"{CID_PREFIX}{kind}-{marker}"
+    order_id = f"hostile-{kind.replace('_', '-')}-{marker}"
+    if kind == UNKNOWN_ORDER:
+        return HostileExecution(order_id=order_id, correlation_id=cid)
+    return HostileMessage(kind, _BODIES[kind](order_id, rng), cid, order_id)
+
+
+def execution_name(order_id: str, attempt: int) -> str:
+    """The saga's execution name for an order's payment attempt (the runtime's own helper)."""
+    from ops.lambda_packages import ensure_importable
+
+    ensure_importable()
+    from order_domain.saga_start import execution_name as runtime_execution_name
+
+    return str(runtime_execution_name(order_id, attempt))
+
+
+# --- where it ended ---------------------------------------------------------------------------
+
+
+def _sqs_end(copies: list[Any], accepted: bool) -> str:
+    """Where one hostile message ended, from its DLQ copies (``(queue, DlqMessage)``)."""
+    if any(
+        queue == "orders" and m.category == "permanent" and m.attributes.get("dlq_receive_count") == "1"
+        for queue, m in copies
+    ):
+        return EXPECTED_SQS_END
+    if copies:
+        queue, m = copies[0]
+        return f"dlq_{queue}_{m.category}_receive_{m.attributes.get('dlq_receive_count', 'unknown')}"
+    return "accepted_as_order" if accepted else "not_in_dlq"
+
+
+def outcomes(
+    injected: Iterable[HostileMessage | HostileExecution],
+    dlq_messages: list[tuple[str, Any]],
+    accepted_order_ids: set[str],
+    execution_status: dict[str, str],
+    side_effects: dict[str, int],
+) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
+    """(``{kind: {"injected": n, <where it ended>: n}}``, the ones that ended anywhere else).
+
+    ``execution_status``: unknown-order ID -> its execution's status; ``side_effects``: order
+    ID -> ledger records and reservations found for it.
+    """
+    by_cid: dict[str, list[tuple[str, Any]]] = {}
+    for queue, message in dlq_messages:
+        if str(message.correlation_id).startswith(CID_PREFIX):
+            by_cid.setdefault(str(message.correlation_id), []).append((queue, message))
+    report: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
+    misplaced: list[dict[str, str]] = []
+    for item in injected:
+        if isinstance(item, HostileMessage):
+            kind = item.kind
+            end = _sqs_end(by_cid.get(item.correlation_id, []), item.order_id in accepted_order_ids)
+            report[kind]["injected"] += 1
+            report[kind][end] += 1
+            if end != EXPECTED_SQS_END:
+                misplaced.append({"kind": kind, "correlation_id": item.correlation_id, "ended": end})
+            continue
+        status = execution_status.get(item.order_id, "NOT_STARTED")
+        effects = side_effects.get(item.order_id, 0)
+        report[UNKNOWN_ORDER]["injected"] += 1
+        report[UNKNOWN_ORDER][f"execution_{status.lower()}"] += 1
+        report[UNKNOWN_ORDER]["side_effects"] += effects
+        if status != "FAILED" or effects:
+            misplaced.append(
+                {"kind": UNKNOWN_ORDER, "order_id": item.order_id, "ended": f"{status}, {effects} side effects"}
+            )
+    full = {kind: {"injected": 0, **counts} for kind, counts in report.items()}
+    full[UNKNOWN_ORDER].setdefault("execution_failed", 0)
+    full[UNKNOWN_ORDER].setdefault("side_effects", 0)
+    for kind in SQS_KINDS:
+        full[kind].setdefault(EXPECTED_SQS_END, 0)
+    return full, misplaced
+
+
+def side_effects_by_order(
+    order_ids: set[str], ledger: list[dict[str, Any]], inventory: list[dict[str, Any]]
+) -> dict[str, int]:
+    """Ledger records (operations and requests) and reservations per order ID, for ``order_ids``."""
+    found: Counter[str] = Counter()
+    for item in ledger:
+        if str(item.get("order_id")) in order_ids:
+            found[str(item["order_id"])] += 1
+    for item in inventory:
+        if str(item.get("pk", "")).startswith("reservation#") and str(item.get("order_id")) in order_ids:
+            found[str(item["order_id"])] += 1
+    return dict(found)
+
+
+# --- PII and line sizes -----------------------------------------------------------------------
+
+
+@dataclass
+class PiiFindings:
+    """Where a generated order's token, customer name or address line turned up."""
+
+    log_lines: int = 0
+    execution_history_events: int = 0
+    dlq_message_attributes: int = 0
+    examples: list[str] | None = None
+
+    def scan(self, where: str, text: str, pattern: re.Pattern[str]) -> None:
+        match = pattern.search(text)
+        if match is None:
+            return
+        setattr(self, where, getattr(self, where) + 1)
+        examples = self.examples if self.examples is not None else []
+        if len(examples) < 5:
+            start = max(0, match.start() - 80)
+            examples.append(f"{where}: ...{text[start : match.end() + 40]}...")
+        self.examples = examples
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "log_lines": self.log_lines,
+            "execution_history_events": self.execution_history_events,
+            "dlq_message_attributes": self.dlq_message_attributes,
+            "examples": self.examples or [],
+        }
+
+
+def line_sizes(lines: list[str]) -> dict[str, int]:
+    """The longest captured line (UTF-8 bytes) and how many exceed :data:`MAX_LOG_LINE_BYTES`."""
+    sizes = [len(line.encode("utf-8", "surrogatepass")) for line in lines]
+    return {
+        "longest_line_bytes": max(sizes, default=0),
+        "lines_over_16_kib": sum(1 for n in sizes if n > MAX_LOG_LINE_BYTES),
+    }

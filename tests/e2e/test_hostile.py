@@ -1,0 +1,66 @@
+"""Hostile input on the local pipeline (``ops local run --hostile-rate``): each kind ends where it must."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ops.cli import main
+from ops.local.hostile import EXPECTED_SQS_END, KINDS, SQS_KINDS, UNKNOWN_ORDER
+from ops.local.template import CloudAssembly
+
+pytestmark = pytest.mark.e2e
+
+HOSTILE_INVARIANTS = (
+    "hostile_messages_in_dlq_as_permanent_on_first_receive",
+    "unknown_order_executions_failed_without_side_effects",
+    "no_payment_token_name_or_address_in_logs_histories_or_dlq_attributes",
+    "no_log_line_over_16_kib",
+)
+#: Seed 1 with 60 orders at rate 0.2 injects every kind at least once (12 hostile inputs).
+ARGS = ["--orders", "60", "--seed", "1", "--hostile-rate", "0.2", "--malformed-rate", "0.05", "--check"]
+
+
+@pytest.fixture(scope="module")
+def hostile_run(assembly: CloudAssembly, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any]]:
+    report_file = Path(tmp_path_factory.mktemp("hostile")) / "report.json"
+    code = main(["local", "run", *ARGS, "--assembly", str(assembly.outdir), "--report-file", str(report_file)])
+    return code, json.loads(report_file.read_text())
+
+
+def test_hostile_run_every_invariant_holds(hostile_run: tuple[int, dict[str, Any]]) -> None:
+    code, report = hostile_run
+    assert {k: v for k, v in report["invariants"].items() if v} == {} and code == 0
+    assert set(HOSTILE_INVARIANTS) <= set(report["invariants"])
+
+
+def test_hostile_run_reports_each_kind_where_it_ended(hostile_run: tuple[int, dict[str, Any]]) -> None:
+    _, report = hostile_run
+    ended = report["hostile"]
+    assert set(ended) == set(KINDS)
+    for kind in SQS_KINDS:
+        assert ended[kind]["injected"] >= 1
+        assert ended[kind][EXPECTED_SQS_END] == ended[kind]["injected"]
+        assert report["faults_injected"][f"hostile_{kind}"] == ended[kind]["injected"]
+    ghosts = ended[UNKNOWN_ORDER]
+    assert ghosts["injected"] >= 1 and ghosts["execution_failed"] == ghosts["injected"] and ghosts["side_effects"] == 0
+    assert report["hostile_misplaced"] == []
+
+
+def test_hostile_run_dead_letters_only_hostile_and_malformed_input(hostile_run: tuple[int, dict[str, Any]]) -> None:
+    _, report = hostile_run
+    sqs_hostile = sum(report["hostile"][k]["injected"] for k in SQS_KINDS)
+    malformed = report["faults_injected"].get("malformed", 0)
+    assert report["dlq_categories"]["orders"] == {"permanent": sqs_hostile + malformed}
+    assert report["orders"]["submitted"] == report["orders"]["completed"] + report["orders"]["compensated"]
+    assert report["executions"]["FAILED"] == report["hostile"][UNKNOWN_ORDER]["injected"]
+
+
+def test_hostile_run_logs_stay_small_and_free_of_order_data(hostile_run: tuple[int, dict[str, Any]]) -> None:
+    _, report = hostile_run
+    assert 0 < report["logs"]["longest_line_bytes"] <= 16_384
+    pii = report["pii"]
+    assert pii["log_lines"] == pii["execution_history_events"] == pii["dlq_message_attributes"] == 0
