@@ -130,8 +130,9 @@ def parse_order(body: str | bytes | None) -> dict[str, Any]:
     try:
         validate(event=order, schema=ORDER_SCHEMA)
     except SchemaValidationError as exc:
-        # Not str(exc): Powertools' message ends with "Data: <the offending value>".
-        raise InvalidOrder(f"order violates the schema: {exc.validation_message}") from exc
+        # Not str(exc), and not chained (a traceback prints the cause): Powertools' message ends
+        # with "Data: <the offending value>", which may be a card token or an address.
+        raise InvalidOrder(f"order violates the schema: {exc.validation_message}") from None
     return order
 
 

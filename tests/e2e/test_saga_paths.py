@@ -163,3 +163,66 @@ def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -
 
     assert "path-stuck" not in pipeline.sweep()
     assert not any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
+
+
+def test_saga_declined_then_attempt_2_with_a_good_card_completes(pipeline: PipelineRun) -> None:
+    """The seeds' ``order-123-payment-attempt-2``: a declined customer pays again with another card."""
+    first = new_order("path-retry", "declined")
+    submit_and_drain(pipeline, (first, "cid-path-retry-1"))
+    assert order_item(pipeline, "path-retry")["status"] == "COMPENSATED"
+
+    second = {**first, "payment_attempt": 2, "payment_token": "tok_visa_second_card"}
+    submit_and_drain(pipeline, (second, "cid-path-retry-2"), (second, "cid-path-retry-2"))  # with a repeat
+
+    item = order_item(pipeline, "path-retry")
+    assert item["status"] == "COMPLETED" and item["payment_attempt"] == 2
+    assert [(a["attempt"], a["correlation_id"]) for a in item["attempts"]] == [
+        (1, "cid-path-retry-1"),
+        (2, "cid-path-retry-2"),
+    ]
+    assert item["attempts"][1]["previous_outcome"] == "COMPENSATED"
+    assert [(h["attempt"], h["status"]) for h in item["history"] if h.get("attempt") == 2][-1] == (2, "COMPLETED")
+    names = sorted(e["name"] for e in order_executions(pipeline.target(), "path-retry"))
+    assert names == ["order-path-retry-attempt-1", "order-path-retry-attempt-2"]
+    charges = [op for op in ledger_ops(pipeline, "path-retry") if op.get("sk") == "op" and op["action"] == "charge"]
+    assert sorted(op["status"] for op in charges) == ["captured", "declined"]  # one charge took money
+    shipments = [op for op in ledger_ops(pipeline, "path-retry") if op.get("sk") == "op" and op["action"] == "ship"]
+    assert len(shipments) == 1
+
+
+def test_saga_unknown_order_started_directly_fails_with_no_side_effect(pipeline: PipelineRun) -> None:
+    sfn = boto3.client("stepfunctions")
+    arn = sfn.start_execution(
+        stateMachineArn=pipeline.target().output("StateMachineArn"),
+        name="order-path-ghost-attempt-1",
+        input=json.dumps({"order_id": "path-ghost", "payment_attempt": 1, "correlation_id": "cid-ghost"}),
+    )["executionArn"]
+    pipeline.drain()
+
+    described = sfn.describe_execution(executionArn=arn)
+    assert described["status"] == "FAILED" and described.get("error") == "InputRefused"
+    assert ledger_ops(pipeline, "path-ghost") == []
+    from ops.local.report import scan_all
+
+    assert [i for i in scan_all(pipeline.inventory_table) if "path-ghost" in str(i.get("pk"))] == []
+
+
+def test_saga_execution_history_holds_no_customer_data(pipeline: PipelineRun) -> None:
+    order = new_order("path-private", "undeliverable")
+    order = {
+        **order,
+        "payment_token": "tok_visa_PRIVATE77",
+        "shipping_address": {**order["shipping_address"], "name": "Private Person", "line1": "7 Hidden Lane"},
+    }
+    submit_and_drain(pipeline, (order, "cid-path-private"))
+    assert order_item(pipeline, "path-private")["status"] == "COMPENSATED"
+
+    sfn = boto3.client("stepfunctions")
+    history = [
+        json.dumps(event, default=str)
+        for execution in order_executions(pipeline.target(), "path-private")
+        for event in sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
+    ]
+    assert history
+    for secret in ("tok_visa_PRIVATE77", "Private Person", "7 Hidden Lane"):
+        assert not [event for event in history if secret in event]
