@@ -27,7 +27,7 @@ from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
-LAYER_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing_extensions", "fastjsonschema")
+LAYER_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing_extensions", "fastjsonschema", "jsonpath-ng")
 STEP_TIMEOUT = Duration.seconds(30)
 INTAKE_TIMEOUT = Duration.seconds(30)
 

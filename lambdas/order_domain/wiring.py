@@ -53,9 +53,7 @@ def finalize_action(settings: Settings) -> Action:
         outcome = OrderStatus(payload["outcome"])
         error = payload.get("error")
         recorded = {**(error or {}), "correlation_id": current_correlation_id()} if error is not None else None
-        transition = orders.transition(
-            payload["order_id"], outcome, attempt=payload["payment_attempt"], error=recorded
-        )
+        transition = orders.transition(payload["order_id"], outcome, attempt=payload["payment_attempt"], error=recorded)
         if outcome == OrderStatus.NEEDS_ATTENTION:
             notifier.notify(payload["order_id"], recorded or {})
         return {"status": outcome.value, "transition": transition}

@@ -64,3 +64,23 @@ def test_hostile_run_logs_stay_small_and_free_of_order_data(hostile_run: tuple[i
     assert 0 < report["logs"]["longest_line_bytes"] <= 16_384
     pii = report["pii"]
     assert pii["log_lines"] == pii["execution_history_events"] == pii["dlq_message_attributes"] == 0
+
+
+def test_hostile_correlation_id_with_quotes_and_spaces_traced_end_to_end(assembly: CloudAssembly) -> None:
+    import random
+
+    from ops.local.orders import make_order
+    from ops.local.run import RunOptions, local_pipeline
+    from ops.trace import trace
+
+    cid = 'cid "quoted" with space'
+    with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
+        order = make_order("order-quoted-1", random.Random(1))
+        run.submit([(order, cid)])
+        run.drain()
+        assert run.order_summary()[1][0]["correlation_id"] == cid  # accepted verbatim
+        run.ship_logs()
+        events = trace(run.target(), cid)
+    services = {e.source for e in events if e.source.startswith("log:")}
+    assert {"log:intake", "log:charge-payment", "log:finalize-order"} <= services
+    assert any(e.source.startswith("execution:order-order-quoted-1-attempt-1") for e in events)

@@ -21,11 +21,8 @@ COMPENSATIONS = ("RefundPayment", "ReleaseInventory", "ReleaseInventoryThenPark"
 FINALIZE = ("MarkCompleted", "MarkCompensated", "MarkNeedsAttention")
 
 #: The execution input intake starts the saga with (lambdas/order_domain/saga_start.py).
-SAGA_INPUT = {
-    "order_id": "o-1",
-    "correlation_id": "c-1",
-    "order": {"order_id": "o-1", "sku": "SKU-1", "quantity": 1, "amount_cents": 100},
-}
+#: What intake starts the saga with: references only (order_domain.saga_start.saga_input).
+SAGA_INPUT = {"order_id": "o-1", "payment_attempt": 1, "correlation_id": "c-1"}
 
 
 def _catches(state: dict[str, Any]) -> list[tuple[list[str], str]]:
@@ -216,7 +213,12 @@ def test_saga_route_compensate_true_goes_to_refund_otherwise_reserve(
 
 
 def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]) -> None:
-    assert _catches(saga_definition["States"]["ReserveInventory"]) == [(["States.ALL"], "ReleaseInventory")]
+    # First: an input naming no order we can act on ends the execution; nothing was done.
+    assert _catches(saga_definition["States"]["ReserveInventory"]) == [
+        (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
+        (["States.ALL"], "ReleaseInventory"),
+    ]
+    assert saga_definition["States"]["InputRefused"]["Type"] == "Fail"
 
 
 def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict[str, Any]) -> None:
@@ -324,7 +326,7 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
         if state["Type"] == "Task":
             assert "Next" in state or state.get("End") is True, name
     assert seen == set(states)
-    assert len(states) == 13  # Route, 3 forward, 3 compensation tasks, 3 Mark*, 2 Succeed, 1 Fail
+    assert len(states) == 14  # Route, 3 forward, 3 compensation tasks, 3 Mark*, 2 Succeed, 2 Fail
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
@@ -357,7 +359,7 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
         assert not {"Parameters", "InputPath", "ItemSelector"} & set(state), name
     # ... so they get the execution input plus earlier results / the caught error, which the handler accepts.
     payload = step_payload({**SAGA_INPUT, "reservation": {}, "error": {"Error": "X", "Cause": "y"}})
-    assert (payload["order_id"], payload["order"]) == ("o-1", SAGA_INPUT["order"])
+    assert payload == {"order_id": "o-1", "payment_attempt": 1}
     assert "outcome" not in payload
     # The repair input (Route -> RefundPayment) is the intake input plus "compensate", which is not hashed.
     assert step_payload({**SAGA_INPUT, "compensate": True}) == step_payload(SAGA_INPUT)
@@ -372,8 +374,8 @@ def test_saga_finalize_payload_accepted_by_step_handler(saga_definition: dict[st
         rendered = _render_parameters(saga_definition["States"][name]["Parameters"], state_document)
         assert rendered["outcome"] == outcome, name
         assert rendered["correlation_id"] == "c-1", name
-        payload = step_payload(rendered)  # raised InvalidOrder while the payload lacked "order"
-        expected: dict[str, Any] = {"order_id": "o-1", "order": SAGA_INPUT["order"], "outcome": outcome}
+        payload = step_payload(rendered)  # raises InvalidStepInput if a reference is missing
+        expected: dict[str, Any] = {"order_id": "o-1", "payment_attempt": 1, "outcome": outcome}
         if name == "MarkNeedsAttention":
             # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
             expected["error"] = failure
