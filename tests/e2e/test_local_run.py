@@ -24,7 +24,7 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
 def _kind(order: dict[str, Any]) -> str:
     if any(i["sku"] == OUT_OF_STOCK_SKU for i in order["items"]):
         return "out_of_stock"
-    if order["payment_token"] == DECLINE_TOKEN:
+    if str(order["payment_token"]).startswith(DECLINE_TOKEN):
         return "declined"
     if order["shipping_address"]["country"] == UNDELIVERABLE_COUNTRY:
         return "undeliverable"
