@@ -2,7 +2,13 @@
 
 Why hand-written: cdk-nag's AwsSolutions-SQS3 only checks that a queue has *a* DLQ; no
 published rule pack checks that every DLQ is alarmed or that a queue's visibility timeout
-covers 6x its consumer's timeout, which is what stops duplicate deliveries mid-processing.
+covers 6x its consumer's timeout, which is what stops duplicate deliveries mid-processing;
+nor that every Lambda function and state machine has an alarm on its failures that reaches
+someone (cdk-nag's CloudWatch rules look at alarms that exist, not at what lacks one).
+
+An alarm counts when it fires on the first failure (``> 0`` or ``>= 1``), names the resource in
+its ``FunctionName`` / ``StateMachineArn`` dimension (a ``Ref`` to it), and has an ALARM action on an
+SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). Metric-math alarms are not read.
 
 Each finding is an error annotation on the offending resource, so ``cdk synth`` fails.
 """
@@ -15,7 +21,9 @@ import jsii
 from aws_cdk import Annotations, IAspect, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import IConstruct
 
 from constructs_lib.queue import VISIBILITY_TO_TIMEOUT_RATIO
@@ -29,6 +37,17 @@ MISSING_ALARM = (
     "within 60 s that notifies someone"
 )
 SHORT_VISIBILITY = "ResilienceChecks: visibility timeout is below 6x the consuming function's timeout"
+MISSING_FUNCTION_ALARM = (
+    "ResilienceChecks: function has no alarm on its Errors (AWS/Lambda Errors > 0 on its FunctionName) "
+    "with an ALARM action on an SNS topic"
+)
+MISSING_STATE_MACHINE_ALARM = (
+    "ResilienceChecks: state machine has no alarm on ExecutionsFailed (AWS/States ExecutionsFailed > 0 "
+    "on its StateMachineArn) with an ALARM action on an SNS topic"
+)
+#: (namespace, metric, dimension) of the failure alarm each resource type needs.
+FUNCTION_FAILURE_METRIC = ("AWS/Lambda", "Errors", "FunctionName")
+STATE_MACHINE_FAILURE_METRIC = ("AWS/States", "ExecutionsFailed", "StateMachineArn")
 
 
 def _ref_target(value: Any) -> str | None:
@@ -46,9 +65,46 @@ def _get(mapping: dict[str, Any], key: str) -> Any:
     return mapping.get(key, mapping.get(key[:1].upper() + key[1:]))
 
 
+def _fires_on_first(stack: Stack, alarm: cloudwatch.CfnAlarm) -> bool:
+    threshold = stack.resolve(alarm.threshold)
+    return (alarm.comparison_operator == "GreaterThanThreshold" and threshold == 0) or (
+        alarm.comparison_operator == "GreaterThanOrEqualToThreshold" and threshold == 1
+    )
+
+
+def _notifies_sns(stack: Stack, alarm: cloudwatch.CfnAlarm, topic_ids: set[str]) -> bool:
+    """An ALARM action on an SNS topic: a ``Ref`` to a topic of this stack, or an SNS topic ARN string."""
+    for action in stack.resolve(alarm.alarm_actions) or []:
+        if _ref_target(action) in topic_ids:
+            return True
+        if isinstance(action, str) and action.startswith("arn:") and action.split(":")[2:3] == ["sns"]:
+            return True
+    return False
+
+
+def _alarmed_targets(
+    stack: Stack, alarms: list[cloudwatch.CfnAlarm], topic_ids: set[str], metric: tuple[str, str, str]
+) -> set[str]:
+    """Logical IDs named by a first-failure alarm on ``metric`` that notifies an SNS topic."""
+    namespace, metric_name, dimension = metric
+    targets: set[str] = set()
+    for alarm in alarms:
+        if alarm.namespace != namespace or alarm.metric_name != metric_name:
+            continue
+        if not _fires_on_first(stack, alarm) or not _notifies_sns(stack, alarm, topic_ids):
+            continue
+        for dim in stack.resolve(alarm.dimensions) or []:
+            if _get(dim, "name") == dimension:
+                target = _ref_target(_get(dim, "value"))
+                if target:
+                    targets.add(target)
+    return targets
+
+
 @jsii.implements(IAspect)
 class ResilienceChecks:
-    """Fails synth when a queue has no DLQ, a DLQ has no alarm, or visibility < 6x consumer timeout."""
+    """Fails synth when a queue has no DLQ, a DLQ has no alarm, visibility < 6x consumer timeout,
+    or a Lambda function / state machine has no alarm on its failures that acts on an SNS topic."""
 
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, Stack):
@@ -58,6 +114,8 @@ class ResilienceChecks:
         alarms: list[cloudwatch.CfnAlarm] = []
         functions: dict[str, lambda_.CfnFunction] = {}
         mappings: list[lambda_.CfnEventSourceMapping] = []
+        machines: dict[str, sfn.CfnStateMachine] = {}
+        topic_ids: set[str] = set()
         for child in stack.node.find_all():
             if isinstance(child, sqs.CfnQueue):
                 queues[stack.get_logical_id(child)] = child
@@ -67,8 +125,14 @@ class ResilienceChecks:
                 functions[stack.get_logical_id(child)] = child
             elif isinstance(child, lambda_.CfnEventSourceMapping):
                 mappings.append(child)
+            elif isinstance(child, sfn.CfnStateMachine):
+                machines[stack.get_logical_id(child)] = child
+            elif isinstance(child, sns.CfnTopic):
+                topic_ids.add(stack.get_logical_id(child))
         # Only resources of this stack (nested stacks are visited on their own).
         queues = {k: v for k, v in queues.items() if Stack.of(v) is stack}
+        functions = {k: v for k, v in functions.items() if Stack.of(v) is stack}
+        machines = {k: v for k, v in machines.items() if Stack.of(v) is stack}
 
         dlq_ids: set[str] = set()
         for queue in queues.values():
@@ -87,12 +151,8 @@ class ResilienceChecks:
         for alarm in alarms:
             if alarm.metric_name != "ApproximateNumberOfMessagesVisible" or alarm.namespace != "AWS/SQS":
                 continue
-            threshold = stack.resolve(alarm.threshold)
             period = stack.resolve(alarm.period)
-            fires_on_first_message = (alarm.comparison_operator == "GreaterThanThreshold" and threshold == 0) or (
-                alarm.comparison_operator == "GreaterThanOrEqualToThreshold" and threshold == 1
-            )
-            if not fires_on_first_message or period is None or int(period) > 60 or not alarm.alarm_actions:
+            if not _fires_on_first(stack, alarm) or period is None or int(period) > 60 or not alarm.alarm_actions:
                 continue
             for dim in stack.resolve(alarm.dimensions) or []:
                 if _get(dim, "name") == "QueueName":
@@ -117,3 +177,12 @@ class ResilienceChecks:
                 Annotations.of(queue).add_error(
                     f"{SHORT_VISIBILITY}: {visibility_s} s < {VISIBILITY_TO_TIMEOUT_RATIO} x {timeout_s} s"
                 )
+
+        alarmed_functions = _alarmed_targets(stack, alarms, topic_ids, FUNCTION_FAILURE_METRIC)
+        for logical_id, function in functions.items():
+            if logical_id not in alarmed_functions:
+                Annotations.of(function).add_error(MISSING_FUNCTION_ALARM)
+        alarmed_machines = _alarmed_targets(stack, alarms, topic_ids, STATE_MACHINE_FAILURE_METRIC)
+        for logical_id, machine in machines.items():
+            if logical_id not in alarmed_machines:
+                Annotations.of(machine).add_error(MISSING_STATE_MACHINE_ALARM)

@@ -7,15 +7,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 #: The runtime every function uses (the newest Python runtime aws-cdk-lib 2.275 knows).
 DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_14
 #: Metric namespace for Powertools Metrics (EMF).
 DEFAULT_METRICS_NAMESPACE = "OrderPipeline"
+#: Period of the function alarms (one evaluation period: any error in 5 minutes alarms).
+FUNCTION_ALARM_PERIOD = Duration.minutes(5)
 
 
 @dataclass(frozen=True)
@@ -31,10 +37,18 @@ class PipelineFunctionProps:
         memory_size: MB; default 512.
         layers: layers (Powertools, shared middleware); default none.
         environment: extra environment variables; default none.
-        log_retention: CloudWatch Logs retention; default one month.
+        log_retention: CloudWatch Logs retention; default one month (prod passes one year).
+        log_encryption_key: customer-managed key for the log group (its policy must let
+            CloudWatch Logs use it, see :class:`constructs_lib.encryption.DataEncryptionKey`);
+            default none (CloudWatch Logs' own encryption).
         removal_policy: for the log group; default DESTROY.
         metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``; default ``OrderPipeline``.
         reserved_concurrency: optional reserved concurrency; default unset.
+        alarm_topic: SNS topic for the function's alarms; default none (no alarms: then the
+            caller owns alarming on ``Errors``, which ``ResilienceChecks`` requires).
+        alarm_on_throttles: also alarm on ``Throttles`` (needs ``alarm_topic``); default False.
+        alarm_description: what an error of this function means, for the ``Errors`` alarm;
+            default names the service.
     """
 
     code_dir: Path
@@ -48,6 +62,10 @@ class PipelineFunctionProps:
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
     reserved_concurrency: int | None = None
+    log_encryption_key: kms.IKey | None = None
+    alarm_topic: sns.ITopic | None = None
+    alarm_on_throttles: bool = False
+    alarm_description: str | None = None
 
     def __post_init__(self) -> None:
         code_dir = Path(self.code_dir)
@@ -58,6 +76,8 @@ class PipelineFunctionProps:
             raise ValueError(f"memory_size must be within 128..10240 MB, got {self.memory_size}")
         if self.timeout.to_seconds() > 900:
             raise ValueError("Lambda timeout cannot exceed 900 s")
+        if self.alarm_on_throttles and self.alarm_topic is None:
+            raise ValueError("alarm_on_throttles needs alarm_topic")
 
 
 class PipelineFunction(Construct):
@@ -69,17 +89,29 @@ class PipelineFunction(Construct):
     The execution role has no AWS managed policy: it may write to its own log group only
     (plus the X-Ray write actions that active tracing adds, which support no resource scoping).
 
+    With ``alarm_topic``: an ``Errors`` alarm (Sum > 0 in 5 minutes, one evaluation period, missing
+    data not breaching) and, with ``alarm_on_throttles``, a ``Throttles`` alarm of the same shape,
+    each notifying the topic on ALARM and OK.
+
     Attributes:
         function: the ``lambda_.Function``.
         role: its execution role.
         log_group: its log group.
         timeout: the configured timeout (queues read it for the 6x rule).
+        errors_alarm: the ``Errors`` alarm, or None without ``alarm_topic``.
+        throttles_alarm: the ``Throttles`` alarm, or None.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: PipelineFunctionProps) -> None:
         super().__init__(scope, construct_id)
         self.timeout = props.timeout
-        self.log_group = logs.LogGroup(self, "Logs", retention=props.log_retention, removal_policy=props.removal_policy)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.log_encryption_key,
+        )
         self.role = iam.Role(
             self,
             "Role",
@@ -111,6 +143,36 @@ class PipelineFunction(Construct):
             role=self.role,
             reserved_concurrent_executions=props.reserved_concurrency,
         )
+        self.errors_alarm: cloudwatch.Alarm | None = None
+        self.throttles_alarm: cloudwatch.Alarm | None = None
+        if props.alarm_topic is not None:
+            self.errors_alarm = self._alarm(
+                "ErrorsAlarm",
+                self.function.metric_errors(period=FUNCTION_ALARM_PERIOD, statistic="Sum"),
+                props.alarm_description or f"{props.service_name}: invocations failed",
+                props.alarm_topic,
+            )
+            if props.alarm_on_throttles:
+                self.throttles_alarm = self._alarm(
+                    "ThrottlesAlarm",
+                    self.function.metric_throttles(period=FUNCTION_ALARM_PERIOD, statistic="Sum"),
+                    f"{props.service_name}: invocations throttled (concurrency exhausted)",
+                    props.alarm_topic,
+                )
+
+    def _alarm(self, name: str, metric: cloudwatch.Metric, description: str, topic: sns.ITopic) -> cloudwatch.Alarm:
+        alarm = metric.create_alarm(
+            self,
+            name,
+            alarm_description=description,
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(topic))
+        alarm.add_ok_action(cw_actions.SnsAction(topic))
+        return alarm
 
     def grant_invoke_to(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` invoke this function (the unqualified ARN only, no versions/aliases)."""

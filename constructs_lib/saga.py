@@ -6,8 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -76,6 +80,13 @@ class OrderSagaProps:
         refused_input_errors: error names of the first step that end the execution as failed,
             without compensations (nothing was done).
         removal_policy: for the execution log group.
+        log_retention: of the execution log group; default one month (prod passes one year).
+        log_encryption_key: customer-managed key for the execution log group (its policy must let
+            CloudWatch Logs use it); default none.
+        alarm_topic: SNS topic for the execution alarms (failed, timed out, throttled); default
+            none (then the caller owns alarming on ``ExecutionsFailed``, which ``ResilienceChecks``
+            requires).
+        alarm_period: period of those alarms (one evaluation period); default 1 minute.
     """
 
     reserve_inventory: lambda_.IFunction
@@ -94,6 +105,10 @@ class OrderSagaProps:
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    log_encryption_key: kms.IKey | None = None
+    alarm_topic: sns.ITopic | None = None
+    alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
 
 
 class OrderSaga(Construct):
@@ -113,10 +128,24 @@ class OrderSaga(Construct):
     The execution timeout is budgeted: three forward steps and three compensation tasks at their
     worst case (every attempt timing out, maximal backoff) plus one finalize step, plus 60 s.
 
+    Logging: level ALL *with* execution data, on purpose. The execution input carries references
+    only (``order_id``, ``payment_attempt``, ``correlation_id``; intake enforces it), each step
+    returns references and statuses (no payment token, customer name or address), and the error
+    objects the catches keep are error names and causes. So the execution log holds no card or
+    customer data, and it is what answers "what happened to order 123?" (every state's input and
+    output). Should a step ever return customer data, lower this to ERROR without execution data.
+    In prod the log group is encrypted with the customer-managed key and kept a year.
+
+    Alarms (with ``alarm_topic``): ``ExecutionsFailed``, ``ExecutionsTimedOut`` and
+    ``ExecutionThrottled`` > 0 (Sum over ``alarm_period``, one evaluation period, missing data not
+    breaching), each notifying the topic on ALARM and OK. A failed execution is an order parked as
+    NEEDS_ATTENTION or an input refused; a timed-out one is an order left half-done.
+
     Attributes:
         state_machine: the ``sfn.StateMachine``.
         log_group: its execution log group (level ALL).
         timeout: the execution timeout.
+        alarms: ``{"failed" | "timed_out" | "throttled": alarm}``; empty without ``alarm_topic``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderSagaProps) -> None:
@@ -217,7 +246,11 @@ class OrderSaga(Construct):
         definition = route
 
         self.log_group = logs.LogGroup(
-            self, "ExecutionLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=props.removal_policy
+            self,
+            "ExecutionLogs",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.log_encryption_key,
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -228,6 +261,37 @@ class OrderSaga(Construct):
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
         )
+
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        if props.alarm_topic is not None:
+            machine = self.state_machine
+            for key, name, metric, what in (
+                (
+                    "failed",
+                    "ExecutionsFailedAlarm",
+                    machine.metric_failed,
+                    "executions failed (order parked or input refused)",
+                ),
+                (
+                    "timed_out",
+                    "ExecutionsTimedOutAlarm",
+                    machine.metric_timed_out,
+                    "executions timed out (order half-done)",
+                ),
+                ("throttled", "ExecutionThrottledAlarm", machine.metric_throttled, "executions throttled"),
+            ):
+                alarm = metric(period=props.alarm_period, statistic="Sum").create_alarm(
+                    self,
+                    name,
+                    alarm_description=f"order saga: {what}",
+                    threshold=0,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+                alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
+                alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
+                self.alarms[key] = alarm
 
     @staticmethod
     def _retry(task: tasks.LambdaInvoke, errors: list[str], policy: RetryPolicy) -> None:

@@ -1,13 +1,69 @@
-"""Stage settings (dev / prod) read once from CDK context."""
+"""Stage settings (dev / prod) read once from CDK context, and the stage rules checked at synth."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from aws_cdk import RemovalPolicy
+from aws_cdk import aws_logs as logs
 from constructs import Node
 
 VALID_STAGES = ("dev", "prod")
+
+#: The context keys of the HTTPS provider adapters (all four or none).
+PROVIDER_KEYS = ("payment_api_url", "payment_api_secret_arn", "carrier_api_url", "carrier_api_secret_arn")
+#: What ``-c stage=prod`` cannot synthesize without.
+PROD_REQUIRED_KEYS = (*PROVIDER_KEYS, "alarm_email")
+
+#: ``arn:<partition>:secretsmanager:<region>:<account>:secret:<name>`` (``<name>`` may carry the
+#: ``-XXXXXX`` suffix Secrets Manager appends; see :attr:`ProviderEndpoint.secret_resource`).
+SECRET_ARN = re.compile(
+    r"arn:(?P<partition>aws(?:-[a-z]+)*):secretsmanager:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):"
+    r"(?P<account>\d{12}):secret:(?P<name>[A-Za-z0-9/_+=.@-]{1,512})"
+)
+#: The random suffix of a complete secret ARN (``-`` and six characters).
+SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
+
+
+def _check_url(key: str, value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname or any(c.isspace() for c in value):
+        raise ValueError(f"{key} must be an https:// URL with a host, got {value!r}")
+
+
+def _check_secret_arn(key: str, value: str) -> None:
+    if not SECRET_ARN.fullmatch(value):
+        raise ValueError(
+            f"{key} must be a Secrets Manager secret ARN "
+            f"(arn:<partition>:secretsmanager:<region>:<account>:secret:<name>), got {value!r}"
+        )
+
+
+@dataclass(frozen=True)
+class ProviderEndpoint:
+    """A real provider's HTTPS API: base URL and the Secrets Manager secret holding its API key.
+
+    Attributes:
+        url: base URL (``https://``).
+        secret_arn: the secret's ARN, complete (``...:secret:name-AbCdEf``) or partial (``...:secret:name``).
+    """
+
+    url: str
+    secret_arn: str
+
+    @property
+    def secret_resource(self) -> str:
+        """The IAM resource naming exactly this secret.
+
+        A complete ARN names itself. A partial ARN (no ``-XXXXXX`` suffix) matches the secret
+        only with the suffix, so IAM gets ``<arn>-??????`` (six characters, as AWS documents):
+        never ``<arn>*``, which would also match ``<name>-other``.
+        """
+        if SECRET_SUFFIX.search(self.secret_arn):
+            return self.secret_arn
+        return f"{self.secret_arn}-??????"
 
 
 @dataclass(frozen=True)
@@ -16,17 +72,27 @@ class StageConfig:
 
     Attributes:
         name: ``dev`` (default) or ``prod``.
-        removal_policy: DESTROY in dev, RETAIN in prod (tables and log groups survive a stack delete).
-        deletion_protection: DynamoDB deletion protection, on in prod only.
-        alarm_email: optional e-mail subscribed to the alarm topic (context ``alarm_email``).
+        alarm_email: e-mail subscribed to the alarm topic (context ``alarm_email``); required in prod.
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
             (context ``stuck_after_minutes``, default 30: above the saga's execution timeout,
             so an order whose saga is still retrying is never reported; the stack checks this).
+        payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
+            real providers (context keys of the same names). All four or none; required in prod.
+            Without them (dev only) the sandbox provider functions are deployed instead.
+
+    Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
+    ``https://`` URL with a host; a Secrets Manager secret ARN; an e-mail address; the four
+    provider keys together; in prod, the four provider keys and ``alarm_email``. Every missing
+    key is named in one message.
     """
 
     name: str = "dev"
     alarm_email: str | None = None
     stuck_after_minutes: int = 30
+    payment_api_url: str | None = None
+    payment_api_secret_arn: str | None = None
+    carrier_api_url: str | None = None
+    carrier_api_secret_arn: str | None = None
 
     def __post_init__(self) -> None:
         if self.name not in VALID_STAGES:
@@ -35,6 +101,25 @@ class StageConfig:
             raise ValueError(f"stuck_after_minutes must be within 1..1440, got {self.stuck_after_minutes}")
         if self.alarm_email is not None and "@" not in self.alarm_email:
             raise ValueError(f"alarm_email does not look like an e-mail address: {self.alarm_email!r}")
+        for key in ("payment_api_url", "carrier_api_url"):
+            if (value := getattr(self, key)) is not None:
+                _check_url(key, value)
+        for key in ("payment_api_secret_arn", "carrier_api_secret_arn"):
+            if (value := getattr(self, key)) is not None:
+                _check_secret_arn(key, value)
+        if self.is_prod:
+            missing = [key for key in PROD_REQUIRED_KEYS if not getattr(self, key)]
+            if missing:
+                raise ValueError(
+                    f"stage=prod requires context keys missing here: {', '.join(missing)} "
+                    "(prod runs against real providers and must alert someone; pass each with -c key=value)"
+                )
+        given = [key for key in PROVIDER_KEYS if getattr(self, key)]
+        if given and len(given) < len(PROVIDER_KEYS):
+            missing = [key for key in PROVIDER_KEYS if key not in given]
+            raise ValueError(
+                f"the HTTPS provider adapters need all four provider context keys; missing: {', '.join(missing)}"
+            )
 
     @property
     def is_prod(self) -> bool:
@@ -48,15 +133,60 @@ class StageConfig:
     def deletion_protection(self) -> bool:
         return self.is_prod
 
+    @property
+    def payment_api(self) -> ProviderEndpoint | None:
+        """The real payment provider, or None (dev without the keys: the sandbox)."""
+        if self.payment_api_url and self.payment_api_secret_arn:
+            return ProviderEndpoint(self.payment_api_url, self.payment_api_secret_arn)
+        return None
+
+    @property
+    def carrier_api(self) -> ProviderEndpoint | None:
+        """The real carrier, or None (dev without the keys: the sandbox)."""
+        if self.carrier_api_url and self.carrier_api_secret_arn:
+            return ProviderEndpoint(self.carrier_api_url, self.carrier_api_secret_arn)
+        return None
+
+    @property
+    def uses_sandbox(self) -> bool:
+        """Deploy the sandbox providers (their functions, ledger table and code): dev without provider keys."""
+        return self.payment_api is None
+
+    @property
+    def customer_managed_keys(self) -> bool:
+        """Encrypt order data and logs with a customer-managed KMS key (prod); dev keeps AWS-owned keys."""
+        return self.is_prod
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        """Audit-relevant logs (functions, state machine): one year in prod, one month in dev."""
+        return logs.RetentionDays.ONE_YEAR if self.is_prod else logs.RetentionDays.ONE_MONTH
+
     @classmethod
     def from_context(cls, node: Node) -> StageConfig:
-        """Read ``stage`` and ``alarm_email`` from CDK context (``-c stage=prod -c alarm_email=a@b.c``)."""
-        stage = node.try_get_context("stage") or "dev"
-        email = node.try_get_context("alarm_email") or None
+        """Read the stage settings from CDK context (``-c stage=prod -c alarm_email=a@b.c ...``).
+
+        An empty value (``-c alarm_email=``) counts as not given.
+        """
+
+        def text(key: str) -> str | None:
+            value = node.try_get_context(key)
+            if value is None:
+                return None
+            return str(value).strip() or None
+
         stuck = node.try_get_context("stuck_after_minutes")
         stuck = 30 if stuck is None or stuck == "" else stuck
         try:
             stuck_minutes = int(stuck)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"stuck_after_minutes must be an integer, got {stuck!r}") from exc
-        return cls(name=str(stage), alarm_email=str(email) if email else None, stuck_after_minutes=stuck_minutes)
+        return cls(
+            name=str(node.try_get_context("stage") or "dev"),
+            alarm_email=text("alarm_email"),
+            stuck_after_minutes=stuck_minutes,
+            payment_api_url=text("payment_api_url"),
+            payment_api_secret_arn=text("payment_api_secret_arn"),
+            carrier_api_url=text("carrier_api_url"),
+            carrier_api_secret_arn=text("carrier_api_secret_arn"),
+        )

@@ -1,4 +1,4 @@
-"""DynamoDB tables with the project's defaults: on-demand, PITR, AWS-managed encryption."""
+"""DynamoDB tables with the project's defaults: on-demand, PITR, AWS-owned or customer-managed encryption."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 #: Attribute names Powertools' DynamoDBPersistenceLayer uses by default.
@@ -23,6 +24,9 @@ class DataTableProps:
         ttl_attribute: optional TTL attribute; default none.
         removal_policy: default DESTROY (dev); prod passes RETAIN.
         deletion_protection: default False; prod passes True.
+        encryption_key: customer-managed KMS key (``TableEncryption.CUSTOMER_MANAGED``); default
+            none (the AWS-owned key). Callers then also need the key's actions: the stack's
+            grants add them (``table.encryption_key``).
     """
 
     partition_key: str = "pk"
@@ -30,6 +34,7 @@ class DataTableProps:
     ttl_attribute: str | None = None
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     deletion_protection: bool = False
+    encryption_key: kms.IKey | None = None
 
     def __post_init__(self) -> None:
         if self.sort_key == self.partition_key:
@@ -37,7 +42,7 @@ class DataTableProps:
 
 
 class DataTable(Construct):
-    """An on-demand table with point-in-time recovery.
+    """An on-demand table with point-in-time recovery, encrypted with ``encryption_key`` if given.
 
     Attributes:
         table: the ``dynamodb.Table``.
@@ -60,6 +65,8 @@ class DataTable(Construct):
             time_to_live_attribute=props.ttl_attribute,
             removal_policy=props.removal_policy,
             deletion_protection=props.deletion_protection,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if props.encryption_key is not None else None,
+            encryption_key=props.encryption_key,
         )
 
 

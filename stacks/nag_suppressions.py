@@ -1,10 +1,18 @@
-"""Every cdk-nag acknowledgment (v3's suppressions) in one place, each with its reason."""
+"""Every cdk-nag acknowledgment (v3's suppressions) in one place, each with its reason.
+
+Packs in the gate: AwsSolutions, Serverless, PCI.DSS.321 (``stacks/app_builder.py``). Each
+acknowledgment is attached to the constructs it was reviewed for, not to the stack, so a new
+function, queue or rule is checked afresh; the only stack-wide one is the ``Resource::*`` of the
+unscopable X-Ray and log-delivery actions.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
 
 if TYPE_CHECKING:
     from stacks.order_pipeline_stack import OrderPipelineStack
@@ -16,11 +24,65 @@ XRAY_AND_LOG_DELIVERY = (
     "friends) use Resource '*': those actions support no resource-level scoping.",
 )
 
+LAMBDA_ASYNC_DLQ = (
+    "Serverless::Serverless-LambdaDLQ",
+    "A Lambda DeadLetterConfig only catches asynchronous invocations. The saga steps and sandbox "
+    "providers are invoked synchronously (Step Functions, which retries and compensates; the steps "
+    "themselves), intake through the SQS event source (failures redrive to the orders DLQ). Sweeper "
+    "and DlqReplay are invoked by their EventBridge schedules, which fire again within 5 / 15 "
+    "minutes and carry no payload worth keeping; their failures raise the function's Errors alarm.",
+)
+DLQ_OF_A_DLQ = (
+    "Serverless::Serverless-SQSRedrivePolicy",
+    "This queue is itself a dead-letter queue: the end of the line, kept 14 days, alarmed on its "
+    "first message and drained by the replay tool; a DLQ of a DLQ would only hide messages further.",
+)
+SQS_SOURCE_ON_FAILURE = (
+    "Serverless::Serverless-LambdaEventSourceMappingDestination",
+    "On-failure destinations exist for stream and Kafka event sources only; for an SQS source the "
+    "queue's redrive policy is the failure destination (orders DLQ after 3 receives, and intake "
+    "sends permanent failures to the DLQ at once).",
+)
+SCHEDULE_TARGET_DLQ = (
+    "Serverless::Serverless-EventBusDLQ",
+    "The events are schedules and alarm state changes with no payload to recover: a delivery that "
+    "fails after the target's 2 retries is superseded by the next schedule (5 or 15 minutes; the "
+    "15-minute replay schedule backs the replay-on-alarm rule).",
+)
+ALARM_EMAIL_DLQ = (
+    "Serverless::Serverless-SNSRedrivePolicy",
+    "The e-mail subscription of the alarm topic: an undeliverable notification has nothing to "
+    "redrive, the alarm's state stays in CloudWatch and on the dashboard, and the alarm notifies "
+    "again on its next transition.",
+)
+LOGS_WITHOUT_CMK_IN_DEV = (
+    "PCI.DSS.321::PCI.DSS.321-CloudWatchLogGroupEncrypted",
+    "dev only: no card data exists in dev (sandbox tokens), so its log groups keep CloudWatch Logs' "
+    "own encryption; prod encrypts every log group with the customer-managed data key.",
+)
+INLINE_ROLE_POLICY = (
+    "PCI.DSS.321::PCI.DSS.321-IAMNoInlinePolicy",
+    "Each role's policy (CDK's DefaultPolicy, an AWS::IAM::Policy attached to that one role) is "
+    "generated from this role's grants: nothing to share between roles, versioned and rolled back "
+    "with the stack template, and least privilege is reviewed in tests/infra.",
+)
+LAMBDA_OUTSIDE_VPC = (
+    "PCI.DSS.321::PCI.DSS.321-LambdaInsideVPC",
+    "The functions reach only AWS service endpoints (IAM-authorised, TLS) and the providers' HTTPS "
+    "APIs, and accept no inbound connections; there is no VPC resource to reach. A VPC would add "
+    "NAT and endpoints without narrowing what the function roles may do.",
+)
+
+
+def _acknowledge(constructs: Iterable[IConstruct], rule: tuple[str, str]) -> None:
+    rule_id, reason = rule
+    for construct in constructs:
+        Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
 
 def apply_suppressions(stack: OrderPipelineStack) -> None:
     """Acknowledge the reviewed cdk-nag findings on ``stack``."""
-    rule_id, reason = XRAY_AND_LOG_DELIVERY
-    Validations.of(stack).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+    _acknowledge([stack], XRAY_AND_LOG_DELIVERY)
 
     # tasks.LambdaInvoke grants states:... lambda:InvokeFunction on "<fn arn>" and "<fn arn>:*".
     saga_role = stack.saga.state_machine.role
@@ -33,3 +95,15 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
                 "aliases (ARN:*); aws-stepfunctions-tasks.LambdaInvoke grants both forms.",
             )
         )
+
+    _acknowledge([f.function for f in stack.functions], LAMBDA_ASYNC_DLQ)
+    _acknowledge([f.function for f in stack.functions], LAMBDA_OUTSIDE_VPC)
+    _acknowledge([*(f.role for f in stack.functions), saga_role], INLINE_ROLE_POLICY)
+    _acknowledge([stack.orders_queue.dlq, stack.needs_attention.dlq], DLQ_OF_A_DLQ)
+    if stack.orders_queue.event_source is not None:
+        _acknowledge([stack.intake.function], SQS_SOURCE_ON_FAILURE)
+    _acknowledge([stack.sweep_rule, stack.replay_schedule, stack.replay_on_alarm], SCHEDULE_TARGET_DLQ)
+    if stack.alarm_subscription is not None:
+        _acknowledge([stack.alarm_subscription], ALARM_EMAIL_DLQ)
+    if stack.data_key is None:  # dev: AWS-owned keys by design
+        _acknowledge([*(f.log_group for f in stack.functions), stack.saga.log_group], LOGS_WITHOUT_CMK_IN_DEV)

@@ -1,4 +1,11 @@
-"""The order pipeline: orders queue -> intake -> saga (reserve, charge, ship; compensations)."""
+"""The order pipeline: orders queue -> intake -> saga (reserve, charge, ship; compensations).
+
+Stage rules (constructs_lib/stage.py): with the provider context keys (always in prod) the charge,
+refund and ship steps reach real providers over HTTPS (:class:`constructs_lib.providers.HttpsProvider`)
+and nothing of the sandbox is deployed (no functions, no ledger table, no sandbox code in the layer);
+without them (dev only) the sandbox provider functions stand in. In prod a customer-managed key
+encrypts the orders table and every log group, and logs are kept a year.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +25,10 @@ from aws_cdk import aws_sns_subscriptions as subs
 from constructs import Construct
 
 from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
+from constructs_lib.encryption import DataEncryptionKey, DataEncryptionKeyProps
 from constructs_lib.function import PipelineFunction, PipelineFunctionProps
 from constructs_lib.layers import PythonPackagesLayer, PythonPackagesLayerProps, SourceTreeLayer, SourceTreeLayerProps
+from constructs_lib.providers import HttpsProvider, HttpsProviderProps
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from constructs_lib.saga import OrderSaga, OrderSagaProps
 from constructs_lib.stage import StageConfig
@@ -35,11 +44,30 @@ DDB_ITEM_RW = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "d
 DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
 
 
+DDB_READ_ONLY = frozenset({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"})
+#: What a DynamoDB caller needs on a table's customer-managed key (DynamoDB calls KMS on the caller's
+#: behalf, ``kms:ViaService``): named actions, no ``GenerateDataKey*`` / ``ReEncrypt*`` wildcards.
+KMS_FOR_DDB_READ = ("kms:Decrypt", "kms:DescribeKey")
+KMS_FOR_DDB_WRITE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
+
+
+def _grant_key_use(table: dynamodb.ITable, grantee: iam.IGrantable, actions: tuple[str, ...]) -> None:
+    """With a customer-managed key, DynamoDB callers need the key too: decrypt to read, encrypt to write."""
+    key = table.encryption_key
+    if key is None:
+        return
+    kms_actions = KMS_FOR_DDB_READ if set(actions) <= DDB_READ_ONLY else KMS_FOR_DDB_WRITE
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(actions=list(kms_actions), resources=[key.key_arn])
+    )
+
+
 def _grant_items(table: dynamodb.ITable, grantee: iam.IGrantable, *actions: str) -> None:
     """Item actions on the table itself only (``Table.grant`` would add ``<arn>/index/*``)."""
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(actions=list(actions), resources=[table.table_arn])
     )
+    _grant_key_use(table, grantee, actions)
 
 
 class OrderPipelineStack(Stack):
@@ -53,14 +81,22 @@ class OrderPipelineStack(Stack):
         topic_key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, removal_policy=removal)
         topic_key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.alarm_topic = sns.Topic(self, "AlarmTopic", master_key=topic_key, enforce_ssl=True)
-        if stage.alarm_email:
-            self.alarm_topic.add_subscription(subs.EmailSubscription(stage.alarm_email))
+        self.alarm_subscription: sns.Subscription | None = None
+        if stage.alarm_email:  # always in prod (StageConfig requires it)
+            self.alarm_subscription = self.alarm_topic.add_subscription(subs.EmailSubscription(stage.alarm_email))
+
+        # Prod: one customer-managed key (rotated yearly) for order data and every log group.
+        self.data_key: kms.IKey | None = None
+        if stage.customer_managed_keys:
+            self.data_key = DataEncryptionKey(self, "DataKey", props=DataEncryptionKeyProps(removal_policy=removal)).key
 
         # Tables.
         table_opts: dict[str, Any] = {"removal_policy": removal, "deletion_protection": stage.deletion_protection}
         self.idempotency_table = IdempotencyTable(self, "IdempotencyTable", **table_opts).table
         self.orders_table = DataTable(
-            self, "OrdersTable", props=DataTableProps(partition_key="order_id", **table_opts)
+            self,
+            "OrdersTable",
+            props=DataTableProps(partition_key="order_id", encryption_key=self.data_key, **table_opts),
         ).table
         self.inventory_table = DataTable(self, "InventoryTable", props=DataTableProps(**table_opts)).table
         self.orders_table.add_global_secondary_index(
@@ -75,24 +111,40 @@ class OrderPipelineStack(Stack):
             "FailuresTable",
             props=DataTableProps(partition_key="message_id", ttl_attribute="expires_at", **table_opts),
         ).table
-        self.ledger_table = DataTable(
-            self, "SandboxLedgerTable", props=DataTableProps(sort_key="sk", **table_opts)
-        ).table
+        self.ledger_table: dynamodb.Table | None = None
+        if stage.uses_sandbox:
+            self.ledger_table = DataTable(
+                self,
+                "SandboxLedgerTable",
+                props=DataTableProps(sort_key="sk", encryption_key=self.data_key, **table_opts),
+            ).table
 
         # Layers: Powertools (the version the tests use) and our shared code.
         powertools = PythonPackagesLayer(
             self, "PowertoolsLayer", props=PythonPackagesLayerProps(distributions=LAYER_DISTRIBUTIONS)
         ).layer
+        # Our shared code; the sandbox package only where the sandbox is deployed (never in prod).
+        app_packages = [LAMBDAS_DIR / "shared", LAMBDAS_DIR / "order_domain"]
+        if stage.uses_sandbox:
+            app_packages.append(LAMBDAS_DIR / "sandbox")
         app_code = SourceTreeLayer(
             self,
             "AppCodeLayer",
             props=SourceTreeLayerProps(
-                packages=[LAMBDAS_DIR / "shared", LAMBDAS_DIR / "order_domain", LAMBDAS_DIR / "sandbox"],
-                description="shared middleware, order domain, sandbox providers",
+                packages=app_packages,
+                description="shared middleware, order domain" + (", sandbox providers" if stage.uses_sandbox else ""),
             ),
         ).layer
 
-        def function(name: str, folder: str, env: dict[str, str], timeout: Duration = STEP_TIMEOUT) -> PipelineFunction:
+        def function(
+            name: str,
+            folder: str,
+            env: dict[str, str],
+            timeout: Duration = STEP_TIMEOUT,
+            *,
+            alarm_on_throttles: bool = False,
+            alarm_description: str | None = None,
+        ) -> PipelineFunction:
             return PipelineFunction(
                 self,
                 name,
@@ -103,14 +155,33 @@ class OrderPipelineStack(Stack):
                     layers=(powertools, app_code),
                     environment=env,
                     removal_policy=removal,
+                    log_retention=stage.log_retention,
+                    log_encryption_key=self.data_key,
+                    alarm_topic=self.alarm_topic,
+                    alarm_on_throttles=alarm_on_throttles,
+                    alarm_description=alarm_description,
                 ),
             )
 
-        ledger_env = {"LEDGER_TABLE_NAME": self.ledger_table.table_name}
-        self.payment_provider = function("SandboxPayment", "sandbox_payment", ledger_env)
-        self.carrier = function("SandboxCarrier", "sandbox_carrier", ledger_env)
-        for provider in (self.payment_provider, self.carrier):
-            _grant_items(self.ledger_table, provider.function, *DDB_ITEM_RW, "dynamodb:Query")
+        # Providers: the real ones over HTTPS when configured (always in prod), else the sandbox.
+        self.payment_provider: PipelineFunction | None = None
+        self.carrier: PipelineFunction | None = None
+        self.payment_api: HttpsProvider | None = None
+        self.carrier_api: HttpsProvider | None = None
+        if stage.payment_api is not None and stage.carrier_api is not None:
+            self.payment_api = HttpsProvider(
+                self, "PaymentApi", props=HttpsProviderProps(endpoint=stage.payment_api, env_prefix="PAYMENT_API")
+            )
+            self.carrier_api = HttpsProvider(
+                self, "CarrierApi", props=HttpsProviderProps(endpoint=stage.carrier_api, env_prefix="CARRIER_API")
+            )
+        else:
+            assert self.ledger_table is not None
+            ledger_env = {"LEDGER_TABLE_NAME": self.ledger_table.table_name}
+            self.payment_provider = function("SandboxPayment", "sandbox_payment", ledger_env)
+            self.carrier = function("SandboxCarrier", "sandbox_carrier", ledger_env)
+            for provider in (self.payment_provider, self.carrier):
+                _grant_items(self.ledger_table, provider.function, *DDB_ITEM_RW, "dynamodb:Query")
 
         # Orders whose compensation kept failing land here; humans drain it, so it alarms on depth.
         self.needs_attention = ResilientQueue(
@@ -129,8 +200,11 @@ class OrderPipelineStack(Stack):
             "ORDERS_TABLE_NAME": self.orders_table.table_name,
         }
         inventory_env = {**base_env, "INVENTORY_TABLE_NAME": self.inventory_table.table_name}
-        payment_env = {**base_env, "PAYMENT_PROVIDER_FUNCTION": self.payment_provider.function.function_name}
-        carrier_env = {**base_env, "CARRIER_FUNCTION": self.carrier.function.function_name}
+        payment_env = dict(base_env)
+        carrier_env = dict(base_env)
+        if self.payment_provider is not None and self.carrier is not None:
+            payment_env["PAYMENT_PROVIDER_FUNCTION"] = self.payment_provider.function.function_name
+            carrier_env["CARRIER_FUNCTION"] = self.carrier.function.function_name
         self.reserve = function("ReserveInventory", "reserve_inventory", inventory_env)
         self.release = function("ReleaseInventory", "release_inventory", inventory_env)
         self.charge = function("ChargePayment", "charge_payment", payment_env)
@@ -149,9 +223,15 @@ class OrderPipelineStack(Stack):
             _grant_items(self.orders_table, step.function, *DDB_ITEM_RW)
         for step in (self.reserve, self.release):
             _grant_items(self.inventory_table, step.function, *DDB_TRANSACT)
-        for step in (self.charge, self.refund):
-            self.payment_provider.grant_invoke_to(step.function)
-        self.carrier.grant_invoke_to(self.ship.function)
+        for step, sandbox, api in (
+            (self.charge, self.payment_provider, self.payment_api),
+            (self.refund, self.payment_provider, self.payment_api),
+            (self.ship, self.carrier, self.carrier_api),
+        ):
+            if api is not None:
+                api.grant_to(step.function)
+            elif sandbox is not None:
+                sandbox.grant_invoke_to(step.function)
 
         self.saga = OrderSaga(
             self,
@@ -165,6 +245,9 @@ class OrderPipelineStack(Stack):
                 finalize_order=self.finalize.function,
                 step_timeout=STEP_TIMEOUT,
                 removal_policy=removal,
+                log_retention=stage.log_retention,
+                log_encryption_key=self.data_key,
+                alarm_topic=self.alarm_topic,
             ),
         )
 
@@ -177,6 +260,7 @@ class OrderPipelineStack(Stack):
                 "FAILURES_TABLE_NAME": self.failures_table.table_name,
             },
             INTAKE_TIMEOUT,
+            alarm_on_throttles=True,  # throttled intake: orders wait in the queue, then dead-letter
         )
         _grant_items(self.idempotency_table, self.intake.function, *DDB_ITEM_RW)
         _grant_items(self.orders_table, self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem")
@@ -246,12 +330,15 @@ class OrderPipelineStack(Stack):
                 "ORDERS_TABLE_NAME": self.orders_table.table_name,
                 "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
             },
+            # A sweeper that fails publishes no StuckOrders at all: its errors alarm says so.
+            alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
         )
         self.sweeper.function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:Query"], resources=[f"{self.orders_table.table_arn}/index/by-status"]
             )
         )
+        _grant_key_use(self.orders_table, self.sweeper.function, ("dynamodb:Query",))
         self.sweep_rule = events.Rule(
             self,
             "SweepSchedule",
@@ -276,17 +363,30 @@ class OrderPipelineStack(Stack):
         )
         self.stuck_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
         self.stuck_alarm.add_ok_action(cw_actions.SnsAction(self.alarm_topic))
-        # A sweeper that fails publishes no StuckOrders at all: alarm on its errors too.
-        self.sweeper_errors_alarm = self.sweeper.function.metric_errors(period=Duration.minutes(5)).create_alarm(
-            self,
-            "SweeperErrorsAlarm",
-            alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        assert self.sweeper.errors_alarm is not None
+        self.sweeper_errors_alarm = self.sweeper.errors_alarm
+
+        functions = tuple(
+            f
+            for f in (
+                self.intake,
+                self.reserve,
+                self.charge,
+                self.ship,
+                self.refund,
+                self.release,
+                self.finalize,
+                self.payment_provider,
+                self.carrier,
+                self.sweeper,
+                self.dlq_replay,
+            )
+            if f is not None
         )
-        self.sweeper_errors_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
+        self.functions: tuple[PipelineFunction, ...] = functions
+        function_alarms = [
+            alarm for f in functions for alarm in (f.errors_alarm, f.throttles_alarm) if alarm is not None
+        ]
 
         self.dashboard = PipelineDashboard(
             self,
@@ -303,6 +403,7 @@ class OrderPipelineStack(Stack):
                     "release-inventory",
                     "finalize-order",
                 ],
+                alarms=[*function_alarms, *self.saga.alarms.values(), self.stuck_alarm],
             ),
         ).dashboard
 
@@ -311,24 +412,12 @@ class OrderPipelineStack(Stack):
         CfnOutput(self, "InventoryTableName", value=self.inventory_table.table_name)
         CfnOutput(self, "SagaTimeoutSeconds", value=str(int(self.saga.timeout.to_seconds())))
         CfnOutput(self, "FailuresTableName", value=self.failures_table.table_name)
-        functions = (
-            self.intake,
-            self.reserve,
-            self.charge,
-            self.ship,
-            self.refund,
-            self.release,
-            self.finalize,
-            self.payment_provider,
-            self.carrier,
-            self.sweeper,
-            self.dlq_replay,
-        )
         CfnOutput(self, "LogGroupNames", value=Fn.join(",", [f.log_group.log_group_name for f in functions]))
         CfnOutput(self, "OrdersQueueUrl", value=self.orders_queue.queue.queue_url)
         CfnOutput(self, "OrdersDlqUrl", value=self.orders_queue.dlq.queue_url)
         CfnOutput(self, "StateMachineArn", value=self.saga.state_machine.state_machine_arn)
         CfnOutput(self, "OrdersTableName", value=self.orders_table.table_name)
         CfnOutput(self, "IdempotencyTableName", value=self.idempotency_table.table_name)
-        CfnOutput(self, "LedgerTableName", value=self.ledger_table.table_name)
+        if self.ledger_table is not None:
+            CfnOutput(self, "LedgerTableName", value=self.ledger_table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)

@@ -1,15 +1,20 @@
-"""Calls to external providers (payment, carrier) deployed as Lambda functions."""
+"""The sandbox adapters of the provider ports: the sandbox provider and carrier invoked as Lambda
+functions (dev and tests; prod never deploys them)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
 from shared.aws import client
 from shared.correlation import current_correlation_id
 from shared.exceptions import PayloadMismatch, ProviderUnavailable
+
+T = TypeVar("T")
 
 
 class ProviderClient:
@@ -36,3 +41,59 @@ class ProviderClient:
                 raise PayloadMismatch(f"provider rejected reuse of key {request.get('idempotency_key')}")
             raise ProviderUnavailable(f"provider error: {payload.get('error')}")
         return dict(payload)
+
+    def parsed(self, request: dict[str, Any], parse: Callable[[Any], T]) -> T:
+        answer = self.call(request)
+        try:
+            return parse(answer)
+        except ValueError as exc:
+            raise ProviderUnavailable(f"{self.function_name}: unexpected answer to {request['action']}: {exc}") from exc
+
+
+class SandboxPaymentProvider:
+    """:class:`~order_domain.ports.PaymentProvider` on the sandbox payment function."""
+
+    def __init__(self, function_name: str) -> None:
+        self.client = ProviderClient(function_name)
+
+    def charge(self, key: str, *, order_id: str, amount_cents: int, currency: str, payment_token: str) -> Charge:
+        request = {
+            "action": "charge",
+            "idempotency_key": key,
+            "order_id": order_id,
+            "amount_cents": amount_cents,
+            "currency": currency,
+            "payment_token": payment_token,
+        }
+        return self.client.parsed(request, parse_charge)
+
+    def find_charge(self, key: str) -> Charge | None:
+        answer = self.client.call({"action": "get", "idempotency_key": key})
+        return None if answer.get("status") == "not_found" else parse_charge(answer)
+
+    def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
+        request = {
+            "action": "refund",
+            "idempotency_key": key,
+            "charge_idempotency_key": charge_key,
+            "order_id": order_id,
+        }
+        return self.client.parsed(request, parse_refund)
+
+
+class SandboxCarrier:
+    """:class:`~order_domain.ports.Carrier` on the sandbox carrier function."""
+
+    def __init__(self, function_name: str) -> None:
+        self.client = ProviderClient(function_name)
+
+    def ship(self, key: str, *, order_id: str, address: dict[str, Any], items: list[dict[str, Any]]) -> Shipment:
+        request = {"action": "ship", "idempotency_key": key, "order_id": order_id, "address": address, "items": items}
+        return self.client.parsed(request, parse_shipment)
+
+    def find_shipment(self, key: str) -> Shipment | None:
+        answer = self.client.call({"action": "get", "idempotency_key": key})
+        return None if answer.get("status") == "not_found" else parse_shipment(answer)
+
+    def cancel_shipment(self, key: str) -> Shipment:
+        return self.client.parsed({"action": "cancel", "idempotency_key": key}, parse_shipment)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from order_domain.orders import OrderRepository
-from order_domain.providers import ProviderClient
+from order_domain.ports import SHIPPED, Carrier
 from order_domain.status import OrderStatus
 from shared.exceptions import ShippingUnavailable
 from shared.idempotency import business_key
@@ -14,7 +14,7 @@ SHIP = "ship-order"
 
 
 class ShippingService:
-    def __init__(self, carrier: ProviderClient, orders: OrderRepository) -> None:
+    def __init__(self, carrier: Carrier, orders: OrderRepository) -> None:
         self.carrier = carrier
         self.orders = orders
 
@@ -22,16 +22,13 @@ class ShippingService:
         """Ship this attempt's items to its address (both read from the orders table)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         order = self.orders.for_step(order_id, attempt)
-        result = self.carrier.call(
-            {
-                "action": "ship",
-                "idempotency_key": business_key(order_id, SHIP, attempt),
-                "order_id": order_id,
-                "address": order["shipping_address"],
-                "items": order["items"],
-            }
+        result = self.carrier.ship(
+            business_key(order_id, SHIP, attempt),
+            order_id=order_id,
+            address=order["shipping_address"],
+            items=order["items"],
         )
-        if result.get("status") != "shipped":
-            raise ShippingUnavailable(f"order {order_id}: carrier {result.get('status')} ({result.get('reason', '')})")
+        if result.status != SHIPPED:
+            raise ShippingUnavailable(f"order {order_id}: carrier {result.status} ({result.reason or ''})")
         self.orders.transition(order_id, OrderStatus.SHIPPED, attempt=attempt)
-        return {"status": "shipped", "tracking_id": result["tracking_id"]}
+        return {"status": SHIPPED, "tracking_id": result.tracking_id}

@@ -6,5 +6,5 @@ from shared.step import build_step_handler
 handler = build_step_handler(
     "refund-payment",
     lambda settings: payment_service(settings).refund,
-    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "PAYMENT_PROVIDER_FUNCTION"),
+    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME"),  # + a payment provider (see wiring)
 )

@@ -1,4 +1,8 @@
-"""Sandbox carrier: ship, idempotent per caller key."""
+"""Sandbox carrier: ship, look up and cancel, idempotent per caller key.
+
+A cancel for a key with no shipment records the key as ``cancelled``, so a late ship request
+with it is answered ``cancelled`` and nothing ships.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,26 @@ from sandbox.ledger import Ledger
 PROVIDER = "carrier"
 
 
+def _visible(stored: dict[str, Any], deduplicated: bool) -> dict[str, Any]:
+    return {k: v for k, v in {**stored, "deduplicated": deduplicated}.items() if k not in ("pk", "sk")}
+
+
 def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
     """Answer one carrier request and record it in the ledger."""
-    if not request.get("idempotency_key") or request.get("action") != "ship":
-        result: dict[str, Any] = {"status": "error", "error": "ship requests need an idempotency_key"}
+    action = request.get("action")
+    if not request.get("idempotency_key") or action not in ("ship", "get", "cancel"):
+        result: dict[str, Any] = {"status": "error", "error": "requests need an idempotency_key and a known action"}
         ledger.record_request(PROVIDER, request, deduplicated=False, outcome="error")
         return result
+    if action == "get":
+        found = ledger.get_op(PROVIDER, request["idempotency_key"])
+        ledger.record_request(PROVIDER, request, deduplicated=False, outcome=str((found or {}).get("status")))
+        return _visible(found, False) if found else {"status": "not_found"}
+    if action == "cancel":
+        cancel = {"action": "ship", "order_id": request.get("order_id"), "status": "cancelled", "reason": "cancelled"}
+        stored, created = ledger.put_op(PROVIDER, request["idempotency_key"], cancel)
+        ledger.record_request(PROVIDER, request, deduplicated=not created, outcome=str(stored.get("status")))
+        return _visible(stored, not created)
     country = (request.get("address") or {}).get("country")
     rejected = country == UNDELIVERABLE_COUNTRY
     op = {
@@ -28,4 +46,4 @@ def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
     }
     stored, created = ledger.put_op(PROVIDER, request["idempotency_key"], op)
     ledger.record_request(PROVIDER, request, deduplicated=not created, outcome=str(stored.get("status")))
-    return {k: v for k, v in {**stored, "deduplicated": not created}.items() if k not in ("pk", "sk")}
+    return _visible(stored, not created)

@@ -58,6 +58,10 @@ class Settings:
     state_machine_arn: str | None = None
     payment_provider_function: str | None = None
     carrier_function: str | None = None
+    payment_api_url: str | None = None
+    payment_api_secret_arn: str | None = None
+    carrier_api_url: str | None = None
+    carrier_api_secret_arn: str | None = None
     needs_attention_queue_url: str | None = None
     dead_letter_queue_url: str | None = None
     replay_targets: tuple[tuple[str, str], ...] = ()
@@ -86,6 +90,10 @@ class Settings:
             state_machine_arn=env.get("STATE_MACHINE_ARN") or None,
             payment_provider_function=env.get("PAYMENT_PROVIDER_FUNCTION") or None,
             carrier_function=env.get("CARRIER_FUNCTION") or None,
+            payment_api_url=env.get("PAYMENT_API_URL") or None,
+            payment_api_secret_arn=env.get("PAYMENT_API_SECRET_ARN") or None,
+            carrier_api_url=env.get("CARRIER_API_URL") or None,
+            carrier_api_secret_arn=env.get("CARRIER_API_SECRET_ARN") or None,
             needs_attention_queue_url=env.get("NEEDS_ATTENTION_QUEUE_URL") or None,
             dead_letter_queue_url=env.get("DEAD_LETTER_QUEUE_URL") or None,
             failures_table=env.get("FAILURES_TABLE_NAME") or None,

@@ -117,6 +117,10 @@ class ShippingUnavailable(PermanentError):
     """The carrier rejected the shipment."""
 
 
+class ProviderRejected(PermanentError):
+    """An external provider refused the request (HTTP 4xx other than 409 and 429): it will refuse it again."""
+
+
 class ProviderUnavailable(TransientError):
     """An external provider failed or timed out; its outcome may be unknown."""
 

@@ -1,0 +1,211 @@
+"""The HTTPS adapters of the provider ports: a real payment provider's and carrier's JSON APIs.
+
+The contract (README "Connecting a real provider"): every state-changing request is a POST with
+an ``Idempotency-Key`` header (our business key, ``order-123#charge-payment#attempt-1``), the
+usual contract of card processors' APIs: the same key with the same body returns the first
+answer, the same key with another body is refused with 409. Authentication: ``Authorization:
+Bearer <api_key>``, the key read from AWS Secrets Manager (``{"api_key": "..."}``) once per
+container.
+
+Failures are classified at the edge: 409 -> :class:`PayloadMismatch` (permanent); any other 4xx
+-> :class:`ProviderRejected` (permanent); 429, 5xx, timeouts, connection errors and answers that
+are not what the contract says -> :class:`ProviderUnavailable` (transient: the saga retries with
+the same key, which the provider deduplicates). urllib3 (already loaded by botocore, so no extra
+cold start) retries the same request with the same key on 429/5xx and connection errors.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit
+
+import urllib3
+from urllib3.util import Retry, Timeout
+
+from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
+from shared.aws import client
+from shared.correlation import current_correlation_id
+from shared.exceptions import ConfigurationError, PayloadMismatch, ProviderRejected, ProviderUnavailable
+
+#: Seconds to establish a connection / to wait for an answer. A read timeout leaves the outcome
+#: unknown: the retry (same key) or the compensation (lookup by key) settles it.
+DEFAULT_CONNECT_TIMEOUT = 3.05
+DEFAULT_READ_TIMEOUT = 10.0
+#: Retries of the same request (same Idempotency-Key) inside one invocation.
+DEFAULT_RETRIES = 2
+MAX_ANSWER_BYTES = 64 * 1024
+_RETRY_STATUSES = (429, 500, 502, 503, 504)
+T = TypeVar("T")
+
+
+def check_base_url(url: str) -> str:
+    """``https://...``, or ``http://`` to a loopback address (the local sandbox only)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url.rstrip("/")
+    if parts.scheme == "http" and parts.hostname:
+        host = parts.hostname
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if loopback:
+            return url.rstrip("/")
+    raise ConfigurationError(f"provider URL must be https:// (http:// only to a loopback address), got {url!r}")
+
+
+class SecretApiKey:
+    """The provider's API key from Secrets Manager (``{"api_key": "..."}``), read once per container."""
+
+    def __init__(self, secret_arn: str) -> None:
+        if not secret_arn:
+            raise ConfigurationError("a provider secret ARN is required with a provider URL")
+        self.secret_arn = secret_arn
+        self._value: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._read()
+        return self._value
+
+    def _read(self) -> str:
+        secret = client("secretsmanager").get_secret_value(SecretId=self.secret_arn)
+        try:
+            key = json.loads(secret["SecretString"])["api_key"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigurationError(f'secret {self.secret_arn} must be JSON {{"api_key": "..."}}') from exc
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(f"secret {self.secret_arn} has an empty api_key")
+        return key
+
+
+class HttpsJsonClient:
+    """JSON over HTTPS with the provider contract's headers, timeouts, retries and error mapping."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: Callable[[], str],
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+    ) -> None:
+        self.base_url = check_base_url(base_url)
+        self.api_key = api_key
+        retry = Retry(
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=retries,
+            redirect=0,
+            backoff_factor=0.2,
+            backoff_jitter=0.1,
+            status_forcelist=_RETRY_STATUSES,
+            allowed_methods=None,  # POSTs too: the Idempotency-Key makes a repeat harmless
+            respect_retry_after_header=True,
+            raise_on_status=False,
+        )
+        self.pool = urllib3.PoolManager(
+            timeout=Timeout(connect=connect_timeout, read=read_timeout), retries=retry, maxsize=10, block=False
+        )
+
+    def request(self, method: str, path: str, *, key: str | None = None, body: dict[str, Any] | None = None) -> Any:
+        """The answer's JSON, or None for a 404 on a GET."""
+        cid = current_correlation_id()
+        headers = {
+            "Authorization": f"Bearer {self.api_key()}",
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+        }
+        if cid:
+            headers["X-Correlation-Id"] = quote(cid, safe="")
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        payload = None if body is None else json.dumps({**body, "correlation_id": cid}).encode()
+        url = f"{self.base_url}{path}"
+        try:
+            response = self.pool.request(method, url, body=payload, headers=headers, preload_content=False)
+            data = response.read(MAX_ANSWER_BYTES + 1)
+            response.release_conn()
+        except urllib3.exceptions.HTTPError as exc:  # timeouts, connection errors, retries exhausted
+            raise ProviderUnavailable(f"{method} {path}: {type(exc).__name__}") from exc
+        status = response.status
+        if status == 404 and method == "GET":
+            return None
+        if status == 409:
+            raise PayloadMismatch(f"{method} {path}: idempotency key {key} was used with another request")
+        if status in _RETRY_STATUSES or status >= 500:
+            raise ProviderUnavailable(f"{method} {path}: HTTP {status}")
+        if 400 <= status < 500:
+            raise ProviderRejected(f"{method} {path}: HTTP {status}")
+        if not 200 <= status < 300 or len(data) > MAX_ANSWER_BYTES:
+            raise ProviderUnavailable(f"{method} {path}: unexpected HTTP {status} or answer size")
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ProviderUnavailable(f"{method} {path}: answer is not JSON") from exc
+
+
+def _validated(parse: Callable[[Any], T], answer: Any, what: str) -> T:
+    try:
+        return parse(answer)
+    except ValueError as exc:
+        raise ProviderUnavailable(f"{what}: answer does not match the contract ({exc})") from exc
+
+
+def _path_key(key: str) -> str:
+    return quote(key, safe="")
+
+
+class HttpsPaymentProvider:
+    """:class:`~order_domain.ports.PaymentProvider` on ``POST /charges``, ``GET /charges/{key}``, ``POST /refunds``."""
+
+    def __init__(self, http: HttpsJsonClient) -> None:
+        self.http = http
+
+    def charge(self, key: str, *, order_id: str, amount_cents: int, currency: str, payment_token: str) -> Charge:
+        body = {
+            "order_id": order_id,
+            "amount_cents": amount_cents,
+            "currency": currency,
+            "payment_token": payment_token,
+        }
+        answer = self.http.request("POST", "/charges", key=key, body=body)
+        return _validated(parse_charge, answer, "charge")
+
+    def find_charge(self, key: str) -> Charge | None:
+        answer = self.http.request("GET", f"/charges/{_path_key(key)}")
+        return None if answer is None else _validated(parse_charge, answer, "charge lookup")
+
+    def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
+        body = {"charge_idempotency_key": charge_key, "order_id": order_id}
+        answer = self.http.request("POST", "/refunds", key=key, body=body)
+        return _validated(parse_refund, answer, "refund")
+
+
+class HttpsCarrier:
+    """:class:`~order_domain.ports.Carrier` on ``POST /shipments``, ``GET /shipments/{key}``, ``POST .../cancel``."""
+
+    def __init__(self, http: HttpsJsonClient) -> None:
+        self.http = http
+
+    def ship(self, key: str, *, order_id: str, address: dict[str, Any], items: list[dict[str, Any]]) -> Shipment:
+        body = {"order_id": order_id, "address": address, "items": items}
+        answer = self.http.request("POST", "/shipments", key=key, body=body)
+        return _validated(parse_shipment, answer, "shipment")
+
+    def find_shipment(self, key: str) -> Shipment | None:
+        answer = self.http.request("GET", f"/shipments/{_path_key(key)}")
+        return None if answer is None else _validated(parse_shipment, answer, "shipment lookup")
+
+    def cancel_shipment(self, key: str) -> Shipment:
+        answer = self.http.request("POST", f"/shipments/{_path_key(key)}/cancel", key=key, body={})
+        return _validated(parse_shipment, answer, "shipment cancel")

@@ -1,0 +1,121 @@
+"""What the saga needs from a payment provider and a carrier: typed ports, two adapters each.
+
+Adapters: :mod:`order_domain.providers` (the in-account sandbox, invoked as a Lambda function; dev
+and tests only) and :mod:`order_domain.https_providers` (a real provider's HTTPS JSON API that
+honours an ``Idempotency-Key`` header). The compensations rely on the statuses below: a refund
+asks by the charge's key and moves back exactly what moved; a charge that never arrived has its
+key cancelled, so a late charge with it cannot move money.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+#: Charge statuses. Only CAPTURED lets the saga continue; PARTIALLY_CAPTURED and AUTHORIZED mean
+#: money is held or moved and must be refunded or voided; DECLINED moved nothing; CANCELLED: the
+#: key was cancelled (by a refund) before the charge arrived.
+CAPTURED = "captured"
+PARTIALLY_CAPTURED = "partially_captured"
+AUTHORIZED = "authorized"
+DECLINED = "declined"
+CANCELLED = "cancelled"
+CHARGE_STATUSES = frozenset({CAPTURED, PARTIALLY_CAPTURED, AUTHORIZED, DECLINED, CANCELLED})
+#: Refund statuses: each one means "nothing of this charge is held any more".
+REFUNDED = "refunded"
+VOIDED = "voided"
+NOTHING_TO_REFUND = "nothing_to_refund"
+ALREADY_REFUNDED = "already_refunded"
+REFUND_STATUSES = frozenset({REFUNDED, VOIDED, NOTHING_TO_REFUND, ALREADY_REFUNDED})
+#: Shipment statuses.
+SHIPPED = "shipped"
+REJECTED = "rejected"
+SHIPMENT_STATUSES = frozenset({SHIPPED, REJECTED, CANCELLED})
+
+
+@dataclass(frozen=True)
+class Charge:
+    status: str
+    amount_cents: int = 0
+    captured_cents: int = 0
+    payment_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Refund:
+    status: str
+    amount_cents: int = 0
+
+
+@dataclass(frozen=True)
+class Shipment:
+    status: str
+    tracking_id: str | None = None
+    reason: str | None = None
+
+
+class PaymentProvider(Protocol):
+    """A card processor, every call keyed by our business key (its idempotency key)."""
+
+    def charge(self, key: str, *, order_id: str, amount_cents: int, currency: str, payment_token: str) -> Charge: ...
+
+    def find_charge(self, key: str) -> Charge | None: ...
+
+    def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
+        """Refund (or void) exactly what the charge under ``charge_key`` moved; cancel that key if
+        no charge arrived. Repeating it with the same ``key`` returns the first answer."""
+        ...
+
+
+class Carrier(Protocol):
+    """A shipping carrier, every call keyed by our business key."""
+
+    def ship(self, key: str, *, order_id: str, address: dict[str, Any], items: list[dict[str, Any]]) -> Shipment: ...
+
+    def find_shipment(self, key: str) -> Shipment | None: ...
+
+    def cancel_shipment(self, key: str) -> Shipment: ...
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected a non-negative integer, got {type(value).__name__}")
+    return value
+
+
+def _opt_str(value: Any, limit: int = 256) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value[:limit]
+
+
+def parse_charge(data: Any) -> Charge:
+    """A provider's charge answer, validated (ValueError if it is not one)."""
+    if not isinstance(data, dict) or data.get("status") not in CHARGE_STATUSES:
+        raise ValueError("not a charge: status missing or unknown")
+    return Charge(
+        status=str(data["status"]),
+        amount_cents=_int(data.get("amount_cents", 0)),
+        captured_cents=_int(data.get("captured_cents", 0)),
+        payment_id=_opt_str(data.get("payment_id")),
+        reason=_opt_str(data.get("reason")),
+    )
+
+
+def parse_refund(data: Any) -> Refund:
+    """A provider's refund answer, validated (ValueError if it is not one)."""
+    if not isinstance(data, dict) or data.get("status") not in REFUND_STATUSES:
+        raise ValueError("not a refund: status missing or unknown")
+    return Refund(status=str(data["status"]), amount_cents=_int(data.get("amount_cents", 0)))
+
+
+def parse_shipment(data: Any) -> Shipment:
+    """A carrier's shipment answer, validated (ValueError if it is not one)."""
+    if not isinstance(data, dict) or data.get("status") not in SHIPMENT_STATUSES:
+        raise ValueError("not a shipment: status missing or unknown")
+    return Shipment(
+        status=str(data["status"]), tracking_id=_opt_str(data.get("tracking_id")), reason=_opt_str(data.get("reason"))
+    )

@@ -1,0 +1,168 @@
+"""The sandbox payment provider and carrier served over HTTP on 127.0.0.1, in-process.
+
+The HTTPS adapters (``lambdas/order_domain/https_providers.py``) that prod uses talk to this
+server in tests and local runs, so their code path (headers, Idempotency-Key, timeouts, retries,
+status mapping, answer validation) is exercised against the same sandbox behaviour and ledger
+the Lambda-invoked sandbox has. Routes follow the contract in the README ("Connecting a real
+provider"); the sandbox's own answers are mapped to HTTP the way a card processor's API answers:
+``idempotency_key_reused`` -> 409, ``provider_unavailable`` -> 503, other errors -> 400.
+
+Why hand-written: a real provider's sandbox is not reachable here (no network but the package
+registries), and the standard library's ThreadingHTTPServer is all it takes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ops.lambda_packages import ensure_importable
+
+HOST = "127.0.0.1"  # loopback only
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProviderEndpoints:
+    """Where the served sandbox answers, and the API key it expects."""
+
+    payment_url: str
+    carrier_url: str
+    api_key: str
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # no access log: the sandbox's own structured log lines say what happened
+
+    def _answer(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _request(self) -> dict[str, Any] | None:
+        if self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
+            self._answer(401, {"error": "unauthorized"})
+            return None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._answer(413, {"error": "too_large"})
+            return None
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        except ValueError:
+            self._answer(400, {"error": "invalid_json"})
+            return None
+        if not isinstance(body, dict):
+            self._answer(400, {"error": "invalid_json"})
+            return None
+        return body
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def _route(self, method: str) -> None:
+        body = self._request()
+        if body is None:
+            return
+        parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
+        key = self.headers.get("Idempotency-Key")
+        request: dict[str, Any] | None = None
+        provider = parts[0] if parts else ""
+        rest = parts[1:]
+        if provider == "payment" and method == "POST" and rest == ["charges"]:
+            request = {**body, "action": "charge", "idempotency_key": key}
+        elif provider == "payment" and method == "GET" and len(rest) == 2 and rest[0] == "charges":
+            request = {"action": "get", "idempotency_key": rest[1]}
+        elif provider == "payment" and method == "POST" and rest == ["refunds"]:
+            request = {**body, "action": "refund", "idempotency_key": key}
+        elif provider == "carrier" and method == "POST" and rest == ["shipments"]:
+            request = {**body, "action": "ship", "idempotency_key": key}
+        elif provider == "carrier" and method == "GET" and len(rest) == 2 and rest[0] == "shipments":
+            request = {"action": "get", "idempotency_key": rest[1]}
+        elif provider == "carrier" and method == "POST" and len(rest) == 3 and rest[::2] == ["shipments", "cancel"]:
+            request = {**body, "action": "cancel", "idempotency_key": rest[1]}
+        if request is None:
+            self._answer(404, {"error": "no such route"})
+            return
+        result = self.server.dispatch(provider, request)
+        self._answer(*_http(result))
+
+
+def _http(result: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    status = result.get("status")
+    if status == "not_found":
+        return 404, {"error": "not_found"}
+    if status != "error":
+        return 200, result
+    error = str(result.get("error"))
+    if error == "idempotency_key_reused":
+        return 409, {"error": error}
+    if error == "provider_unavailable":
+        return 503, {"error": error}
+    return 400, {"error": error}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, ledger_table: str, api_key: str) -> None:
+        super().__init__((HOST, 0), _Handler)
+        ensure_importable()
+        from sandbox import carrier, payment
+        from sandbox.ledger import Ledger
+        from shared.correlation import correlation_scope, from_payload
+        from shared.logs import get_logger
+
+        self.api_key = api_key
+        self._ledger = Ledger(ledger_table)
+        self._handlers = {"payment": payment.handle, "carrier": carrier.handle}
+        self._loggers = {name: get_logger(service=f"sandbox-{name}") for name in self._handlers}
+        self._scope = correlation_scope
+        self._cid = from_payload
+
+    def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
+        logger = self._loggers[provider]
+        with self._scope(logger, self._cid(request)):
+            result = self._handlers[provider](request, self._ledger)
+            logger.info(
+                f"{provider} request",
+                extra={
+                    "action": request.get("action"),
+                    "idempotency_key": request.get("idempotency_key"),
+                    "status": result.get("status"),
+                    "deduplicated": result.get("deduplicated"),
+                },
+            )
+            return dict(result)
+
+
+@contextmanager
+def serve_sandbox(ledger_table: str, api_key: str | None = None) -> Iterator[ProviderEndpoints]:
+    """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits."""
+    key = api_key or secrets.token_hex(16)
+    server = _Server(ledger_table, key)
+    thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
+    thread.start()
+    origin = f"http://{HOST}:{server.server_address[1]}"
+    try:
+        yield ProviderEndpoints(payment_url=f"{origin}/payment", carrier_url=f"{origin}/carrier", api_key=key)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,217 @@
+"""The HTTPS provider adapters (prod's code path) against the sandbox served over HTTP on 127.0.0.1.
+
+The steps run with ``PAYMENT_API_URL`` / ``CARRIER_API_URL`` and their secrets' ARNs, exactly as
+the prod stack configures them; the API key is read from Secrets Manager (moto).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from ops.local.provider_server import ProviderEndpoints, serve_sandbox
+from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, check_base_url
+from order_domain.status import OrderStatus
+from shared.exceptions import (
+    ConfigurationError,
+    PayloadMismatch,
+    PaymentDeclined,
+    ProviderRejected,
+    ProviderUnavailable,
+    TransientStepError,
+    classify,
+)
+
+from .conftest import REGION, LedgerView, LogCapture, Tables
+
+
+@pytest.fixture
+def sandbox_http(tables: Tables) -> Iterator[ProviderEndpoints]:
+    with serve_sandbox(tables.ledger) as endpoints:
+        yield endpoints
+
+
+@pytest.fixture
+def https_env(sandbox_http: ProviderEndpoints) -> dict[str, str]:
+    """What the prod stack gives charge/refund/ship: URLs and secret ARNs, no sandbox function."""
+    sm = boto3.client("secretsmanager", region_name=REGION)
+    secret = json.dumps({"api_key": sandbox_http.api_key})
+    payment_arn = sm.create_secret(Name="test/payment-api", SecretString=secret)["ARN"]
+    carrier_arn = sm.create_secret(Name="test/carrier-api", SecretString=secret)["ARN"]
+    return {
+        "PAYMENT_PROVIDER_FUNCTION": "",
+        "CARRIER_FUNCTION": "",
+        "PAYMENT_API_URL": sandbox_http.payment_url,
+        "PAYMENT_API_SECRET_ARN": payment_arn,
+        "CARRIER_API_URL": sandbox_http.carrier_url,
+        "CARRIER_API_SECRET_ARN": carrier_arn,
+    }
+
+
+KEY = "o-1#charge-payment#attempt-1"
+
+
+def _key(order: dict[str, Any], operation: str) -> str:
+    return f"{order['order_id']}#{operation}#attempt-1"
+
+
+def test_https_charge_then_refund_moves_money_once_through_the_adapter(
+    load, https_env, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context, logs: LogCapture
+):
+    charge, refund = load("charge_payment", **https_env), load("refund_payment", **https_env)
+    order = order_factory(payment_token="tok_visa_https")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    state = saga_input(order, "cid-https")
+
+    charged = charge(state, lambda_context)
+    again = charge(state, lambda_context)  # duplicate: our idempotency record answers
+    refunded = refund(state, lambda_context)
+
+    assert charged == again and charged["status"] == "captured" and charged["amount_cents"] == 3499
+    assert refunded == {"status": "refunded", "amount_cents": 3499}
+    op = ledger.op("payment", _key(order, "charge-payment"))
+    assert op is not None and op["captured_cents"] == 3499
+    requests = ledger.requests("payment", _key(order, "charge-payment"))
+    assert len(requests) == 1 and requests[0]["correlation_id"] == "cid-https"
+    assert logs.find("payment request", correlation_id="cid-https")
+
+
+def test_https_ship_goes_through_the_carrier_adapter(
+    load, https_env, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context, logs
+):
+    ship = load("ship_order", **https_env)
+    order = order_factory()
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+
+    result = ship(saga_input(order), lambda_context)
+
+    assert result["status"] == "shipped" and result["tracking_id"].startswith("trk_")
+    assert ledger.op("carrier", _key(order, "ship-order"))["status"] == "shipped"
+
+
+def test_https_declined_card_is_payment_declined(
+    load, https_env, order_factory, saga_input, seed_order, lambda_context, logs
+):
+    charge = load("charge_payment", **https_env)
+    order = order_factory(payment_token="tok_decline_https")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+
+    with pytest.raises(PaymentDeclined):
+        charge(saga_input(order), lambda_context)
+
+
+def test_https_provider_503_is_retried_with_the_same_key_inside_one_call(
+    load, https_env, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context, logs
+):
+    """tok_refund_flaky: the sandbox answers the first two refund requests 503; urllib3 retries."""
+    charge, refund = load("charge_payment", **https_env), load("refund_payment", **https_env)
+    order = order_factory(payment_token="tok_refund_flaky_https")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    charge(saga_input(order), lambda_context)
+
+    refunded = refund(saga_input(order), lambda_context)
+
+    assert refunded["status"] == "refunded"
+    requests = ledger.requests("payment", _key(order, "refund-payment"))
+    assert [r["outcome"] for r in requests] == ["error", "error", "refunded"]  # one key, three tries
+
+
+def test_https_provider_always_503_is_transient(
+    load, https_env, order_factory, saga_input, seed_order, lambda_context, logs
+):
+    charge, refund = load("charge_payment", **https_env), load("refund_payment", **https_env)
+    order = order_factory(payment_token="tok_refund_broken_https")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    charge(saga_input(order), lambda_context)
+
+    with pytest.raises(TransientStepError) as raised:
+        refund(saga_input(order), lambda_context)
+
+    assert isinstance(raised.value.__cause__, ProviderUnavailable)
+
+
+def test_https_wrong_api_key_is_rejected_as_permanent(aws, sandbox_http: ProviderEndpoints):
+    provider = HttpsPaymentProvider(HttpsJsonClient(sandbox_http.payment_url, lambda: "wrong-key"))
+
+    with pytest.raises(ProviderRejected) as raised:
+        provider.charge(
+            "o-1#charge-payment#attempt-1", order_id="o-1", amount_cents=1, currency="EUR", payment_token="t"
+        )
+
+    assert classify(raised.value) == "permanent"
+
+
+def test_https_same_key_with_another_amount_is_payload_mismatch(aws, sandbox_http: ProviderEndpoints):
+    provider = HttpsPaymentProvider(HttpsJsonClient(sandbox_http.payment_url, lambda: sandbox_http.api_key))
+    key = "o-2#charge-payment#attempt-1"
+    provider.charge(key, order_id="o-2", amount_cents=100, currency="EUR", payment_token="tok_visa")
+
+    with pytest.raises(PayloadMismatch):
+        provider.charge(key, order_id="o-2", amount_cents=999, currency="EUR", payment_token="tok_visa")
+    assert provider.find_charge(key).captured_cents == 100  # lookup by key
+    assert provider.find_charge("o-2#charge-payment#attempt-9") is None
+
+
+def test_https_read_timeout_is_transient():
+    """A provider that accepts the connection and never answers: the outcome is unknown -> transient."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        provider = HttpsPaymentProvider(HttpsJsonClient(url, lambda: "k", read_timeout=0.2, retries=1))
+        with pytest.raises(ProviderUnavailable) as raised:
+            provider.charge(
+                "o-3#charge-payment#attempt-1", order_id="o-3", amount_cents=1, currency="EUR", payment_token="t"
+            )
+        assert classify(raised.value) == "transient"
+        assert len(accepted) == 2  # the same request was tried twice (one retry)
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        for conn in accepted:
+            conn.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("url", ["http://pay.example.com", "ftp://127.0.0.1", "https://", "127.0.0.1:80"])
+def test_https_base_url_must_be_https_or_loopback_http(url):
+    with pytest.raises(ConfigurationError):
+        check_base_url(url)
+
+
+@pytest.mark.parametrize("url", ["https://pay.example.com/v1", "http://127.0.0.1:8080/payment", "http://localhost:1"])
+def test_https_base_url_accepted(url):
+    assert check_base_url(url) == url.rstrip("/")
+
+
+def test_https_secret_without_api_key_is_a_configuration_error(
+    load, https_env, order_factory, saga_input, seed_order, lambda_context, logs
+):
+    sm = boto3.client("secretsmanager", region_name=REGION)
+    bad = sm.create_secret(Name="test/bad", SecretString=json.dumps({"token": "x"}))["ARN"]
+    charge = load("charge_payment", **{**https_env, "PAYMENT_API_SECRET_ARN": bad})
+    order = order_factory()
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+
+    with pytest.raises(ConfigurationError):
+        charge(saga_input(order), lambda_context)
