@@ -7,5 +7,9 @@ Each construct lives in its own module with typed props; import what you need:
 - :class:`constructs_lib.queue.ResilientQueue` - queue + DLQ + DLQ alarm + partial-batch event source.
 - :class:`constructs_lib.tables.IdempotencyTable` / :class:`constructs_lib.tables.DataTable`.
 - :class:`constructs_lib.saga.OrderSaga` - the reserve/charge/ship saga with reverse compensations.
-- :class:`constructs_lib.checks.ResilienceChecks` - synth-time Aspect: DLQs, alarms, visibility timeouts.
+- :class:`constructs_lib.checks.ResilienceChecks` - synth-time Aspect: DLQs, alarms, visibility timeouts,
+  a failure alarm on every function and state machine.
+- :class:`constructs_lib.encryption.DataEncryptionKey` - a rotated customer-managed key for tables and log groups.
+- :class:`constructs_lib.providers.HttpsProvider` - a real provider's URL and API-key secret, granted per function.
+- :class:`constructs_lib.stage.StageConfig` - stage rules read once from context (prod needs providers and alarm_email).
 """

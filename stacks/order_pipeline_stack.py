@@ -36,7 +36,14 @@ from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
-LAYER_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing_extensions", "fastjsonschema", "jsonpath-ng")
+LAYER_DISTRIBUTIONS = (
+    "aws-lambda-powertools",
+    "jmespath",
+    "typing_extensions",
+    "fastjsonschema",
+    "jsonpath-ng",
+    "urllib3",  # the HTTPS provider adapters (order_domain.https_providers)
+)
 STEP_TIMEOUT = Duration.seconds(30)
 INTAKE_TIMEOUT = Duration.seconds(30)
 
@@ -263,7 +270,10 @@ class OrderPipelineStack(Stack):
             alarm_on_throttles=True,  # throttled intake: orders wait in the queue, then dead-letter
         )
         _grant_items(self.idempotency_table, self.intake.function, *DDB_ITEM_RW)
-        _grant_items(self.orders_table, self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem")
+        # PutItem records attempt 1; UpdateItem records attempt N+1 on the existing order (conditional).
+        _grant_items(
+            self.orders_table, self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
+        )
         self.saga.state_machine.grant_start_execution(self.intake.function)
 
         self.orders_queue = ResilientQueue(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import boto3
@@ -19,6 +19,9 @@ from ops.local.capture import LineCapture, point_powertools_loggers_at
 from ops.local.clock import SimClock
 from ops.local.lambda_runtime import CRASH_ERROR_TYPE, FakeLambdaContext, ensure_on_path, invoke_json, load_handler
 from ops.local.template import ACCOUNT, REGION, CloudAssembly, Resolver, Resource
+
+if TYPE_CHECKING:
+    from ops.local.iam_enforce import IamEnforcer
 
 #: Types the local deployment builds; anything else (IAM, KMS, log groups, policies) is accepted as-is.
 BUILT_TYPES = (
@@ -110,6 +113,7 @@ class LocalDeployment:
         self.alarms: dict[str, dict[str, Any]] = {}  # name -> put_metric_alarm kwargs
         self.event_sources: list[EventSourceSpec] = []
         self.schedules: list[tuple[str, LocalFunction]] = []  # (schedule expression, target)
+        self.iam: IamEnforcer | None = None  # set while ops.local.iam_enforce.enforce_iam is active
         self._plan()
         self.resolve = Resolver(self.stack, self.refs, self.attrs)
 

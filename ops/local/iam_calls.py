@@ -30,7 +30,6 @@ ACTION_ALIASES = {
     ("sqs", "SendMessageBatch"): "SendMessage",
     ("sqs", "DeleteMessageBatch"): "DeleteMessage",
     ("sqs", "ChangeMessageVisibilityBatch"): "ChangeMessageVisibility",
-    ("states", "StartSyncExecution"): "StartSyncExecution",
 }
 
 
@@ -46,7 +45,12 @@ def _dynamodb_table(region: str, op: str, p: Mapping[str, Any]) -> list[Check]:
 
 
 #: TransactWriteItems element -> the action IAM checks for it.
-_TRANSACT_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+_TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
 
 
 def _dynamodb_transact_write(region: str, op: str, p: Mapping[str, Any]) -> list[Check]:

@@ -5,8 +5,9 @@ How: ``BaseClient._make_api_call`` is wrapped at class level while :func:`enforc
 every client is covered, whichever session made it (Powertools builds its own). The caller is a
 context variable: set by :class:`~ops.local.deploy.LocalFunction` invocations (cold start included),
 by the SQS event source mapping (Lambda polls with the function's role), and by Step Functions'
-Lambda tasks (the state machine's role). Calls with no caller (the runner, the operator CLI, a
-producer) are not checked. A call the role does not allow raises what AWS raises: a
+Lambda tasks (the state machine's role); work a handler submits to a ``ThreadPoolExecutor`` keeps
+its caller (a bare ``threading.Thread`` would not). Calls with no caller (the runner, the operator
+CLI, a producer) are not checked. A call the role does not allow raises what AWS raises: a
 ``ClientError`` with the service's access-denied code, so the handlers' error handling runs.
 
 Platform use of a role is checked too, without failing the call (AWS drops logs or traces silently):
@@ -21,6 +22,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,7 +59,12 @@ STATES_LOG_DELIVERY = (
     "logs:DescribeResourcePolicies",
     "logs:DescribeLogGroups",
 )
-STATES_TRACING = ("xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets")
+STATES_TRACING = (
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+)
 LAMBDA_TRACING = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 MAX_EXAMPLES = 5
 
@@ -71,17 +78,17 @@ class Principal:
     role_id: str | None
     role_name: str
     policy: Policy
-    platform_checks: list[Check] = field(default_factory=list)
+    platform_checks: list[Check] = field(default_factory=list)  # per invocation
+    deploy_checks: list[Check] = field(default_factory=list)  # once, when the resource is created
     calls: int = 0
     platform_calls: int = 0
     denied: Counter[tuple[str, str]] = field(default_factory=Counter)
     unmapped: Counter[str] = field(default_factory=Counter)
     used: set[Check] = field(default_factory=set)
+    unknown_managed_policies: list[str] = field(default_factory=list)  # AWS managed: documents not in the template
 
     def report(self) -> dict[str, Any]:
-        denied = [
-            {"action": a, "resource": r, "count": n} for (a, r), n in self.denied.most_common(MAX_EXAMPLES)
-        ]
+        denied = [{"action": a, "resource": r, "count": n} for (a, r), n in self.denied.most_common(MAX_EXAMPLES)]
         return {
             "kind": self.kind,
             "role": self.role_id,
@@ -91,15 +98,14 @@ class Principal:
             "unmapped": {"count": sum(self.unmapped.values()), "operations": dict(self.unmapped)},
             "granted_unused": self.granted_unused(),
             "unsupported_conditions": self.policy.unsupported,
+            "unknown_managed_policies": self.unknown_managed_policies,
         }
 
     def granted_unused(self) -> list[dict[str, Any]]:
         """Each granted action with the resource patterns no allowed call matched."""
         unused: dict[str, list[str]] = {}
         for action, resource in self.policy.grants():
-            hit = any(
-                wildcard_match(action, a, ignore_case=True) and wildcard_match(resource, r) for a, r in self.used
-            )
+            hit = any(wildcard_match(action, a, ignore_case=True) and wildcard_match(resource, r) for a, r in self.used)
             if not hit:
                 unused.setdefault(action, []).append(resource)
         return [{"action": a, "resources": sorted(set(rs))} for a, rs in sorted(unused.items())]
@@ -124,30 +130,29 @@ def _sub_attrs(value: Any, attrs: Mapping[tuple[str, str], str]) -> Any:
 def role_policies(deployment: LocalDeployment) -> dict[str, Policy]:
     """Every template role's identity policies (AWS::IAM::Policy, ManagedPolicy, inline), resolved."""
     docs: dict[str, list[dict[str, Any]]] = {}
-    resolve = deployment.resolve
+    managed: dict[str, dict[str, Any]] = {}
     names = {v: k for k, v in deployment.refs.items()}
 
-    def role_ids(roles: list[Any]) -> list[str]:
-        resolved = [str(resolve(r)) for r in roles]
-        return [names.get(name, name) for name in resolved]
+    def document(raw: Any) -> dict[str, Any]:
+        resolved: dict[str, Any] = deployment.resolve(_sub_attrs(raw, deployment.attrs))
+        return resolved
 
     for r in deployment.assembly.resources():
         p = r.properties
         if r.type in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
-            doc = resolve(_sub_attrs(p.get("PolicyDocument", {}), deployment.attrs))
-            for role in role_ids(p.get("Roles", [])):
-                docs.setdefault(role, []).append(doc)
+            doc = managed[r.logical_id] = document(p.get("PolicyDocument", {}))
+            for role in p.get("Roles", []):
+                name = str(deployment.resolve(role))
+                docs.setdefault(names.get(name, name), []).append(doc)
         elif r.type == "AWS::IAM::Role":
-            docs.setdefault(r.logical_id, [])
-            for inline in p.get("Policies", []):
-                docs[r.logical_id].append(resolve(_sub_attrs(inline["PolicyDocument"], deployment.attrs)))
-            for managed in p.get("ManagedPolicyArns", []):
-                ref = managed.get("Ref") if isinstance(managed, dict) else None
-                if ref and deployment.assembly.template["Resources"].get(ref, {}).get("Type") == (
-                    "AWS::IAM::ManagedPolicy"
-                ):
-                    continue  # attached through its own Roles property, or below
-                # AWS managed policies' documents are not in the template: their grants stay unknown (deny).
+            docs.setdefault(r.logical_id, []).extend(document(i["PolicyDocument"]) for i in p.get("Policies", []))
+    # Customer managed policies attached by the role's ManagedPolicyArns. AWS managed policies'
+    # documents are not in the template: their grants are unknown here, so they allow nothing.
+    for r in deployment.assembly.resources("AWS::IAM::Role"):
+        for arn in r.properties.get("ManagedPolicyArns", []):
+            ref = arn.get("Ref") if isinstance(arn, dict) else None
+            if ref in managed and managed[ref] not in docs[r.logical_id]:
+                docs[r.logical_id].append(managed[ref])
     return {role: policy_from_documents(d) for role, d in docs.items()}
 
 
@@ -181,15 +186,32 @@ def principals(deployment: LocalDeployment) -> dict[str, Principal]:
             checks += [(action, "*") for action in STATES_LOG_DELIVERY]
         if (props.get("TracingConfiguration") or {}).get("Enabled"):
             checks += [(action, "*") for action in STATES_TRACING]
-        name = deployment.attrs[(lid, "Name")]
         out[arn] = Principal(
-            arn, "state_machine", role, _role_name(deployment, role), policies.get(role or "", Policy()), checks
+            arn, "state_machine", role, _role_name(deployment, role), policies.get(role or "", Policy())
         )
+        out[arn].deploy_checks = checks
+    for principal in out.values():
+        principal.unknown_managed_policies = _unknown_managed(deployment, principal.role_id)
+    for spec in deployment.event_sources:  # Lambda reads the queue's attributes when the mapping is created
+        out[spec.function.name].deploy_checks.append(("sqs:GetQueueAttributes", spec.queue_arn))
     return out
 
 
 def _role_name(deployment: LocalDeployment, role: str | None) -> str:
     return deployment.refs.get(role or "", "unknown-role")
+
+
+def _unknown_managed(deployment: LocalDeployment, role: str | None) -> list[str]:
+    """The role's ManagedPolicyArns that are not template resources (their grants count as none)."""
+    if role is None:
+        return []
+    arns = deployment.assembly.resource(role).properties.get("ManagedPolicyArns", [])
+    template = deployment.assembly.template["Resources"]
+    return [
+        str(deployment.resolve(a))
+        for a in arns
+        if not (isinstance(a, dict) and template.get(a.get("Ref", ""), {}).get("Type") == "AWS::IAM::ManagedPolicy")
+    ]
 
 
 class IamEnforcer:
@@ -243,10 +265,16 @@ class IamEnforcer:
             raise access_denied(client, operation, principal, *denied)
 
     def platform(self, key: str) -> None:
-        """The role's use by the platform itself (logs, traces): recorded, never raised."""
+        """The role's use by the platform on each invocation (logs, traces): recorded, never raised."""
         principal = self.principals.get(key)
         if principal is not None and principal.platform_checks:
             self.record(principal, principal.platform_checks, platform=True)
+
+    def deployed(self) -> None:
+        """The role's use by the platform when the resources are created (recorded, never raised)."""
+        for principal in self.principals.values():
+            if principal.deploy_checks:
+                self.record(principal, principal.deploy_checks, platform=True)
 
     def report(self) -> dict[str, Any]:
         return {key.rsplit(":", 1)[-1]: p.report() for key, p in sorted(self.principals.items())}
@@ -311,14 +339,13 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     from ops.local.event_sources import SqsPoller
 
     enforcer = IamEnforcer(deployment)
-    for key, principal in enforcer.principals.items():
-        if principal.kind == "state_machine":
-            enforcer.platform(key)  # log delivery and tracing, used when the state machine is created
+    enforcer.deployed()
 
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke
     original_poll, original_release = SqsPoller.poll_once, SqsPoller.release_due
     original_client_for = lambda_eval_utils.boto_client_for
+    original_submit = ThreadPoolExecutor.submit
 
     def make_api_call(client: Any, operation: str, params: Any) -> Any:
         if CALLER.get() is not None:
@@ -338,6 +365,20 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
         with acting_as(poller.spec.function.name, platform=True):
             return original_release(poller)
 
+    def submit(pool: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        caller = CALLER.get()
+        if caller is None:
+            return original_submit(pool, fn, *args, **kwargs)
+
+        def as_caller(*a: Any, **kw: Any) -> Any:
+            token = CALLER.set(caller)
+            try:
+                return fn(*a, **kw)
+            finally:
+                CALLER.reset(token)
+
+        return original_submit(pool, as_caller, *args, **kwargs)
+
     def client_for(*args: Any, **kwargs: Any) -> Any:
         client = original_client_for(*args, **kwargs)
         return _StateMachineClient(client, enforcer.state_machine) if enforcer.state_machine else client
@@ -348,5 +389,36 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
         stack.enter_context(mock.patch.object(SqsPoller, "poll_once", poll_once))
         stack.enter_context(mock.patch.object(SqsPoller, "release_due", release_due))
         stack.enter_context(mock.patch.object(lambda_eval_utils, "boto_client_for", client_for))
+        stack.enter_context(mock.patch.object(ThreadPoolExecutor, "submit", submit))
         deployment.iam = enforcer
         yield enforcer
+
+
+def merge_reports(sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``iam`` sections of shard reports as one: counts add, a grant is unused only if unused in every shard."""
+    merged: dict[str, Any] = {}
+    for name in dict.fromkeys(n for section in sections for n in section):
+        entries = [s[name] for s in sections if name in s]
+        denied: Counter[tuple[str, str]] = Counter()
+        unmapped: Counter[str] = Counter()
+        for e in entries:
+            denied.update({(d["action"], d["resource"]): d["count"] for d in e["denied"]["first"]})
+            unmapped.update(e["unmapped"]["operations"])
+        unused: dict[str, set[str]] | None = None
+        for e in entries:
+            mine = {g["action"]: set(g["resources"]) for g in e["granted_unused"]}
+            unused = (
+                mine if unused is None else {a: rs & mine[a] for a, rs in unused.items() if rs & mine.get(a, set())}
+            )
+        merged[name] = {
+            **entries[0],
+            "calls": sum(e["calls"] for e in entries),
+            "platform_calls": sum(e["platform_calls"] for e in entries),
+            "denied": {
+                "count": sum(e["denied"]["count"] for e in entries),
+                "first": [{"action": a, "resource": r, "count": n} for (a, r), n in denied.most_common(MAX_EXAMPLES)],
+            },
+            "unmapped": {"count": sum(e["unmapped"]["count"] for e in entries), "operations": dict(unmapped)},
+            "granted_unused": [{"action": a, "resources": sorted(rs)} for a, rs in sorted((unused or {}).items())],
+        }
+    return merged

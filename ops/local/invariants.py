@@ -102,6 +102,17 @@ def _log_lines_bounded(r: dict[str, Any]) -> str | None:
     return f"{over} log lines over {MAX_LOG_LINE_BYTES} bytes (longest {logs.get('longest_line_bytes')})"
 
 
+def _no_denied_calls(r: dict[str, Any]) -> str | None:
+    """Every call a function or the state machine made was allowed by its role in the template."""
+    iam = r.get("iam") or {}
+    denied = {name: p["denied"] for name, p in iam.items() if p["denied"]["count"]}
+    if not denied:
+        return None
+    counts = {name: d["count"] for name, d in denied.items()}
+    examples = [f"{name}: {e['action']} on {e['resource']}" for name, d in denied.items() for e in d["first"]][:3]
+    return f"calls denied by the template's IAM policies: {counts}; e.g. {examples}"
+
+
 CHECKS: dict[str, Check] = {
     "no_duplicate_side_effects": _no_duplicate_effects,
     "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
@@ -115,6 +126,7 @@ CHECKS: dict[str, Check] = {
     "unknown_order_executions_failed_without_side_effects": _unknown_orders_failed_without_effects,
     "no_payment_token_name_or_address_in_logs_histories_or_dlq_attributes": _no_pii_leaked,
     "no_log_line_over_16_kib": _log_lines_bounded,
+    "no_call_denied_by_iam": _no_denied_calls,
 }
 
 

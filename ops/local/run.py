@@ -37,6 +37,7 @@ from ops.local.faults import FaultCounter
 from ops.local.hostile import HostileExecution, PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
+from ops.local.iam_enforce import enforce_iam
 from ops.local.invariants import check
 from ops.local.lambda_runtime import ensure_on_path
 from ops.local.moto_patches import (
@@ -395,6 +396,7 @@ class PipelineRun:
             "logs": log_summary(logs),
             "metrics": metric_totals(emf),
             "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
+            "iam": self.deployment.iam.report() if self.deployment.iam else {},
             "elapsed": {
                 "wall_seconds": round(wall_seconds, 3),
                 "simulated_seconds": round(self.clock.simulated_seconds, 3),
@@ -451,7 +453,7 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
     with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
     run = PipelineRun(assembly, options, clock)
-    with capture_stdout(run.capture), run.deployment.lambda_routing(), handler_clock(run):
+    with capture_stdout(run.capture), run.deployment.lambda_routing(), handler_clock(run), enforce_iam(run.deployment):
         point_powertools_loggers_at(run.capture)
         run.seed_inventory()
         yield run

@@ -30,6 +30,16 @@ CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text
 
 PLACEHOLDER = "ARN"
 
+#: Well-formed provider context (any values that pass the stage rules; nothing is called at synth).
+PROVIDER_CONTEXT: dict[str, str] = {
+    "payment_api_url": "https://pay.example.com",
+    "payment_api_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:pay-AbCdEf",
+    "carrier_api_url": "https://ship.example.com",
+    "carrier_api_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ship-AbCdEf",
+}
+#: What ``-c stage=prod`` needs: the provider keys and an alarm e-mail.
+PROD_CONTEXT: dict[str, str] = {"stage": "prod", "alarm_email": "ops@example.com", **PROVIDER_CONTEXT}
+
 
 def as_list(value: Any) -> list[Any]:
     """IAM ``Action`` / ``Resource`` may be a single value or a list."""
@@ -132,11 +142,17 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
 
 @pytest.fixture(scope="session")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-prod"), tmp_path_factory.mktemp("layers-prod"), **PROD_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def dev_https(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    """dev with the four provider keys: the HTTPS adapter wiring instead of the sandbox."""
     return synth_pipeline(
-        tmp_path_factory.mktemp("cdk-prod"),
-        tmp_path_factory.mktemp("layers-prod"),
-        stage="prod",
-        alarm_email="ops@example.com",
+        tmp_path_factory.mktemp("cdk-dev-https"),
+        tmp_path_factory.mktemp("layers-dev-https"),
+        stage="dev",
+        **PROVIDER_CONTEXT,
     )
 
 

@@ -6,6 +6,8 @@ import re
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -32,6 +34,17 @@ def _queue_with_dlq(stack: Stack, *, visibility_s: int = 30) -> tuple[sqs.Queue,
         dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3),
     )
     return queue, dlq
+
+
+def _errors_alarm(stack: Stack, fn: lambda_.Function) -> None:
+    """What ResilienceChecks requires of every function: an Errors alarm notifying an SNS topic."""
+    fn.metric_errors().create_alarm(
+        stack,
+        f"{fn.node.id}Errors",
+        threshold=0,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    ).add_alarm_action(cw_actions.SnsAction(sns.Topic(stack, f"{fn.node.id}Topic")))
 
 
 def _dlq_alarm(stack: Stack, dlq: sqs.Queue) -> cloudwatch.Alarm:
@@ -89,6 +102,7 @@ def test_checks_visibility_exactly_six_times_passes(
     queue, dlq = _queue_with_dlq(checked_stack, visibility_s=60)
     _dlq_alarm(checked_stack, dlq)
     consumer = inline_function(checked_stack, "Consumer", 10)
+    _errors_alarm(checked_stack, consumer)
     consumer.add_event_source(sources.SqsEventSource(queue))
     Annotations.from_stack(checked_stack).has_no_error("*", Match.any_value())
 
@@ -108,6 +122,7 @@ def test_checks_default_visibility_vs_default_timeout(
 
 def test_checks_resilient_queue_is_compliant(checked_stack: Stack, inline_function: InlineFunctionFactory) -> None:
     consumer = inline_function(checked_stack, "Consumer", 30)
+    _errors_alarm(checked_stack, consumer)
     ResilientQueue(
         checked_stack,
         "Orders",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
@@ -187,6 +188,15 @@ def test_dashboard_uses_custom_namespace_and_sweeper_service() -> None:
     assert resource["Properties"]["DashboardName"] == "orders-dev"
 
 
+_ALARM_SCOPE = Stack(App(), "AlarmScope")
+
+
+def _placeholder_alarm(i: int) -> cloudwatch.IAlarm:
+    return cloudwatch.Alarm.from_alarm_arn(
+        _ALARM_SCOPE, f"A{i}", f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:a{i}"
+    )
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -195,11 +205,28 @@ def test_dashboard_uses_custom_namespace_and_sweeper_service() -> None:
         ({"services": ["intake", " "]}, "blank"),
         ({"services": ["intake", "intake"]}, "duplicates"),
         ({"period": Duration.seconds(90)}, "period"),
+        ({"alarms": [_placeholder_alarm(i) for i in range(101)]}, "at most 100 alarms"),
     ],
-    ids=["empty-queues", "empty-services", "blank-service", "duplicate-services", "odd-period"],
+    ids=["empty-queues", "empty-services", "blank-service", "duplicate-services", "odd-period", "too-many-alarms"],
 )
 def test_dashboard_rejects_bad_props(overrides: dict[str, Any], message: str) -> None:
     _, queues, machine = _stack()
     kwargs: dict[str, Any] = {"queues": list(queues), "state_machine": machine, "services": list(SERVICES)}
     with pytest.raises(ValueError, match=message):
         PipelineDashboardProps(**{**kwargs, **overrides})
+
+
+def test_dashboard_shows_further_alarms_in_own_status_widget() -> None:
+    stack, queues, machine = _stack()
+    extra = [
+        machine.metric_failed().create_alarm(stack, "Failed", threshold=0, evaluation_periods=1),
+        machine.metric_timed_out().create_alarm(stack, "TimedOut", threshold=0, evaluation_periods=1),
+    ]
+    props = PipelineDashboardProps(queues=list(queues), state_machine=machine, services=list(SERVICES), alarms=extra)
+    dashboard = PipelineDashboard(stack, "Dashboard", props=props)
+    built = Built(stack, dashboard, queues, machine, Template.from_stack(stack))
+    queue_widget, further = [w for w in built.body()["widgets"] if w["type"] == "alarm"]
+    assert len(queue_widget["properties"]["alarms"]) == 3
+    assert further["properties"]["alarms"] == [built.ref(a, "Arn") for a in extra]
+    assert further["properties"]["title"] == "Function, saga and sweeper alarms"
+    assert further["width"] == 24

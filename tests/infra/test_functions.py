@@ -265,7 +265,8 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
             "intake",
             {
                 "idempotency_table": DDB_ITEM_RW,
-                "orders_table": ("dynamodb:GetItem", "dynamodb:PutItem"),
+                # PutItem: attempt 1; UpdateItem: a later payment attempt on the same order
+                "orders_table": ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
                 "failures_table": ("dynamodb:UpdateItem",),
             },
         ),

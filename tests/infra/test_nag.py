@@ -1,4 +1,4 @@
-"""cdk-nag (AwsSolutions) as a synth gate.
+"""cdk-nag (AwsSolutions, Serverless, PCI DSS 3.2.1) as a synth gate.
 
 cdk-nag 3 runs as a CDK policy-validation plugin (``Validations.of(app).add_plugins``). A violation
 that is not acknowledged makes ``app.synth()`` raise ``RuntimeError('ValidationFailed: ...')`` and
@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, PCIDSS321Checks, ServerlessChecks
 
 from tests.infra.conftest import SynthResult
 
@@ -44,12 +45,92 @@ def test_nag_gate_fails_synth_on_violation(tmp_path: Path) -> None:
         assert violated.get(rule) == ["Bad/Queue/Resource"], (rule, violated)
 
 
+PACKS = ("AwsSolutions", "Serverless", "PCI.DSS.321")
+
+#: Every acknowledged rule per pack (the reviewed decisions in stacks/nag_suppressions.py), by stage.
+ACKNOWLEDGED: dict[str, dict[str, set[str]]] = {
+    "dev": {
+        "Serverless": {
+            "Serverless-LambdaDLQ",
+            "Serverless-SQSRedrivePolicy",
+            "Serverless-LambdaEventSourceMappingDestination",
+            "Serverless-EventBusDLQ",
+        },
+        "PCI.DSS.321": {
+            "PCI.DSS.321-IAMNoInlinePolicy",
+            "PCI.DSS.321-LambdaInsideVPC",
+            "PCI.DSS.321-CloudWatchLogGroupEncrypted",  # dev keeps AWS-owned keys
+        },
+    },
+    "prod": {
+        "Serverless": {
+            "Serverless-LambdaDLQ",
+            "Serverless-SQSRedrivePolicy",
+            "Serverless-LambdaEventSourceMappingDestination",
+            "Serverless-EventBusDLQ",
+            "Serverless-SNSRedrivePolicy",  # the alarm e-mail subscription
+        },
+        # no CloudWatchLogGroupEncrypted: prod's log groups pass it with the data key
+        "PCI.DSS.321": {"PCI.DSS.321-IAMNoInlinePolicy", "PCI.DSS.321-LambdaInsideVPC"},
+    },
+}
+
+
+def _plugin(report: dict[str, Any], name: str) -> dict[str, Any]:
+    (plugin,) = [p for p in report["pluginReports"] if p["pluginName"] == name]
+    return plugin
+
+
+@pytest.mark.parametrize("pack", PACKS)
 @pytest.mark.parametrize("stage", ["dev", "prod"])
-def test_nag_pipeline_app_has_no_unacknowledged_findings(stage: str, request: pytest.FixtureRequest) -> None:
+def test_nag_pipeline_app_has_no_unacknowledged_findings(stage: str, pack: str, request: pytest.FixtureRequest) -> None:
     synth: SynthResult = request.getfixturevalue(stage)  # its app.synth() did not raise
-    plugin = _aws_solutions(synth.validation_report())
+    report = synth.validation_report()
+    assert sorted(p["pluginName"] for p in report["pluginReports"]) == sorted(PACKS)
+    plugin = _plugin(report, pack)
     assert plugin["violations"] == []
     assert plugin["conclusion"] == "success"
+
+
+@pytest.mark.parametrize("pack", ["Serverless", "PCI.DSS.321"])
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_nag_acknowledgements_are_the_reviewed_rules_with_reasons(
+    stage: str, pack: str, request: pytest.FixtureRequest
+) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    suppressed = _plugin(synth.validation_report(), pack)["suppressedViolations"]
+    assert {s["ruleName"] for s in suppressed} == ACKNOWLEDGED[stage][pack]
+    for finding in suppressed:
+        assert len(finding.get("reason", "")) > 60, finding["ruleName"]
+        # acknowledged on the reviewed constructs, never stack-wide
+        assert finding["acknowledgedAt"] != synth.stack.node.path, finding["ruleName"]
+
+
+def test_nag_prod_log_groups_pass_pci_encryption_without_acknowledgment(prod: SynthResult) -> None:
+    plugin = _plugin(prod.validation_report(), "PCI.DSS.321")
+    rules = {s["ruleName"] for s in plugin["suppressedViolations"]} | {v["ruleName"] for v in plugin["violations"]}
+    assert "PCI.DSS.321-CloudWatchLogGroupEncrypted" not in rules
+
+
+def test_nag_extra_packs_fail_synth_on_violation(tmp_path: Path) -> None:
+    """The Serverless and PCI packs gate synth like AwsSolutions (an unacknowledged finding fails it)."""
+    app = App(outdir=str(tmp_path))
+    stack = Stack(app, "Bad")
+    lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+    )
+    Validations.of(app).add_plugins(ServerlessChecks(app), PCIDSS321Checks(app))
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    serverless = {v["ruleName"] for v in _plugin(report, "Serverless")["violations"]}
+    pci = {v["ruleName"] for v in _plugin(report, "PCI.DSS.321")["violations"]}
+    assert {"Serverless-LambdaDLQ", "Serverless-LambdaTracing"} <= serverless
+    assert {"PCI.DSS.321-LambdaInsideVPC", "PCI.DSS.321-IAMNoInlinePolicy"} & pci
 
 
 def test_nag_acknowledgements_limited_to_reviewed_iam5_findings(dev: SynthResult) -> None:

@@ -17,7 +17,7 @@ from constructs_lib.saga import RetryPolicy
 from constructs_lib.stage import StageConfig
 from constructs_lib.tables import DataTableProps
 from stacks.order_pipeline_stack import LAMBDAS_DIR
-from tests.infra.conftest import InlineFunctionFactory
+from tests.infra.conftest import PROD_CONTEXT, PROVIDER_CONTEXT, InlineFunctionFactory
 
 
 @pytest.fixture
@@ -131,6 +131,7 @@ def test_pipeline_function_props_valid_handlers(code_dir: Path) -> None:
         ({"memory_size": 127}, "memory_size"),
         ({"memory_size": 10241}, "memory_size"),
         ({"timeout": Duration.seconds(901)}, "900"),
+        ({"alarm_on_throttles": True}, "alarm_on_throttles needs alarm_topic"),
     ],
 )
 def test_pipeline_function_props_out_of_range(code_dir: Path, kwargs: dict[str, Any], message: str) -> None:
@@ -163,7 +164,7 @@ def test_stage_config_bad_alarm_email(email: str) -> None:
 
 
 def test_stage_config_prod_retains_and_protects() -> None:
-    prod, dev = StageConfig(name="prod", alarm_email="ops@example.com"), StageConfig()
+    prod, dev = StageConfig(name="prod", alarm_email="ops@example.com", **PROVIDER_CONTEXT), StageConfig()
     assert (prod.removal_policy, prod.deletion_protection) == (RemovalPolicy.RETAIN, True)
     assert (dev.name, dev.removal_policy, dev.deletion_protection) == ("dev", RemovalPolicy.DESTROY, False)
 
@@ -171,8 +172,10 @@ def test_stage_config_prod_retains_and_protects() -> None:
 def test_stage_config_from_context_defaults_to_dev() -> None:
     assert StageConfig.from_context(App().node) == StageConfig(name="dev", alarm_email=None)
     assert StageConfig.from_context(App().node).stuck_after_minutes == 30
-    app = App(context={"stage": "prod", "alarm_email": "ops@example.com"})
-    assert StageConfig.from_context(app.node) == StageConfig(name="prod", alarm_email="ops@example.com")
+    app = App(context=PROD_CONTEXT)
+    assert StageConfig.from_context(app.node) == StageConfig(
+        name="prod", alarm_email="ops@example.com", **PROVIDER_CONTEXT
+    )
 
 
 @pytest.mark.parametrize("minutes", [1, 30, 1440])

@@ -232,7 +232,7 @@ def test_orders_queue_has_no_depth_alarm(dev: SynthResult) -> None:
     assert _alarms_on(dev, dev.logical_id(dev.stack.orders_queue.queue)) == {}
 
 
-def test_alarms_are_the_two_dlq_alarms_the_queue_depth_alarm_and_the_sweeper_alarms(dev: SynthResult) -> None:
+def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> None:
     stack = dev.stack
     expected = {
         stack.orders_queue.dlq_alarm,
@@ -240,6 +240,9 @@ def test_alarms_are_the_two_dlq_alarms_the_queue_depth_alarm_and_the_sweeper_ala
         stack.needs_attention.queue_alarm,
         stack.stuck_alarm,
         stack.sweeper_errors_alarm,
+        *(f.errors_alarm for f in stack.functions),
+        stack.intake.throttles_alarm,
+        *stack.saga.alarms.values(),
     }
     assert set(dev.of_type("AWS::CloudWatch::Alarm")) == {dev.logical_id(a) for a in expected}
 

@@ -81,20 +81,21 @@ def test_tables_dev_stage_deletable(dev: SynthResult) -> None:
 
 def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
     tables = prod.of_type("AWS::DynamoDB::Table")
-    assert len(tables) == 5
+    assert len(tables) == 4  # no sandbox ledger in prod
     for logical_id, table in tables.items():
         assert table["DeletionPolicy"] == "Retain", logical_id
         assert table["UpdateReplacePolicy"] == "Retain", logical_id
         assert table["Properties"]["DeletionProtectionEnabled"] is True, logical_id
 
 
-def test_log_groups_follow_stage_removal_policy(dev: SynthResult, prod: SynthResult) -> None:
-    for synth, policy in ((dev, "Delete"), (prod, "Retain")):
+def test_log_groups_follow_stage_removal_policy_and_retention(dev: SynthResult, prod: SynthResult) -> None:
+    # dev: 11 functions (with the two sandbox providers) + the state machine; prod: no sandbox
+    for synth, policy, count, days in ((dev, "Delete", 12, 30), (prod, "Retain", 10, 365)):
         groups = synth.of_type("AWS::Logs::LogGroup")
-        assert len(groups) == 12  # 11 functions + the state machine
+        assert len(groups) == count
         for logical_id, group in groups.items():
             assert group["DeletionPolicy"] == policy, logical_id
-            assert group["Properties"]["RetentionInDays"] == 30, logical_id
+            assert group["Properties"]["RetentionInDays"] == days, logical_id
 
 
 def test_stage_prod_subscribes_alarm_email(dev: SynthResult, prod: SynthResult) -> None:

@@ -1,0 +1,234 @@
+"""Alarms that reach someone: every function, the saga and intake throttles alarm on the one topic;
+the dashboard shows them; ResilienceChecks fails synth when a function or state machine has none."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk.assertions import Annotations, Match, Matcher
+
+from constructs_lib.checks import MISSING_FUNCTION_ALARM, MISSING_STATE_MACHINE_ALARM
+from tests.infra.conftest import InlineFunctionFactory, SynthResult, join_to_string
+
+STACK = "/ChecksUnderTest"
+FIRST_FAILURE = {
+    "Threshold": 0,
+    "ComparisonOperator": "GreaterThanThreshold",
+    "EvaluationPeriods": 1,
+    "TreatMissingData": "notBreaching",
+    "Statistic": "Sum",
+}
+
+
+def _alarms_on(synth: SynthResult, namespace: str, metric: str) -> dict[str, dict[str, Any]]:
+    return {
+        k: a["Properties"]
+        for k, a in synth.of_type("AWS::CloudWatch::Alarm").items()
+        if a["Properties"].get("Namespace") == namespace and a["Properties"].get("MetricName") == metric
+    }
+
+
+def _topic(synth: SynthResult) -> list[dict[str, str]]:
+    return [{"Ref": synth.logical_id(synth.stack.alarm_topic)}]
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_alarms_every_function_has_errors_alarm_on_topic(stage: str, request: pytest.FixtureRequest) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    by_function = {}
+    for props in _alarms_on(synth, "AWS/Lambda", "Errors").values():
+        (dim,) = props["Dimensions"]
+        assert dim["Name"] == "FunctionName"
+        by_function[dim["Value"]["Ref"]] = props
+    functions = set(synth.of_type("AWS::Lambda::Function"))
+    assert set(by_function) == functions
+    assert len(functions) == (11 if stage == "dev" else 9)
+    for logical_id, props in by_function.items():
+        assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE, logical_id
+        assert props["Period"] == 300, logical_id
+        assert props["AlarmActions"] == _topic(synth), logical_id
+
+
+def test_alarms_dlq_replay_has_errors_alarm(dev: SynthResult) -> None:
+    """The review found the replay Lambda without one."""
+    alarm = dev.stack.dlq_replay.errors_alarm
+    assert alarm is not None
+    props = dev.properties(dev.logical_id(alarm))
+    assert props["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": dev.logical_id(dev.stack.dlq_replay.function)}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metric", "key"),
+    [("ExecutionsFailed", "failed"), ("ExecutionsTimedOut", "timed_out"), ("ExecutionThrottled", "throttled")],
+)
+def test_alarms_state_machine_executions(dev: SynthResult, metric: str, key: str) -> None:
+    (props,) = _alarms_on(dev, "AWS/States", metric).values()
+    assert dev.logical_id(dev.stack.saga.alarms[key]) in _alarms_on(dev, "AWS/States", metric)
+    assert props["Dimensions"] == [
+        {"Name": "StateMachineArn", "Value": {"Ref": dev.logical_id(dev.stack.saga.state_machine)}}
+    ]
+    assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE
+    assert props["Period"] in (60, 300)
+    assert props["AlarmActions"] == _topic(dev)
+
+
+def test_alarms_intake_throttles_only(dev: SynthResult) -> None:
+    alarms = _alarms_on(dev, "AWS/Lambda", "Throttles")
+    (props,) = alarms.values()
+    assert props["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": dev.logical_id(dev.stack.intake.function)}}
+    ]
+    assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE
+    assert props["AlarmActions"] == _topic(dev)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_alarms_every_alarm_acts_on_the_one_topic(stage: str, request: pytest.FixtureRequest) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    synth.template.resource_count_is("AWS::SNS::Topic", 1)
+    alarms = synth.of_type("AWS::CloudWatch::Alarm")
+    assert len(alarms) == (19 if stage == "dev" else 17)
+    for logical_id, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmActions"] == _topic(synth), logical_id
+        assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id
+
+
+def test_alarms_prod_topic_has_email_subscription(prod: SynthResult) -> None:
+    prod.template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {
+            "Protocol": "email",
+            "Endpoint": "ops@example.com",
+            "TopicArn": {"Ref": prod.logical_id(prod.stack.alarm_topic)},
+        },
+    )
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_alarms_dashboard_shows_every_alarm(stage: str, request: pytest.FixtureRequest) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
+    body = json.loads(join_to_string(dashboard["Properties"]["DashboardBody"]))
+    shown = {
+        re.fullmatch(r"ARN<(\w+)\.Arn>", arn)[1]
+        for widget in body["widgets"]
+        if widget["type"] == "alarm"
+        for arn in widget["properties"]["alarms"]
+    }
+    assert shown == set(synth.of_type("AWS::CloudWatch::Alarm"))
+
+
+# --- ResilienceChecks: a function or state machine without a failure alarm fails synth ------------------
+
+
+def _regexp(message: str) -> Matcher:
+    return Match.string_like_regexp(re.escape(message))
+
+
+def _errors_alarm(stack: Stack, fn: Any, topic: sns.ITopic | None, threshold: float = 0) -> cloudwatch.Alarm:
+    alarm = fn.metric_errors(period=Duration.minutes(5)).create_alarm(
+        stack,
+        f"{fn.node.id}Errors",
+        threshold=threshold,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    )
+    if topic is not None:
+        alarm.add_alarm_action(cw_actions.SnsAction(topic))
+    return alarm
+
+
+def _machine(stack: Stack) -> sfn.StateMachine:
+    return sfn.StateMachine(
+        stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(sfn.Pass(stack, "Noop"))
+    )
+
+
+def test_checks_function_without_errors_alarm_fails(
+    checked_stack: Stack, inline_function: InlineFunctionFactory
+) -> None:
+    topic = sns.Topic(checked_stack, "Alarms")
+    alarmed = inline_function(checked_stack, "Alarmed")
+    _errors_alarm(checked_stack, alarmed, topic)
+    inline_function(checked_stack, "Silent")  # omitted on purpose
+    annotations = Annotations.from_stack(checked_stack)
+    annotations.has_error(f"{STACK}/Silent/Resource", _regexp(MISSING_FUNCTION_ALARM))
+    annotations.has_no_error(f"{STACK}/Alarmed/Resource", Match.any_value())
+    assert len(annotations.find_error("*", Match.any_value())) == 1
+
+
+def test_checks_errors_alarm_without_sns_action_fails(
+    checked_stack: Stack, inline_function: InlineFunctionFactory
+) -> None:
+    fn = inline_function(checked_stack, "Fn")
+    _errors_alarm(checked_stack, fn, None)
+    Annotations.from_stack(checked_stack).has_error(f"{STACK}/Fn/Resource", _regexp(MISSING_FUNCTION_ALARM))
+
+
+def test_checks_errors_alarm_with_high_threshold_fails(
+    checked_stack: Stack, inline_function: InlineFunctionFactory
+) -> None:
+    fn = inline_function(checked_stack, "Fn")
+    _errors_alarm(checked_stack, fn, sns.Topic(checked_stack, "Alarms"), threshold=100)
+    Annotations.from_stack(checked_stack).has_error(f"{STACK}/Fn/Resource", _regexp(MISSING_FUNCTION_ALARM))
+
+
+def test_checks_errors_alarm_on_another_function_does_not_count(
+    checked_stack: Stack, inline_function: InlineFunctionFactory
+) -> None:
+    topic = sns.Topic(checked_stack, "Alarms")
+    a, b = inline_function(checked_stack, "A"), inline_function(checked_stack, "B")
+    _errors_alarm(checked_stack, a, topic)
+    # B only has a Throttles alarm: not an alarm on its failures
+    b.metric_throttles().create_alarm(checked_stack, "BThrottles", threshold=0, evaluation_periods=1).add_alarm_action(
+        cw_actions.SnsAction(topic)
+    )
+    annotations = Annotations.from_stack(checked_stack)
+    annotations.has_error(f"{STACK}/B/Resource", _regexp(MISSING_FUNCTION_ALARM))
+    annotations.has_no_error(f"{STACK}/A/Resource", Match.any_value())
+
+
+def test_checks_errors_alarm_on_imported_topic_arn_counts(
+    checked_stack: Stack, inline_function: InlineFunctionFactory
+) -> None:
+    topic = sns.Topic.from_topic_arn(checked_stack, "Oncall", "arn:aws:sns:us-east-1:123456789012:oncall")
+    _errors_alarm(checked_stack, inline_function(checked_stack, "Fn"), topic)
+    Annotations.from_stack(checked_stack).has_no_error("*", Match.any_value())
+
+
+def test_checks_state_machine_without_failed_alarm_fails(checked_stack: Stack) -> None:
+    topic = sns.Topic(checked_stack, "Alarms")
+    machine = _machine(checked_stack)
+    # a timed-out alarm is not a failure alarm
+    machine.metric_timed_out().create_alarm(
+        checked_stack, "TimedOut", threshold=0, evaluation_periods=1
+    ).add_alarm_action(cw_actions.SnsAction(topic))
+    annotations = Annotations.from_stack(checked_stack)
+    annotations.has_error(f"{STACK}/Machine/Resource", _regexp(MISSING_STATE_MACHINE_ALARM))
+
+
+def test_checks_state_machine_with_failed_alarm_passes(checked_stack: Stack) -> None:
+    topic = sns.Topic(checked_stack, "Alarms")
+    machine = _machine(checked_stack)
+    machine.metric_failed(period=Duration.minutes(1)).create_alarm(
+        checked_stack,
+        "Failed",
+        threshold=0,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    ).add_alarm_action(cw_actions.SnsAction(topic))
+    Annotations.from_stack(checked_stack).has_no_error("*", Match.any_value())
+
+
+def test_checks_pipeline_prod_stack_has_no_errors(prod: SynthResult) -> None:
+    Annotations.from_stack(prod.stack).has_no_error("*", Match.any_value())
