@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -27,10 +28,21 @@ SECRET_ARN = re.compile(
 SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
 
 
-def _check_url(key: str, value: str) -> None:
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_url(key: str, value: str, *, allow_loopback_http: bool) -> None:
+    """``https://`` with a host; in dev also ``http://`` to a loopback address (the local run's
+    sandbox served on 127.0.0.1, which the adapter accepts too; prod never)."""
     parts = urlsplit(value)
-    if parts.scheme != "https" or not parts.hostname or any(c.isspace() for c in value):
-        raise ValueError(f"{key} must be an https:// URL with a host, got {value!r}")
+    loopback_http = allow_loopback_http and parts.scheme == "http" and _is_loopback(parts.hostname or "")
+    if (parts.scheme != "https" and not loopback_http) or not parts.hostname or any(c.isspace() for c in value):
+        allowed = "an https:// URL (or http:// to 127.0.0.1 in dev)" if allow_loopback_http else "an https:// URL"
+        raise ValueError(f"{key} must be {allowed} with a host, got {value!r}")
 
 
 def _check_secret_arn(key: str, value: str) -> None:
@@ -81,7 +93,7 @@ class StageConfig:
             Without them (dev only) the sandbox provider functions are deployed instead.
 
     Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
-    ``https://`` URL with a host; a Secrets Manager secret ARN; an e-mail address; the four
+    ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a Secrets Manager secret ARN; an e-mail address; the four
     provider keys together; in prod, the four provider keys and ``alarm_email``. Every missing
     key is named in one message.
     """
@@ -103,7 +115,7 @@ class StageConfig:
             raise ValueError(f"alarm_email does not look like an e-mail address: {self.alarm_email!r}")
         for key in ("payment_api_url", "carrier_api_url"):
             if (value := getattr(self, key)) is not None:
-                _check_url(key, value)
+                _check_url(key, value, allow_loopback_http=not self.is_prod)
         for key in ("payment_api_secret_arn", "carrier_api_secret_arn"):
             if (value := getattr(self, key)) is not None:
                 _check_secret_arn(key, value)

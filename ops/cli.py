@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=1, help="split the orders across N processes (cores)")
     run.add_argument("--shard", type=_non_negative, default=0, help=argparse.SUPPRESS)
     run.add_argument("--shards", type=_positive, default=1, help=argparse.SUPPRESS)
-    run.add_argument("--stage", choices=("dev", "prod"), default="dev")
+    run.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")

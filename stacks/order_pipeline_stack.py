@@ -22,6 +22,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
@@ -47,8 +48,14 @@ LAYER_DISTRIBUTIONS = (
 STEP_TIMEOUT = Duration.seconds(30)
 INTAKE_TIMEOUT = Duration.seconds(30)
 
-DDB_ITEM_RW = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
+#: Grants by use, each proven by the local run's IAM check (README "Least privilege"). Powertools'
+#: idempotency layer: conditional put, read-back, update to COMPLETED, and delete of the in-progress
+#: record when the function raises.
+DDB_IDEMPOTENCY = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+#: Saga steps read the order and move its status with conditional updates; they never put or delete it.
+DDB_ORDER_STEP = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+#: Reservations: read, transactional put/update (no ConditionCheck items), tombstone put.
+DDB_INVENTORY = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 DDB_READ_ONLY = frozenset({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"})
@@ -75,6 +82,15 @@ def _grant_items(table: dynamodb.ITable, grantee: iam.IGrantable, *actions: str)
         iam.PolicyStatement(actions=list(actions), resources=[table.table_arn])
     )
     _grant_key_use(table, grantee, actions)
+
+
+def _grant_queue(queue: sqs.IQueue, grantee: iam.IGrantable, *actions: str) -> None:
+    """Named queue actions only: CDK's ``grant_send_messages`` / ``grant_consume_messages`` add
+    ``GetQueueUrl`` and ``GetQueueAttributes``, which nothing here calls (URLs come from the
+    environment). Queues use SQS-managed encryption, so no key grant is needed."""
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(actions=list(actions), resources=[queue.queue_arn])
+    )
 
 
 class OrderPipelineStack(Stack):
@@ -187,8 +203,17 @@ class OrderPipelineStack(Stack):
             ledger_env = {"LEDGER_TABLE_NAME": self.ledger_table.table_name}
             self.payment_provider = function("SandboxPayment", "sandbox_payment", ledger_env)
             self.carrier = function("SandboxCarrier", "sandbox_carrier", ledger_env)
-            for provider in (self.payment_provider, self.carrier):
-                _grant_items(self.ledger_table, provider.function, *DDB_ITEM_RW, "dynamodb:Query")
+            # The payment sandbox settles refunds in a transaction and counts requests (Query); the
+            # carrier only puts and reads its own records: it cannot rewrite payment ones.
+            _grant_items(
+                self.ledger_table,
+                self.payment_provider.function,
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:Query",
+            )
+            _grant_items(self.ledger_table, self.carrier.function, "dynamodb:GetItem", "dynamodb:PutItem")
 
         # Orders whose compensation kept failing land here; humans drain it, so it alarms on depth.
         self.needs_attention = ResilientQueue(
@@ -222,14 +247,14 @@ class OrderPipelineStack(Stack):
             "finalize_order",
             {**base_env, "NEEDS_ATTENTION_QUEUE_URL": self.needs_attention.queue.queue_url},
         )
-        self.needs_attention.queue.grant_send_messages(self.finalize.function)
+        _grant_queue(self.needs_attention.queue, self.finalize.function, "sqs:SendMessage")
 
         steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.finalize)
         for step in steps:
-            _grant_items(self.idempotency_table, step.function, *DDB_ITEM_RW)
-            _grant_items(self.orders_table, step.function, *DDB_ITEM_RW)
+            _grant_items(self.idempotency_table, step.function, *DDB_IDEMPOTENCY)
+            _grant_items(self.orders_table, step.function, *DDB_ORDER_STEP)
         for step in (self.reserve, self.release):
-            _grant_items(self.inventory_table, step.function, *DDB_TRANSACT)
+            _grant_items(self.inventory_table, step.function, *DDB_INVENTORY)
         for step, sandbox, api in (
             (self.charge, self.payment_provider, self.payment_api),
             (self.refund, self.payment_provider, self.payment_api),
@@ -269,7 +294,7 @@ class OrderPipelineStack(Stack):
             INTAKE_TIMEOUT,
             alarm_on_throttles=True,  # throttled intake: orders wait in the queue, then dead-letter
         )
-        _grant_items(self.idempotency_table, self.intake.function, *DDB_ITEM_RW)
+        _grant_items(self.idempotency_table, self.intake.function, *DDB_IDEMPOTENCY)
         # PutItem records attempt 1; UpdateItem records attempt N+1 on the existing order (conditional).
         _grant_items(
             self.orders_table, self.intake.function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
@@ -290,7 +315,7 @@ class OrderPipelineStack(Stack):
         )
         # Permanent failures go to the DLQ at once; transient ones are recorded for the replay tool.
         self.intake.function.add_environment("DEAD_LETTER_QUEUE_URL", self.orders_queue.dlq.queue_url)
-        self.orders_queue.dlq.grant_send_messages(self.intake.function)
+        _grant_queue(self.orders_queue.dlq, self.intake.function, "sqs:SendMessage")
         _grant_items(self.failures_table, self.intake.function, "dynamodb:UpdateItem")
 
         # DLQ replay: transient failures go back to their source queue, on a schedule and
@@ -308,8 +333,10 @@ class OrderPipelineStack(Stack):
             Duration.minutes(5),
         )
         for dlq, src in replay_pairs:
-            dlq.grant_consume_messages(self.dlq_replay.function)
-            src.grant_send_messages(self.dlq_replay.function)
+            _grant_queue(
+                dlq, self.dlq_replay.function, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"
+            )
+            _grant_queue(src, self.dlq_replay.function, "sqs:SendMessage")
         _grant_items(self.failures_table, self.dlq_replay.function, "dynamodb:GetItem")
         replay_target = targets.LambdaFunction(self.dlq_replay.function, retry_attempts=2)
         self.replay_schedule = events.Rule(

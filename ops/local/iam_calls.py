@@ -117,10 +117,28 @@ def _states(region: str, op: str, p: Mapping[str, Any]) -> list[Check]:
     return [(action, "*")]  # SendTask*, List* (no resource types)
 
 
+def _secret_arn(secret_id: str, region: str) -> str | None:
+    """The secret's complete ARN, as IAM evaluates it, however the caller named it (name, partial
+    ARN or complete ARN). Read from moto's store directly: a nested API call would itself be checked."""
+    try:
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        store = secretsmanager_backends[ACCOUNT][region].secrets
+        if secret_id in store:
+            return str(store[secret_id].arn)
+    except Exception:  # moto moved its store: fall back to the name as given
+        return None
+    return None
+
+
 def _secrets(region: str, op: str, p: Mapping[str, Any]) -> list[Check]:
     secret = str(p.get("SecretId", "*"))
-    if secret != "*" and not secret.startswith("arn:"):
-        secret = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{secret}"
+    if secret != "*":
+        resolved = _secret_arn(secret, region)
+        if resolved:
+            secret = resolved
+        elif not secret.startswith("arn:"):
+            secret = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{secret}"
     return [(f"secretsmanager:{op}", secret)]
 
 

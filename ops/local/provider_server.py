@@ -115,6 +115,8 @@ def _http(result: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 409, {"error": error}
     if error == "provider_unavailable":
         return 503, {"error": error}
+    if error == "internal_error":
+        return 500, {"error": error}
     return 400, {"error": error}
 
 
@@ -139,7 +141,11 @@ class _Server(ThreadingHTTPServer):
     def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
         logger = self._loggers[provider]
         with self._scope(logger, self._cid(request)):
-            result = self._handlers[provider](request, self._ledger)
+            try:
+                result = self._handlers[provider](request, self._ledger)
+            except Exception:  # the sandbox's own storage failed (e.g. throttled): a provider 5xx
+                logger.exception(f"{provider} request failed", extra={"action": request.get("action")})
+                return {"status": "error", "error": "internal_error"}
             logger.info(
                 f"{provider} request",
                 extra={

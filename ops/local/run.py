@@ -15,7 +15,7 @@ import types
 import warnings
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ import boto3
 import botocore.endpoint
 import botocore.exceptions
 
+from ops.errors import OpsError
 from ops.local.calls import CallCounter, count_aws_calls
 from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from ops.local.chaos import DeliveryPlan, FaultRates, inject, plan_deliveries
@@ -38,6 +39,7 @@ from ops.local.hostile import HostileExecution, PiiFindings, line_sizes, side_ef
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
 from ops.local.iam_enforce import enforce_iam
+from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.lambda_runtime import ensure_on_path
 from ops.local.moto_patches import (
@@ -48,6 +50,7 @@ from ops.local.moto_patches import (
     item_level_transaction_rollback,
 )
 from ops.local.orders import INITIAL_STOCK, PII_PATTERN, STOCKED_SKUS, OrderMix, make_orders
+from ops.local.provider_server import serve_sandbox
 from ops.local.report import TERMINAL, dlq_depths, ledger_summary, log_summary, metric_totals, order_statuses
 from ops.local.simtime import simulated_now
 from ops.local.template import REGION, CloudAssembly
@@ -63,6 +66,22 @@ FAKE_ENV = {
     "AWS_REGION": REGION,
     "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
 }
+
+
+#: The local run deploys stage dev with the HTTPS provider adapters (prod's code path), pointed at
+#: the sandbox served over HTTP on 127.0.0.1 (ops/local/provider_server.py). The template carries
+#: this placeholder origin; the deployment replaces it with the server's ephemeral port before
+#: any function starts. The secrets are created in moto under these names (partial ARNs).
+LOCAL_PROVIDER_ORIGIN = "http://127.0.0.1:9"
+LOCAL_SECRETS = {"payment": "local/payment-api", "carrier": "local/carrier-api"}
+LOCAL_PROVIDER_CONTEXT = {
+    "payment_api_url": f"{LOCAL_PROVIDER_ORIGIN}/payment",
+    "payment_api_secret_arn": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:{LOCAL_SECRETS['payment']}",
+    "carrier_api_url": f"{LOCAL_PROVIDER_ORIGIN}/carrier",
+    "carrier_api_secret_arn": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:{LOCAL_SECRETS['carrier']}",
+}
+#: The sandbox ledger, outside the template (it stands for the providers' own records).
+LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,9 @@ def synthesize(outdir: Path, stage: str) -> CloudAssembly:
     context = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {})
     # The CLI sets asset metadata; without it the template carries no asset paths.
     context.update({"stage": stage, "aws:cdk:enable-asset-metadata": True})
+    if stage != "dev":
+        raise OpsError("the local run deploys stage dev (prod's providers are real APIs: see README)")
+    context.update(LOCAL_PROVIDER_CONTEXT)
     cloud_assembly = build_app(context=context, outdir=str(outdir)).synth()
     errors = [
         f"{message.id}: {message.entry.data}"
@@ -160,7 +182,7 @@ class PipelineRun:
         self.pollers = [SqsPoller(spec, self.clock) for spec in self.deployment.event_sources]
         self.orders_table = self.deployment.table("OrdersTable")
         self.inventory_table = self.deployment.table("InventoryTable")
-        self.ledger_table = self.deployment.table("SandboxLedgerTable")
+        self.ledger_table = create_local_ledger()
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self._shipped = 0
@@ -396,7 +418,7 @@ class PipelineRun:
             "logs": log_summary(logs),
             "metrics": metric_totals(emf),
             "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
-            "iam": self.deployment.iam.report() if self.deployment.iam else {},
+            "iam": explain(self.deployment.iam.report()) if self.deployment.iam else {},
             "elapsed": {
                 "wall_seconds": round(wall_seconds, 3),
                 "simulated_seconds": round(self.clock.simulated_seconds, 3),
@@ -453,10 +475,52 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
     with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
     run = PipelineRun(assembly, options, clock)
-    with capture_stdout(run.capture), run.deployment.lambda_routing(), handler_clock(run), enforce_iam(run.deployment):
+    with (
+        capture_stdout(run.capture),
+        run.deployment.lambda_routing(),
+        handler_clock(run),
+        enforce_iam(run.deployment),
+        serve_local_providers(run),
+    ):
         point_powertools_loggers_at(run.capture)
         run.seed_inventory()
         yield run
+
+
+def create_local_ledger() -> str:
+    """The sandbox providers' ledger table in moto (pk/sk), outside the template."""
+    ddb = aws("dynamodb")
+    with suppress(ddb.exceptions.ResourceInUseException):
+        ddb.create_table(
+            TableName=LOCAL_LEDGER_TABLE,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    return LOCAL_LEDGER_TABLE
+
+
+@contextmanager
+def serve_local_providers(run: PipelineRun) -> Iterator[None]:
+    """Serve the sandbox on 127.0.0.1, store its API key in the secrets the template names, and
+    point every function's provider URL at the server (replacing the template's placeholder)."""
+    with serve_sandbox(run.ledger_table) as endpoints:
+        secrets = aws("secretsmanager")
+        for name in LOCAL_SECRETS.values():
+            value = json.dumps({"api_key": endpoints.api_key})
+            try:
+                secrets.create_secret(Name=name, SecretString=value)
+            except secrets.exceptions.ResourceExistsException:
+                secrets.put_secret_value(SecretId=name, SecretString=value)
+        origin = endpoints.payment_url.rsplit("/", 1)[0]
+        for fn in run.deployment.functions.values():
+            fn.env = {
+                k: v.replace(LOCAL_PROVIDER_ORIGIN, origin) if isinstance(v, str) else v for k, v in fn.env.items()
+            }
+        yield
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from typing import Any
 from ops.errors import UsageError
 from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.iam_enforce import merge_reports as merge_iam
+from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.run import RunOptions, load_assembly
 
@@ -86,7 +87,9 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
                 "depth": prior["depth"] + state["depth"],
             }
     merged["dlq_alarm_states"] = states
-    merged["iam"] = merge_iam([r.get("iam") or {} for r in reports])  # a grant is unused only if unused in every shard
+    merged["iam"] = explain(
+        merge_iam([r.get("iam") or {} for r in reports])
+    )  # a grant is unused only if unused in every shard
     # Maxima, not sums.
     merged["logs"]["longest_line_bytes"] = max(r["logs"].get("longest_line_bytes", 0) for r in reports)
     if "pii" in merged:

@@ -353,7 +353,7 @@ def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
         "up", help="serve the deployed pipeline on a local endpoint (moto on 127.0.0.1) until Ctrl-C"
     )
     up.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})")
-    up.add_argument("--stage", choices=("dev", "prod"), default="dev")
+    up.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
     up.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     up.add_argument("--orders", type=non_negative, default=0, help="demo orders to submit at start")
     up.add_argument("--seed", type=integer, default=7, help="seed for the demo orders (default 7)")

@@ -24,10 +24,12 @@ SERVICES = {
     "dlq_replay": "dlq-replay",
 }
 
-#: Item-level read/write (idempotency records, orders): no Scan, no Query, no batch or table actions.
+#: Powertools idempotency records: put, read back, complete, delete on failure. No Scan, no Query.
 DDB_ITEM_RW = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-#: What TransactWriteItems / GetItem on the inventory table need (no DeleteItem).
-DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
+#: Saga steps read the order and update its status (never put or delete it): proven by the local run.
+DDB_ORDER_STEP = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+#: Reservations: TransactWriteItems (Put + Update items, no ConditionCheck), GetItem, tombstone put.
+DDB_TRANSACT = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 #: Resource "*" is only acceptable for actions that support no resource-level scoping.
 UNSCOPABLE_ACTIONS = {
@@ -255,12 +257,18 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
 @pytest.mark.parametrize(
     ("attr", "tables"),
     [
-        ("reserve", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW, "inventory_table": DDB_TRANSACT}),
-        ("release", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW, "inventory_table": DDB_TRANSACT}),
-        ("charge", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
-        ("refund", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
-        ("ship", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
-        ("finalize", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ITEM_RW}),
+        (
+            "reserve",
+            {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP, "inventory_table": DDB_TRANSACT},
+        ),
+        (
+            "release",
+            {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP, "inventory_table": DDB_TRANSACT},
+        ),
+        ("charge", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP}),
+        ("refund", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP}),
+        ("ship", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP}),
+        ("finalize", {"idempotency_table": DDB_ITEM_RW, "orders_table": DDB_ORDER_STEP}),
         (
             "intake",
             {
@@ -272,8 +280,9 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
         ),
         ("dlq_replay", {"failures_table": ("dynamodb:GetItem",)}),
         # the sandbox ledger's count_requests() queries the request records
-        ("payment_provider", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),
-        ("carrier", {"ledger_table": (*DDB_ITEM_RW, "dynamodb:Query")}),
+        ("payment_provider", {"ledger_table": (*DDB_TRANSACT, "dynamodb:Query")}),
+        # the carrier only puts and reads its own records: it cannot rewrite payment records
+        ("carrier", {"ledger_table": ("dynamodb:GetItem", "dynamodb:PutItem")}),
     ],
 )
 def test_dynamodb_actions_per_role_and_table(dev: SynthResult, attr: str, tables: dict[str, tuple[str, ...]]) -> None:

@@ -92,6 +92,13 @@ def test_stage_config_provider_url_must_be_https(url: str) -> None:
         StageConfig(**{**PROVIDER_CONTEXT, "payment_api_url": url})
 
 
+def test_stage_config_dev_accepts_http_to_loopback_only_for_the_local_sandbox() -> None:
+    local = {**PROVIDER_CONTEXT, "payment_api_url": "http://127.0.0.1:9/payment"}
+    assert StageConfig(**local).payment_api_url == "http://127.0.0.1:9/payment"
+    with pytest.raises(ValueError, match=r"payment_api_url must be an https:// URL with a host"):
+        StageConfig(name="prod", alarm_email="a@b.c", **local)
+
+
 @pytest.mark.parametrize(
     "arn",
     [
