@@ -74,11 +74,20 @@ class PythonPackagesLayerProps:
         distributions: installed distribution names to copy (their files as recorded by pip).
         compatible_runtimes: runtimes the layer declares; default: none declared.
         description: layer description; default names the distributions and versions.
+        pure_python_fallback: distributions (among ``distributions``) whose compiled extension is
+            optional because they fall back to pure Python without it (e.g. ``wrapt``): their
+            compiled files are left out instead of failing synth. Default: none.
     """
 
     distributions: Sequence[str]
     compatible_runtimes: Sequence[lambda_.Runtime] = field(default_factory=tuple)
     description: str | None = None
+    pure_python_fallback: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.pure_python_fallback) - set(self.distributions)
+        if unknown:
+            raise ValueError(f"pure_python_fallback names distributions not in distributions: {sorted(unknown)}")
 
 
 class PythonPackagesLayer(Construct):
@@ -108,6 +117,8 @@ class PythonPackagesLayer(Construct):
                 rel_path = Path(str(rel))
                 if rel_path.is_absolute() or ".." in rel_path.parts or not _wanted(rel_path):
                     continue  # console scripts and caches are not layer content
+                if rel_path.suffix in _COMPILED_SUFFIXES and name in props.pure_python_fallback:
+                    continue  # the distribution runs without it (its pure-Python implementation)
                 if rel_path.suffix in _COMPILED_SUFFIXES:
                     raise ValueError(
                         f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker"

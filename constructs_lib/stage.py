@@ -93,9 +93,9 @@ class StageConfig:
             Without them (dev only) the sandbox provider functions are deployed instead.
 
     Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
-    ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a Secrets Manager secret ARN; an e-mail address; the four
-    provider keys together; in prod, the four provider keys and ``alarm_email``. Every missing
-    key is named in one message.
+    ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a
+    Secrets Manager secret ARN; an e-mail address; the four provider keys together; in prod, the
+    four provider keys and ``alarm_email``. Every missing key is named in one message.
     """
 
     name: str = "dev"

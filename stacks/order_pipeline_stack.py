@@ -44,7 +44,11 @@ LAYER_DISTRIBUTIONS = (
     "fastjsonschema",
     "jsonpath-ng",
     "urllib3",  # the HTTPS provider adapters (order_domain.https_providers)
+    "aws-xray-sdk",  # Powertools Tracer (shared.tracing)
+    "wrapt",  # the X-Ray SDK's dependency; staged without its C extension (pure-Python fallback)
 )
+#: Distributions staged without their optional compiled extension.
+LAYER_PURE_PYTHON_FALLBACK = ("wrapt",)
 STEP_TIMEOUT = Duration.seconds(30)
 INTAKE_TIMEOUT = Duration.seconds(30)
 
@@ -144,7 +148,11 @@ class OrderPipelineStack(Stack):
 
         # Layers: Powertools (the version the tests use) and our shared code.
         powertools = PythonPackagesLayer(
-            self, "PowertoolsLayer", props=PythonPackagesLayerProps(distributions=LAYER_DISTRIBUTIONS)
+            self,
+            "PowertoolsLayer",
+            props=PythonPackagesLayerProps(
+                distributions=LAYER_DISTRIBUTIONS, pure_python_fallback=LAYER_PURE_PYTHON_FALLBACK
+            ),
         ).layer
         # Our shared code; the sandbox package only where the sandbox is deployed (never in prod).
         app_packages = [LAMBDAS_DIR / "shared", LAMBDAS_DIR / "order_domain"]

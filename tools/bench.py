@@ -9,7 +9,9 @@ Figures:
   ours (records concurrently) over Powertools BatchProcessor + idempotent_function (one after another).
   Both talk to a moto server on 127.0.0.1 in another process, so DynamoDB's own work is not
   billed to the client process (as with the real service); the 5 ms sleep is a botocore hook.
-- import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes.
+- import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes
+  (tracing off, as in the local run); ``..._traced``: the same as in Lambda, with Powertools Tracer
+  on (X-Ray SDK imported, botocore and http.client patched); tracer_cold_start_ms: the difference.
 """
 
 from __future__ import annotations
@@ -219,9 +221,10 @@ def batch_ratio() -> dict[str, float]:
     return {"ours_ms_per_batch": o * 1000, "powertools_ms_per_batch": p * 1000, "ratio": o / p}
 
 
-def _import_seconds(code: str) -> float:
+def _import_seconds(code: str, extra_env: dict[str, str] | None = None) -> float:
     env = {
         **os.environ,
+        **(extra_env or {}),
         "PYTHONPATH": str(REPO / "lambdas"),
         "IDEMPOTENCY_TABLE_NAME": "t",
         "ORDERS_TABLE_NAME": "t",
@@ -243,17 +246,25 @@ def import_ratio() -> dict[str, float]:
         "from aws_lambda_powertools.utilities.idempotency import idempotent_function\n"
         "Logger(); Metrics()"
     )
-    boto, ours, base = [], [], []
+    # As in Lambda (LAMBDA_TASK_ROOT set): tracing on, so the X-Ray SDK is imported and botocore
+    # and http.client patched at cold start (shared/tracing.py).
+    in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root")}
+    boto, ours, base, traced = [], [], [], []
     for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
         boto.append(_import_seconds("import boto3"))
         ours.append(_import_seconds(load))
         base.append(_import_seconds(floor))
+        traced.append(_import_seconds(load, in_lambda))
     b, h, f = statistics.median(boto), statistics.median(ours), statistics.median(base)
+    t = statistics.median(traced)
     return {
         "boto3_ms": b * 1000,
         "handler_ms": h * 1000,
+        "handler_traced_ms": t * 1000,
+        "tracer_cold_start_ms": (t - h) * 1000,
         "powertools_floor_ms": f * 1000,
         "ratio": h / b,
+        "traced_ratio": t / b,
         "powertools_floor_ratio": f / b,
     }
 
@@ -276,6 +287,8 @@ def main() -> None:
     results["overhead_ratio_vs_powertools"] = round(overhead["ratio"], 3)
     results["batch_latency_ratio_vs_powertools"] = round(batch["ratio"], 3)
     results["import_time_ratio_vs_boto3"] = round(imports["ratio"], 3)
+    results["import_time_ratio_vs_boto3_traced"] = round(imports["traced_ratio"], 3)
+    results["tracer_cold_start_ms"] = round(imports["tracer_cold_start_ms"], 1)
     results["details"] = {
         "overhead": {k: round(v, 3) for k, v in overhead.items()},
         "batch": {k: round(v, 3) for k, v in batch.items()},
@@ -292,6 +305,8 @@ def main() -> None:
         "overhead_ratio_vs_powertools",
         "batch_latency_ratio_vs_powertools",
         "import_time_ratio_vs_boto3",
+        "import_time_ratio_vs_boto3_traced",
+        "tracer_cold_start_ms",
     ):
         print(f"{key:<36} {results[key]}")
     print(json.dumps(results["details"], indent=2))

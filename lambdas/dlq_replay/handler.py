@@ -16,6 +16,7 @@ from shared.config import Settings
 from shared.correlation import correlation_scope, new_correlation_id
 from shared.dlq import MAX_AUTOMATIC_REPLAYS, replay
 from shared.logs import get_logger
+from shared.tracing import traced
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -27,6 +28,7 @@ metrics = Metrics()
 
 
 @metrics.log_metrics
+@traced
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     results = {}
     with correlation_scope(logger, f"replay-{new_correlation_id()}"):

@@ -16,6 +16,7 @@ from shared.config import Settings
 from shared.dlq import FailureRouting
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
 from shared.logs import get_logger
+from shared.tracing import traced
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -41,6 +42,7 @@ def accept(command: dict[str, Any]) -> dict[str, Any]:
 
 
 @metrics.log_metrics
+@traced
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     def record_handler(record: SQSRecord, correlation_id: str) -> dict[str, Any]:
         order = parse_order(record.body)

@@ -11,12 +11,14 @@ from sandbox.ledger import Ledger
 from shared.config import Settings
 from shared.correlation import correlation_scope, from_payload
 from shared.logs import get_logger
+from shared.tracing import traced
 
 settings = Settings.from_env(required=("LEDGER_TABLE_NAME",))
 logger = get_logger()
 ledger = Ledger(settings.ledger_table or "")
 
 
+@traced
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with correlation_scope(logger, from_payload(event)):
         result = payment.handle(event, ledger)

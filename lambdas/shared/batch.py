@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shared.correlation import correlation_scope, from_sqs_record
 from shared.dlq import FailureRouting
 from shared.exceptions import classify
+from shared.tracing import in_worker, record_segment
 
 RecordHandler = Callable[[SQSRecord, str], Any]
 
@@ -45,7 +46,7 @@ class ConcurrentBatchProcessor(BatchProcessor):
     def process(self) -> list[tuple[Any, ...]]:
         if len(self.records) <= 1:
             return super().process()
-        return list(_executor().map(self._process_record, self.records))
+        return list(_executor().map(in_worker(self._process_record), self.records))
 
 
 def _without_repeated_messages(event: dict[str, Any], logger: Logger) -> dict[str, Any]:
@@ -90,7 +91,10 @@ def process_sqs_batch(
     event = _without_repeated_messages(event, logger)
 
     def handle(record: SQSRecord) -> Any:
-        with correlation_scope(logger, from_sqs_record(record.raw_event)) as cid:
+        with (
+            correlation_scope(logger, from_sqs_record(record.raw_event)) as cid,
+            record_segment("## record", correlation_id=cid),
+        ):
             try:
                 return record_handler(record, cid)
             except Exception as exc:

@@ -21,6 +21,7 @@ from shared.exceptions import (
 )
 from shared.idempotency import IdempotentOperation, business_key, make_persistence
 from shared.logs import get_logger
+from shared.tracing import annotate, traced
 
 #: A step's domain action: ``action(payload) -> result``, payload = {"order_id", "payment_attempt", ...}.
 StepAction = Callable[[dict[str, Any]], dict[str, Any]]
@@ -94,9 +95,11 @@ def build_step_handler(
         return action(command["payload"])
 
     @metrics.log_metrics
+    @traced
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        with correlation_scope(logger, from_payload(event)):
+        with correlation_scope(logger, from_payload(event)) as cid:
             order_id = event.get("order_id") if isinstance(event, Mapping) else None
+            annotate(correlation_id=cid, order_id=order_id if isinstance(order_id, str) else None, operation=operation)
             try:
                 payload = step_payload(event)
                 attempt = payload["payment_attempt"]

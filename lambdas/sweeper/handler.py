@@ -11,6 +11,7 @@ from order_domain.sweeper import find_stuck
 from shared.config import Settings
 from shared.correlation import correlation_scope, new_correlation_id
 from shared.logs import get_logger
+from shared.tracing import traced
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -21,6 +22,7 @@ metrics = Metrics()
 
 
 @metrics.log_metrics
+@traced
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with correlation_scope(logger, f"sweep-{new_correlation_id()}"):
         stuck = find_stuck(settings.orders_table or "", settings.stuck_after_seconds)
