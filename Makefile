@@ -80,6 +80,6 @@ CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship
 	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02
 
 chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
-	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check \
+	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --report-file chaos-report.json
 	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+
+from constructs_lib.alarms import first_occurrence_alarm
 
 #: The runtime every function uses (the newest Python runtime aws-cdk-lib 2.275 knows).
 DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -161,18 +162,7 @@ class PipelineFunction(Construct):
                 )
 
     def _alarm(self, name: str, metric: cloudwatch.Metric, description: str, topic: sns.ITopic) -> cloudwatch.Alarm:
-        alarm = metric.create_alarm(
-            self,
-            name,
-            alarm_description=description,
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        alarm.add_alarm_action(cw_actions.SnsAction(topic))
-        alarm.add_ok_action(cw_actions.SnsAction(topic))
-        return alarm
+        return first_occurrence_alarm(self, name, metric, description, topic)
 
     def grant_invoke_to(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` invoke this function (the unqualified ARN only, no versions/aliases)."""

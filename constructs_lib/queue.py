@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
+from constructs_lib.alarms import first_occurrence_alarm
 
 #: Minimum ratio between a queue's visibility timeout and its consumer's timeout (AWS guidance: 6x).
 VISIBILITY_TO_TIMEOUT_RATIO = 6
@@ -134,16 +135,10 @@ class ResilientQueue(Construct):
 
     def _depth_alarm(self, name: str, queue: sqs.Queue, topic: sns.ITopic, what: str) -> cloudwatch.Alarm:
         """Alarm when ``queue`` has a visible message in any 1-minute period; notify ``topic``."""
-        alarm = cloudwatch.Alarm(
+        return first_occurrence_alarm(
             self,
             name,
-            alarm_description=f"{self.node.id}/{queue.node.id}: {what} (each is an order needing attention)",
-            metric=queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum"),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum"),
+            f"{self.node.id}/{queue.node.id}: {what} (each is an order needing attention)",
+            topic,
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(topic))
-        alarm.add_ok_action(cw_actions.SnsAction(topic))
-        return alarm

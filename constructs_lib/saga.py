@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,6 +14,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
+
+from constructs_lib.alarms import first_occurrence_alarm
 
 #: Errors worth retrying on forward steps: Lambda service faults and our transient class.
 #: Step handlers re-raise every transient failure as ``TransientStepError`` (lambdas/shared/exceptions.py).
@@ -280,18 +281,13 @@ class OrderSaga(Construct):
                 ),
                 ("throttled", "ExecutionThrottledAlarm", machine.metric_throttled, "executions throttled"),
             ):
-                alarm = metric(period=props.alarm_period, statistic="Sum").create_alarm(
+                self.alarms[key] = first_occurrence_alarm(
                     self,
                     name,
-                    alarm_description=f"order saga: {what}",
-                    threshold=0,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                    evaluation_periods=1,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    metric(period=props.alarm_period, statistic="Sum"),
+                    f"order saga: {what}",
+                    props.alarm_topic,
                 )
-                alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
-                alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
-                self.alarms[key] = alarm
 
     @staticmethod
     def _retry(task: tasks.LambdaInvoke, errors: list[str], policy: RetryPolicy) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -25,6 +24,7 @@ from aws_cdk import aws_sns_subscriptions as subs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
 from constructs_lib.encryption import DataEncryptionKey, DataEncryptionKeyProps
 from constructs_lib.function import PipelineFunction, PipelineFunctionProps
@@ -390,24 +390,19 @@ class OrderPipelineStack(Stack):
             schedule=events.Schedule.rate(Duration.minutes(5)),
             targets=[targets.LambdaFunction(self.sweeper.function, retry_attempts=2)],
         )
-        self.stuck_alarm = cloudwatch.Alarm(
+        self.stuck_alarm = first_occurrence_alarm(
             self,
             "StuckOrdersAlarm",
-            alarm_description=f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
-            metric=cloudwatch.Metric(
+            cloudwatch.Metric(
                 namespace="OrderPipeline",
                 metric_name="StuckOrders",
                 dimensions_map={"service": "sweeper"},
                 statistic="Maximum",
                 period=Duration.minutes(5),
             ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
+            self.alarm_topic,
         )
-        self.stuck_alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
-        self.stuck_alarm.add_ok_action(cw_actions.SnsAction(self.alarm_topic))
         assert self.sweeper.errors_alarm is not None
         self.sweeper_errors_alarm = self.sweeper.errors_alarm
 

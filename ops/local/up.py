@@ -331,7 +331,9 @@ def serve(
         clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
         stack.enter_context(moto_behaviour(clock))
         run = stack.enter_context(deployed_pipeline(assembly, run_options, clock))
-        outputs = run.deployment.outputs()
+        # The sandbox providers' ledger lives outside the template (it stands for their records):
+        # expose it so the AWS CLI walkthrough can read what the providers did.
+        outputs = {**run.deployment.outputs(), "SandboxLedgerTableName": run.ledger_table}
         register_stack(assembly.stack_name, outputs)
         info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION)
         _print_banner(info, example_order(options.seed), out)
