@@ -248,7 +248,7 @@ def import_ratio() -> dict[str, float]:
     )
     # As in Lambda (LAMBDA_TASK_ROOT set): tracing on, so the X-Ray SDK is imported and botocore
     # and http.client patched at cold start (shared/tracing.py).
-    in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root")}
+    in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root"), "POWERTOOLS_TRACE_DISABLED": "false"}
     boto, ours, base, traced = [], [], [], []
     for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
         boto.append(_import_seconds("import boto3"))
