@@ -42,6 +42,8 @@ from ops.local.iam_enforce import enforce_iam
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.lambda_runtime import ensure_on_path
+from ops.local.limits import Quotas
+from ops.local.limits_enforce import LimitEnforcer, enforce_limits
 from ops.local.moto_patches import (
     atomic_dynamodb,
     cached_asl_parse,
@@ -97,10 +99,12 @@ class RunOptions:
     replay_transient: bool = False
     shard: int = 0  # this process runs the orders whose index % shards == shard
     shards: int = 1
+    quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (ops.local.limits)
+    lambda_concurrency_check: bool = True  # in-process in-flight invocations against Lambda concurrency
 
 
-def synthesize(outdir: Path, stage: str) -> CloudAssembly:
-    """Synthesize the CDK app (checks and cdk-nag included) into ``outdir``."""
+def synthesize(outdir: Path, stage: str, extra_context: dict[str, Any] | None = None) -> CloudAssembly:
+    """Synthesize the CDK app (checks and cdk-nag included) into ``outdir``, with ``extra_context``."""
     from stacks.app_builder import STACK_NAME, build_app
 
     outdir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +114,7 @@ def synthesize(outdir: Path, stage: str) -> CloudAssembly:
     if stage != "dev":
         raise OpsError("the local run deploys stage dev (prod's providers are real APIs: see README)")
     context.update(LOCAL_PROVIDER_CONTEXT)
+    context.update(extra_context or {})
     cloud_assembly = build_app(context=context, outdir=str(outdir)).synth()
     errors = [
         f"{message.id}: {message.entry.data}"
@@ -186,6 +191,9 @@ class PipelineRun:
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self._shipped = 0
+        self.limits = LimitEnforcer(
+            options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
+        )
 
     def seed_inventory(self) -> None:
         ddb = aws("dynamodb")
@@ -418,6 +426,7 @@ class PipelineRun:
             "logs": log_summary(logs),
             "metrics": metric_totals(emf),
             "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
+            "throttles": dict(self.limits.throttles),
             "iam": explain(self.deployment.iam.report()) if self.deployment.iam else {},
             "elapsed": {
                 "wall_seconds": round(wall_seconds, 3),
@@ -479,6 +488,7 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
         capture_stdout(run.capture),
         run.deployment.lambda_routing(),
         handler_clock(run),
+        enforce_limits(run.limits),  # inside IAM: AWS authorizes a call before it throttles it
         enforce_iam(run.deployment),
         serve_local_providers(run),
     ):
