@@ -150,6 +150,20 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(cached_asl_parse())
         # Idempotency expiries and TTLs follow the simulated clock too.
         stack.enter_context(simulated_now(clock))
+        # SQS visibility, DelaySeconds and timestamps too.
+        stack.enter_context(sqs_on_clock(clock))
+        yield
+
+
+@contextmanager
+def sqs_on_clock(clock: SimClock) -> Iterator[None]:
+    """moto's SQS reads the simulated clock (visibility timeouts, DelaySeconds, sent timestamps)."""
+    import moto.sqs.models as sqs_models
+
+    with (
+        mock.patch.object(sqs_models, "unix_time_millis", lambda *_: clock.now() * 1000.0),
+        mock.patch.object(sqs_models, "unix_time", lambda *_: clock.now()),
+    ):
         yield
 
 
@@ -305,7 +319,9 @@ class PipelineRun:
                 continue
             if not any(p.queue_depth() for p in self.pollers):
                 return
-            time.sleep(0.02)
+            # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
+            # reads the simulated clock (sqs_on_clock), so let a second of it pass.
+            self.clock.advance(1.0)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 
     def _sqs_depth(self, alarm: dict[str, Any]) -> float | None:
