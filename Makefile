@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench chaos clean
+.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench chaos spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -83,3 +83,9 @@ chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.jso
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --report-file chaos-report.json
 	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png
+
+SPIKE_SCALE ?= 100
+
+spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS's quotas: spike-report.json, docs/spike.png
+	$(PY) -m ops local spike --scale $(SPIKE_SCALE) --json --check > spike-report.json
+	$(PY) -m ops capacity --rate 50000/min --minutes 5

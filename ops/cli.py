@@ -78,9 +78,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shards", type=_positive, default=1, help=argparse.SUPPRESS)
     run.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    _quota_argument(run)
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    spike = local_commands.add_parser(
+        "spike", help="a traffic spike at scale 1:k against AWS's quotas (similitude): backlog, latency, DLQ"
+    )
+    spike.add_argument("--baseline", default="50/min", help="rate before and after the peak (default 50/min)")
+    spike.add_argument("--peak", default="50000/min", help="peak rate (default 50000/min)")
+    spike.add_argument("--minutes", type=_positive_float, default=5.0, help="peak duration (default 5)")
+    spike.add_argument("--scale", type=_positive_float, default=100.0, help="k: rates and quotas divided by k (100)")
+    spike.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
+    spike.add_argument("--today", action="store_true", help="without intake's throttle backoff (today's behaviour)")
+    spike.add_argument("--plot", type=Path, default=None, help="plot file (default docs/spike.png)")
+    spike.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    spike.add_argument("--json", action="store_true", help="print the JSON report")
+    spike.add_argument("--check", action="store_true", help="exit 1 unless every order is terminal, none dead-lettered")
+    spike.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    _quota_argument(spike)
+    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
+    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
+    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
+    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
+    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
+    capacity.add_argument("--json", action="store_true", help="print JSON")
+    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    _quota_argument(capacity)
     dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
     dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
@@ -111,6 +135,62 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
     _target_arguments(repair)
     return parser
+
+
+def _quota_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quota",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one AWS quota at 1:1 (names: ops/local/limits.py), e.g. sfn_start_refill=600",
+    )
+
+
+def _quotas(args: argparse.Namespace) -> Any:
+    from ops.local.limits import Quotas, parse_quotas
+
+    return Quotas.for_region_class(getattr(args, "region_class", "large")).with_overrides(parse_quotas(args.quota))
+
+
+def _spike(args: argparse.Namespace) -> int:
+    from ops.local.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
+
+    options = SpikeOptions(
+        baseline_per_second=parse_rate(args.baseline),
+        peak_per_second=parse_rate(args.peak),
+        minutes=args.minutes,
+        scale=args.scale,
+        quotas=_quotas(args),
+        throttle_backoff=not args.today,
+        assembly_dir=args.assembly,
+        plot=None if args.no_plot else (args.plot or DEFAULT_PLOT),
+    )
+    report = run_spike(options)
+    if args.json:
+        print(json.dumps({k: v for k, v in report.items() if k != "series"}, indent=2, default=str))
+    else:
+        backlog, latency = report["backlog"], report["latency_seconds"]
+        print(
+            f"spike 1:{options.scale:g}: {report['orders']['submitted']} orders, "
+            f"{report['valid_orders_dead_lettered']} valid dead-lettered, throttles {report['throttles']}, "
+            f"max depth {backlog['max_depth']}, drained {backlog['drained_after_seconds']} s after the peak, "
+            f"latency p50 {latency['p50']} s p99 {latency['p99']} s"
+        )
+    for problem in report["check_problems"]:
+        print(f"FAIL {problem}", file=sys.stderr)
+    return 1 if args.check and report["check_problems"] else 0
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from ops.capacity import format_capacity, predict_from_assembly
+    from ops.local.spike import parse_rate
+
+    prediction = predict_from_assembly(
+        parse_rate(args.rate), args.minutes, _quotas(args), args.assembly, baseline=parse_rate(args.baseline)
+    )
+    print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
+    return 0
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -247,6 +327,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             timeout_seconds=args.timeout,
             assembly_dir=args.assembly,
             echo_logs=args.echo_logs,
+            quotas=_quotas(args),
         )
         if args.workers > 1:
             from ops.local.shards import run_sharded
@@ -272,6 +353,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         return 1 if args.check and failed else 0
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
+    if args.command == "local" and args.local_command == "spike":
+        return _spike(args)
+    if args.command == "capacity":
+        return _capacity(args)
     from ops.target import Target
 
     if args.command == "dlq" and args.dlq_command == "replay":

@@ -51,6 +51,20 @@ LAYER_DISTRIBUTIONS = (
 LAYER_PURE_PYTHON_FALLBACK = ("wrapt",)
 STEP_TIMEOUT = Duration.seconds(30)
 INTAKE_TIMEOUT = Duration.seconds(30)
+#: Intake's event source MaximumConcurrency (with the throttle backoff): StartExecution refills at
+#: 300/s; at 10 records a batch and ~1 s a batch intake needs ~30 concurrent batches to use all of
+#: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
+#: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
+INTAKE_MAX_CONCURRENCY = 100
+
+
+def context_flag(scope: Construct, key: str, *, default: bool) -> bool:
+    """A boolean CDK context value (``-c key=false`` arrives as a string)."""
+    value = scope.node.try_get_context(key)
+    if value is None:
+        return default
+    return str(value).strip().lower() not in ("false", "0", "no", "off")
+
 
 #: Grants by use, each proven by the local run's IAM check (README "Least privilege"). Powertools'
 #: idempotency layer: conditional put, read-back, update to COMPLETED, and delete of the in-progress
@@ -291,6 +305,7 @@ class OrderPipelineStack(Stack):
             ),
         )
 
+        throttle_backoff = context_flag(self, "intake_throttle_backoff", default=True)
         self.intake = function(
             "Intake",
             "intake",
@@ -318,9 +333,15 @@ class OrderPipelineStack(Stack):
                 consumer_timeout=INTAKE_TIMEOUT,
                 max_receive_count=3,
                 batch_size=10,
+                max_concurrency=INTAKE_MAX_CONCURRENCY if throttle_backoff else None,
                 removal_policy=removal,
             ),
         )
+        if throttle_backoff:
+            # A throttled record is sent again with a delay and acknowledged (lambdas/shared/backoff.py):
+            # a spike turns into latency, never into valid orders in the DLQ (README, "Black Friday").
+            self.intake.function.add_environment("THROTTLE_REQUEUE_QUEUE_URL", self.orders_queue.queue.queue_url)
+            _grant_queue(self.orders_queue.queue, self.intake.function, "sqs:SendMessage")
         # Permanent failures go to the DLQ at once; transient ones are recorded for the replay tool.
         self.intake.function.add_environment("DEAD_LETTER_QUEUE_URL", self.orders_queue.dlq.queue_url)
         _grant_queue(self.orders_queue.dlq, self.intake.function, "sqs:SendMessage")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
@@ -11,6 +12,7 @@ from order_domain.model import parse_order
 from order_domain.orders import OrderRepository, attempt_of
 from order_domain.saga_start import SagaStarter
 from shared.aws import client
+from shared.backoff import ThrottleBackoff
 from shared.batch import process_sqs_batch
 from shared.config import Settings
 from shared.dlq import FailureRouting
@@ -34,6 +36,9 @@ idempotent = IdempotentOperation(
     metrics=metrics,
 )
 routing = FailureRouting(settings.dead_letter_queue_url, settings.failures_table, client)
+# Set by the stack unless context intake_throttle_backoff=false (today's behaviour: a throttle burns a receive).
+_requeue_url = os.environ.get("THROTTLE_REQUEUE_QUEUE_URL")
+backoff = ThrottleBackoff(_requeue_url, client) if _requeue_url else None
 
 
 @idempotent
@@ -59,4 +64,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
         return result
 
-    return process_sqs_batch(event, context, record_handler, logger=logger, routing=routing)
+    return process_sqs_batch(event, context, record_handler, logger=logger, routing=routing, backoff=backoff)

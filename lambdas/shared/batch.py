@@ -12,6 +12,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shared.aws import error_code
+from shared.backoff import ThrottleBackoff
 from shared.correlation import correlation_scope, from_sqs_record
 from shared.dlq import FailureRouting
 from shared.exceptions import classify
@@ -76,11 +78,14 @@ def process_sqs_batch(
     *,
     logger: Logger,
     routing: FailureRouting | None = None,
+    backoff: ThrottleBackoff | None = None,
 ) -> dict[str, Any]:
     """Run ``record_handler(record, correlation_id)`` for each record (concurrently); report failures only.
 
     With ``routing``, a permanent failure goes to the DLQ at once (see :mod:`shared.dlq`) and a
-    transient one is recorded before the redrive policy retries it.
+    transient one is recorded before the redrive policy retries it. With ``backoff``, a throttled
+    record is sent again with a delay and acknowledged (see :mod:`shared.backoff`): a quota never
+    burns its receive count.
 
     Each record runs in its own correlation scope: its ID comes from the ``correlation_id``
     message attribute, or is minted here (the entry point) when absent. A failing record is
@@ -98,6 +103,13 @@ def process_sqs_batch(
             try:
                 return record_handler(record, cid)
             except Exception as exc:
+                delay = backoff.requeue(record.raw_event, exc) if backoff is not None else None
+                if delay is not None:
+                    logger.warning(
+                        "record throttled; requeued with a delay",
+                        extra={"message_id": record.message_id, "delay_seconds": delay, "error": error_code(exc)},
+                    )
+                    return None
                 category = classify(exc)
                 logger.exception(
                     "record failed",

@@ -125,11 +125,23 @@ class SqsPoller:
         return released
 
     def queue_depth(self) -> int:
+        """Visible, in flight and delayed (a throttled record requeued with DelaySeconds is still an order)."""
         attrs = self._sqs.get_queue_attributes(
             QueueUrl=self.spec.queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
-        return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+        return sum(
+            int(attrs.get(name, 0))
+            for name in (
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            )
+        )
 
 
 def queue_name_from_url(url: str) -> str:

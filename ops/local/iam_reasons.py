@@ -24,7 +24,7 @@ REASONS: tuple[tuple[str, str, str], ...] = (
     ("dynamodb:*", "*SandboxLedgerTable*", "the dev sandbox provider's ledger (dev only; never in prod)"),
     ("sqs:SendMessage", "*Dlq*", "a permanent failure is dead-lettered at once"),
     ("sqs:SendMessage", "*NeedsAttentionQueue*", "an order whose compensation kept failing is parked"),
-    ("sqs:SendMessage", "*OrdersQueue*", "the replay function sends DLQ messages back"),
+    ("sqs:SendMessage", "*OrdersQueue*", "replay sends DLQ messages back; intake requeues a throttled record"),
     ("sqs:*", "*", "CDK's SqsEventSource grants the consume actions the event source mapping uses"),
     ("lambda:InvokeFunction", "*:*", "aws-stepfunctions-tasks.LambdaInvoke grants the functions' versions and aliases"),
     ("lambda:InvokeFunction", "*Sandbox*", "the dev sandbox provider functions"),

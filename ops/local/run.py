@@ -42,6 +42,8 @@ from ops.local.iam_enforce import enforce_iam
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.lambda_runtime import ensure_on_path
+from ops.local.limits import Quotas
+from ops.local.limits_enforce import LimitEnforcer, enforce_limits
 from ops.local.moto_patches import (
     atomic_dynamodb,
     cached_asl_parse,
@@ -97,10 +99,12 @@ class RunOptions:
     replay_transient: bool = False
     shard: int = 0  # this process runs the orders whose index % shards == shard
     shards: int = 1
+    quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (ops.local.limits)
+    lambda_concurrency_check: bool = True  # in-process in-flight invocations against Lambda concurrency
 
 
-def synthesize(outdir: Path, stage: str) -> CloudAssembly:
-    """Synthesize the CDK app (checks and cdk-nag included) into ``outdir``."""
+def synthesize(outdir: Path, stage: str, extra_context: dict[str, Any] | None = None) -> CloudAssembly:
+    """Synthesize the CDK app (checks and cdk-nag included) into ``outdir``, with ``extra_context``."""
     from stacks.app_builder import STACK_NAME, build_app
 
     outdir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +114,7 @@ def synthesize(outdir: Path, stage: str) -> CloudAssembly:
     if stage != "dev":
         raise OpsError("the local run deploys stage dev (prod's providers are real APIs: see README)")
     context.update(LOCAL_PROVIDER_CONTEXT)
+    context.update(extra_context or {})
     cloud_assembly = build_app(context=context, outdir=str(outdir)).synth()
     errors = [
         f"{message.id}: {message.entry.data}"
@@ -145,6 +150,20 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(cached_asl_parse())
         # Idempotency expiries and TTLs follow the simulated clock too.
         stack.enter_context(simulated_now(clock))
+        # SQS visibility, DelaySeconds and timestamps too.
+        stack.enter_context(sqs_on_clock(clock))
+        yield
+
+
+@contextmanager
+def sqs_on_clock(clock: SimClock) -> Iterator[None]:
+    """moto's SQS reads the simulated clock (visibility timeouts, DelaySeconds, sent timestamps)."""
+    import moto.sqs.models as sqs_models
+
+    with (
+        mock.patch.object(sqs_models, "unix_time_millis", lambda *_: clock.now() * 1000.0),
+        mock.patch.object(sqs_models, "unix_time", lambda *_: clock.now()),
+    ):
         yield
 
 
@@ -186,6 +205,9 @@ class PipelineRun:
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self._shipped = 0
+        self.limits = LimitEnforcer(
+            options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
+        )
 
     def seed_inventory(self) -> None:
         ddb = aws("dynamodb")
@@ -297,7 +319,9 @@ class PipelineRun:
                 continue
             if not any(p.queue_depth() for p in self.pollers):
                 return
-            time.sleep(0.02)
+            # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
+            # reads the simulated clock (sqs_on_clock), so let a second of it pass.
+            self.clock.advance(1.0)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 
     def _sqs_depth(self, alarm: dict[str, Any]) -> float | None:
@@ -418,6 +442,7 @@ class PipelineRun:
             "logs": log_summary(logs),
             "metrics": metric_totals(emf),
             "event_sources": {p.spec.function.name: vars(p.stats) for p in self.pollers},
+            "throttles": dict(self.limits.throttles),
             "iam": explain(self.deployment.iam.report()) if self.deployment.iam else {},
             "elapsed": {
                 "wall_seconds": round(wall_seconds, 3),
@@ -479,6 +504,7 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
         capture_stdout(run.capture),
         run.deployment.lambda_routing(),
         handler_clock(run),
+        enforce_limits(run.limits),  # inside IAM: AWS authorizes a call before it throttles it
         enforce_iam(run.deployment),
         serve_local_providers(run),
     ):

@@ -126,6 +126,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             "STATE_MACHINE_ARN": ref["machine"],
             "FAILURES_TABLE_NAME": ref["failures"],
             "DEAD_LETTER_QUEUE_URL": ref["orders_dlq"],
+            "THROTTLE_REQUEUE_QUEUE_URL": ref["orders_queue"],  # a throttled record is requeued with a delay
         },
         "dlq_replay": {
             "FAILURES_TABLE_NAME": ref["failures"],

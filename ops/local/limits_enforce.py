@@ -1,0 +1,249 @@
+"""Enforce :mod:`ops.local.limits` in the local run, answering as AWS does.
+
+How: like :mod:`ops.local.iam_enforce`, ``BaseClient._make_api_call`` is wrapped at class level
+while :func:`enforce_limits` is active; one dict lookup on (service, operation) decides whether
+a call is checked at all, so the other calls pay almost nothing. Token buckets run on the run's
+:class:`~ops.local.clock.SimClock`. A call over a limit raises the service's own ``ClientError``
+(code, HTTP status, message shape) before it reaches moto, so handlers classify and retry it
+exactly as they would on AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+from ops.local.limits import Quotas, TokenBucket, payload_size
+
+if TYPE_CHECKING:
+    from ops.local.clock import SimClock
+    from ops.local.deploy import LocalDeployment
+
+#: (code, HTTP status, message) AWS returns, per limit.
+SFN_THROTTLED = ("ThrottlingException", 400, "Rate exceeded")
+SFN_INPUT_TOO_LARGE = (
+    "ValidationException",
+    400,
+    "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+    "Member must have length less than or equal to {limit}",
+)
+LAMBDA_THROTTLED = ("TooManyRequestsException", 429, "Rate Exceeded.")
+LAMBDA_TOO_LARGE = (
+    "RequestTooLargeException",
+    413,
+    "Request must be smaller than {limit} bytes for the InvokeFunction operation",
+)
+SQS_TOO_LONG = (
+    "InvalidParameterValue",
+    400,
+    "One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes.",
+)
+SQS_BATCH_TOO_LONG = ("BatchRequestTooLong", 400, "Batch requests cannot be longer than {limit} bytes.")
+DDB_ITEM_TOO_LARGE = ("ValidationException", 400, "Item size has exceeded the maximum allowed size")
+
+
+class LimitExceeded(Exception):
+    """A limit was hit: carries the AWS error to raise."""
+
+    def __init__(self, error: tuple[str, int, str], **fmt: Any) -> None:
+        code, status, message = error
+        super().__init__(code)
+        self.code, self.status, self.message = code, status, message.format(**fmt)
+
+
+def client_error(client: Any, operation: str, exc: LimitExceeded) -> Exception:
+    """The botocore ClientError for ``exc``, as the service would return it."""
+    response = {
+        "Error": {"Code": exc.code, "Message": exc.message},
+        "ResponseMetadata": {"HTTPStatusCode": exc.status, "RequestId": str(uuid.uuid4())},
+    }
+    if exc.code == "TooManyRequestsException":
+        response["Reason"] = "ReservedFunctionConcurrentInvocationLimitExceeded"
+    error: Exception = client.exceptions.from_code(exc.code)(response, operation)
+    return error
+
+
+def message_size(body: Any, attributes: Any) -> int:
+    """SQS counts the body and every attribute's name, type and value."""
+    size = payload_size(body or "")
+    for name, attr in (attributes or {}).items():
+        size += payload_size(name) + payload_size(attr.get("DataType", ""))
+        size += payload_size(attr.get("StringValue", "")) + len(attr.get("BinaryValue", b"") or b"")
+    return size
+
+
+def item_size(item: Any) -> int:
+    """An approximation of DynamoDB's item size: attribute names plus their values' JSON."""
+    return sum(payload_size(k) + payload_size(json.dumps(v, default=str)) for k, v in (item or {}).items())
+
+
+class LimitEnforcer:
+    """The limits of one deployment: buckets, concurrency slots, payload checks, throttle counts."""
+
+    def __init__(
+        self, quotas: Quotas, clock: SimClock, deployment: LocalDeployment | None = None, *, concurrency: bool = True
+    ) -> None:
+        self.quotas = quotas
+        self.clock = clock
+        self.check_concurrency = concurrency
+        self.throttles: Counter[str] = Counter()
+        self.start_bucket = TokenBucket(quotas.sfn_start_bucket, quotas.sfn_start_refill, clock.now)
+        self.express_bucket = TokenBucket(quotas.sfn_express_start_bucket, quotas.sfn_express_start_refill, clock.now)
+        self.express_arns: set[str] = set()
+        self.queue_limits: dict[str, int] = {}  # queue name -> MaximumMessageSize
+        self.reserved: dict[str, int] = {}  # function name -> ReservedConcurrentExecutions
+        self.in_flight: Counter[str] = Counter()
+        self.started: dict[str, float] = {}  # execution name -> when StartExecution got its token
+        self._lock = threading.Lock()
+        self._held = threading.local()
+        if deployment is not None:
+            self._read_template(deployment)
+        self.checks: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
+            ("sfn", "StartExecution"): self._start_execution,
+            ("sfn", "StartSyncExecution"): self._start_execution,
+            ("sqs", "SendMessage"): self._send_message,
+            ("sqs", "SendMessageBatch"): self._send_message_batch,
+            ("dynamodb", "PutItem"): self._put_item,
+            ("lambda", "Invoke"): self._invoke_payload,
+        }
+
+    def _read_template(self, deployment: LocalDeployment) -> None:
+        for lid, queue in deployment.queues.items():
+            size = deployment.assembly.resource(lid).properties.get("MaximumMessageSize")
+            if size is not None:
+                self.queue_limits[queue["name"]] = int(size)
+        for fn in deployment.functions.values():
+            reserved = deployment.assembly.resource(fn.logical_id).properties.get("ReservedConcurrentExecutions")
+            if reserved is not None:
+                self.reserved[fn.name] = int(reserved)
+        for r in deployment.assembly.resources("AWS::StepFunctions::StateMachine"):
+            if r.properties.get("StateMachineType") == "EXPRESS":
+                self.express_arns.add(deployment.state_machines.get(r.logical_id, ""))
+
+    # -- checks (raise LimitExceeded) ------------------------------------------------------
+    def throttle(self, key: str, error: tuple[str, int, str], **fmt: Any) -> LimitExceeded:
+        with self._lock:
+            self.throttles[key] += 1
+        return LimitExceeded(error, **fmt)
+
+    def _start_execution(self, params: dict[str, Any]) -> None:
+        limit = int(self.quotas.sfn_payload_bytes)
+        if payload_size(params.get("input", "{}")) > limit:
+            raise LimitExceeded(SFN_INPUT_TOO_LARGE, limit=limit)
+        bucket = self.express_bucket if params.get("stateMachineArn") in self.express_arns else self.start_bucket
+        if not bucket.take():
+            raise self.throttle("stepfunctions:StartExecution", SFN_THROTTLED)
+        self.started.setdefault(str(params.get("name", "")), self.clock.now())
+
+    def _queue_limit(self, url: str) -> int:
+        return self.queue_limits.get(str(url).rsplit("/", 1)[-1], int(self.quotas.sqs_message_bytes))
+
+    def _send_message(self, params: dict[str, Any]) -> None:
+        limit = self._queue_limit(params.get("QueueUrl", ""))
+        if message_size(params.get("MessageBody"), params.get("MessageAttributes")) > limit:
+            raise LimitExceeded(SQS_TOO_LONG, limit=limit)
+
+    def _send_message_batch(self, params: dict[str, Any]) -> None:
+        limit = self._queue_limit(params.get("QueueUrl", ""))
+        sizes = [message_size(e.get("MessageBody"), e.get("MessageAttributes")) for e in params.get("Entries", [])]
+        if any(s > limit for s in sizes):
+            raise LimitExceeded(SQS_TOO_LONG, limit=limit)
+        if sum(sizes) > limit:
+            raise LimitExceeded(SQS_BATCH_TOO_LONG, limit=limit)
+
+    def _put_item(self, params: dict[str, Any]) -> None:
+        if item_size(params.get("Item")) > self.quotas.dynamodb_item_bytes:
+            raise LimitExceeded(DDB_ITEM_TOO_LARGE)
+
+    def _invoke_payload(self, params: dict[str, Any]) -> None:
+        limit = int(self.quotas.lambda_sync_payload_bytes)
+        if payload_size(params.get("Payload", b"")) > limit:
+            raise LimitExceeded(LAMBDA_TOO_LARGE, limit=limit)
+
+    # -- Lambda concurrency ------------------------------------------------------------------
+    def acquire(self, function_name: str) -> bool:
+        """Take a concurrency slot for ``function_name`` (False: the function or account is at its limit)."""
+        if not self.check_concurrency:
+            return True
+        with self._lock:
+            total = sum(self.in_flight.values())
+            reserved = self.reserved.get(function_name)
+            unreserved_used = sum(n for f, n in self.in_flight.items() if f not in self.reserved)
+            pool = self.quotas.lambda_concurrency - sum(self.reserved.values())
+            if reserved is not None:
+                ok = self.in_flight[function_name] < reserved
+            else:
+                ok = unreserved_used < pool and total < self.quotas.lambda_concurrency
+            if not ok:
+                self.throttles["lambda:Invoke"] += 1
+                return False
+            self.in_flight[function_name] += 1
+            return True
+
+    def release(self, function_name: str) -> None:
+        if not self.check_concurrency:
+            return
+        with self._lock:
+            self.in_flight[function_name] -= 1
+
+    @contextmanager
+    def slot(self, function_name: str) -> Iterator[None]:
+        """Hold a slot for the block; raises :class:`LimitExceeded` (TooManyRequestsException) if none is free."""
+        held: set[str] = getattr(self._held, "names", set())
+        if function_name in held:  # the Invoke API call already took it (moto -> LocalFunction.invoke)
+            yield
+            return
+        if not self.acquire(function_name):
+            raise LimitExceeded(LAMBDA_THROTTLED)
+        self._held.names = held | {function_name}
+        try:
+            yield
+        finally:
+            self._held.names = held
+            self.release(function_name)
+
+
+@contextmanager
+def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
+    """While active, every boto3 call and every in-process invocation is checked against ``enforcer``."""
+    import botocore.client
+
+    from ops.local.deploy import LocalFunction
+    from ops.local.lambda_runtime import error_payload
+
+    original_call = botocore.client.BaseClient._make_api_call
+    original_invoke = LocalFunction.invoke
+    services = {"states": "sfn", "sqs": "sqs", "dynamodb": "dynamodb", "lambda": "lambda"}
+
+    def make_api_call(client: Any, operation: str, params: Any) -> Any:
+        service = services.get(client.meta.service_model.endpoint_prefix)
+        check = enforcer.checks.get((service, operation)) if service else None
+        if check is None:
+            return original_call(client, operation, params)
+        try:
+            check(params)
+            if service == "lambda":
+                name = str(params.get("FunctionName", "")).rsplit(":", 1)[-1]
+                with enforcer.slot(name):
+                    return original_call(client, operation, params)
+        except LimitExceeded as exc:
+            raise client_error(client, operation, exc) from None
+        return original_call(client, operation, params)
+
+    def invoke(fn: LocalFunction, event: Any) -> tuple[str, bool]:
+        try:
+            with enforcer.slot(fn.name):
+                return original_invoke(fn, event)
+        except LimitExceeded as exc:  # the event source mapping's invocation was throttled
+            return json.dumps(error_payload(exc) | {"errorType": exc.code}), True
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.object(botocore.client.BaseClient, "_make_api_call", make_api_call))
+        stack.enter_context(mock.patch.object(LocalFunction, "invoke", invoke))
+        yield enforcer
