@@ -46,7 +46,7 @@ typecheck: setup ## mypy on the app, constructs, handlers and ops
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas
 
 unit: setup ## pytest (infrastructure assertions, handlers on moto, end-to-end local run)
-	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider
 
 # Well-formed placeholders: prod refuses to synthesize without its five context keys.
 PROD_CONTEXT := -c alarm_email=oncall@example.com \

@@ -91,6 +91,9 @@ class StageConfig:
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.
             Without them (dev only) the sandbox provider functions are deployed instead.
+        intake_throttle_backoff: intake requeues a throttled record with a delay and its event source
+            gets a MaximumConcurrency (context ``intake_throttle_backoff``, default true); false
+            restores the earlier behaviour (a throttle fails the record) to measure the difference.
 
     Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
     ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a
@@ -105,6 +108,7 @@ class StageConfig:
     payment_api_secret_arn: str | None = None
     carrier_api_url: str | None = None
     carrier_api_secret_arn: str | None = None
+    intake_throttle_backoff: bool = True
 
     def __post_init__(self) -> None:
         if self.name not in VALID_STAGES:
@@ -201,4 +205,6 @@ class StageConfig:
             payment_api_secret_arn=text("payment_api_secret_arn"),
             carrier_api_url=text("carrier_api_url"),
             carrier_api_secret_arn=text("carrier_api_secret_arn"),
+            intake_throttle_backoff=(text("intake_throttle_backoff") or "true").lower()
+            not in ("false", "0", "no", "off"),
         )

@@ -58,14 +58,6 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 INTAKE_MAX_CONCURRENCY = 100
 
 
-def context_flag(scope: Construct, key: str, *, default: bool) -> bool:
-    """A boolean CDK context value (``-c key=false`` arrives as a string)."""
-    value = scope.node.try_get_context(key)
-    if value is None:
-        return default
-    return str(value).strip().lower() not in ("false", "0", "no", "off")
-
-
 #: Grants by use, each proven by the local run's IAM check (README "Least privilege"). Powertools'
 #: idempotency layer: conditional put, read-back, update to COMPLETED, and delete of the in-progress
 #: record when the function raises.
@@ -305,7 +297,7 @@ class OrderPipelineStack(Stack):
             ),
         )
 
-        throttle_backoff = context_flag(self, "intake_throttle_backoff", default=True)
+        throttle_backoff = stage.intake_throttle_backoff
         self.intake = function(
             "Intake",
             "intake",

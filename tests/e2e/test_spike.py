@@ -39,6 +39,8 @@ def today(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Pat
     return _spike(tmp_path_factory.mktemp("spike"), backoff=False)
 
 
+# One spike per xdist worker: each module fixture is computed once, the two in parallel (Makefile: --dist loadgroup).
+@pytest.mark.xdist_group("spike-backoff")
 def test_spike_with_backoff_dead_letters_no_valid_order(with_backoff: tuple[dict[str, Any], Path]) -> None:
     report, _ = with_backoff
     assert report["orders"]["submitted"] >= 180
@@ -50,6 +52,7 @@ def test_spike_with_backoff_dead_letters_no_valid_order(with_backoff: tuple[dict
     assert report["latency_seconds"]["p99"] > report["latency_seconds"]["p50"] > 0  # the spike became latency
 
 
+@pytest.mark.xdist_group("spike-today")
 def test_spike_today_dead_letters_valid_orders(today: tuple[dict[str, Any], Path]) -> None:
     report, _ = today
     assert report["throttles"]["stepfunctions:StartExecution"] > 0
@@ -57,6 +60,7 @@ def test_spike_today_dead_letters_valid_orders(today: tuple[dict[str, Any], Path
     assert any("dead-lettered" in p for p in report["check_problems"])
 
 
+@pytest.mark.xdist_group("spike-backoff")
 def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: tuple[dict[str, Any], Path]) -> None:
     from ops.local.template import CloudAssembly
 
