@@ -43,7 +43,7 @@ T = TypeVar("T")
 
 
 def check_base_url(url: str) -> str:
-    """``https://...``, or ``http://`` to a loopback address (the local sandbox only)."""
+    """``https://...``, or ``http://`` to a loopback address (a provider on this machine: the local run)."""
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return url.rstrip("/")

@@ -1,7 +1,7 @@
 """What the saga needs from a payment provider and a carrier: typed ports, two adapters each.
 
-Adapters: :mod:`order_domain.providers` (the in-account sandbox, invoked as a Lambda function; dev
-and tests only) and :mod:`order_domain.https_providers` (a real provider's HTTPS JSON API that
+Adapters: :mod:`order_domain.providers` (a provider deployed as a Lambda function: dev wires the
+sandbox this way) and :mod:`order_domain.https_providers` (a real provider's HTTPS JSON API that
 honours an ``Idempotency-Key`` header). The compensations rely on the statuses below: a refund
 asks by the charge's key and moves back exactly what moved; a charge that never arrived has its
 key cancelled, so a late charge with it cannot move money.

@@ -1,5 +1,6 @@
-"""The sandbox adapters of the provider ports: the sandbox provider and carrier invoked as Lambda
-functions (dev and tests; prod never deploys them)."""
+"""The Lambda adapters of the provider ports: a provider and a carrier deployed as Lambda functions in
+the account, called with ``lambda:InvokeFunction`` (dev wires them to the sandbox functions; prod
+uses the HTTPS adapters and deploys no provider function)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ class ProviderClient:
             raise ProviderUnavailable(f"{self.function_name}: unexpected answer to {request['action']}: {exc}") from exc
 
 
-class SandboxPaymentProvider:
-    """:class:`~order_domain.ports.PaymentProvider` on the sandbox payment function."""
+class LambdaPaymentProvider:
+    """:class:`~order_domain.ports.PaymentProvider` on a payment provider function."""
 
     def __init__(self, function_name: str) -> None:
         self.client = ProviderClient(function_name)
@@ -81,8 +82,8 @@ class SandboxPaymentProvider:
         return self.client.parsed(request, parse_refund)
 
 
-class SandboxCarrier:
-    """:class:`~order_domain.ports.Carrier` on the sandbox carrier function."""
+class LambdaCarrier:
+    """:class:`~order_domain.ports.Carrier` on a carrier function."""
 
     def __init__(self, function_name: str) -> None:
         self.client = ProviderClient(function_name)

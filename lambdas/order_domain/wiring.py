@@ -11,7 +11,7 @@ from order_domain.inventory import InventoryService
 from order_domain.orders import OrderRepository
 from order_domain.payments import PaymentService
 from order_domain.ports import Carrier, PaymentProvider
-from order_domain.providers import SandboxCarrier, SandboxPaymentProvider
+from order_domain.providers import LambdaCarrier, LambdaPaymentProvider
 from order_domain.saga_start import SagaStarter
 from order_domain.shipping import ShippingService
 from order_domain.status import OrderStatus
@@ -38,26 +38,26 @@ def inventory_service(settings: Settings) -> InventoryService:
 
 
 def payment_provider(settings: Settings) -> PaymentProvider:
-    """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the sandbox function."""
+    """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
     if settings.payment_api_url:
         from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, SecretApiKey
 
         key = SecretApiKey(settings.payment_api_secret_arn or "")
         return HttpsPaymentProvider(HttpsJsonClient(settings.payment_api_url, key))
     if settings.payment_provider_function:
-        return SandboxPaymentProvider(settings.payment_provider_function)
+        return LambdaPaymentProvider(settings.payment_provider_function)
     raise ConfigurationError("set PAYMENT_API_URL (+ PAYMENT_API_SECRET_ARN) or PAYMENT_PROVIDER_FUNCTION")
 
 
 def carrier(settings: Settings) -> Carrier:
-    """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the sandbox function."""
+    """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
     if settings.carrier_api_url:
         from order_domain.https_providers import HttpsCarrier, HttpsJsonClient, SecretApiKey
 
         key = SecretApiKey(settings.carrier_api_secret_arn or "")
         return HttpsCarrier(HttpsJsonClient(settings.carrier_api_url, key))
     if settings.carrier_function:
-        return SandboxCarrier(settings.carrier_function)
+        return LambdaCarrier(settings.carrier_function)
     raise ConfigurationError("set CARRIER_API_URL (+ CARRIER_API_SECRET_ARN) or CARRIER_FUNCTION")
 
 
