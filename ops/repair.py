@@ -61,7 +61,11 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
     running = [e for e in executions if e["status"] == "RUNNING"]
     if running:
         return {"order_id": order_id, "result": "running", "execution_arn": running[0]["executionArn"]}
-    name = f"{EXECUTION_PREFIX}{order_id}-attempt-{attempt}-repair-{len(executions)}"
+    ensure_importable()
+    from order_domain.saga_start import execution_name
+
+    # The attempt's own execution name (the runtime's one rule), plus which repair this is.
+    name = f"{execution_name(order_id, attempt)}-repair-{len(executions)}"
     # References only, as intake starts it: the steps read the order from the table.
     saga_input = {
         "order_id": order_id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from order_domain.attention import NeedsAttentionNotifier
 from order_domain.intake import IntakeService
@@ -18,6 +18,9 @@ from order_domain.status import OrderStatus
 from shared.config import Settings
 from shared.correlation import current_correlation_id
 from shared.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from order_domain.https_providers import HttpsJsonClient
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -37,13 +40,20 @@ def inventory_service(settings: Settings) -> InventoryService:
     return InventoryService(settings.inventory_table, _orders(settings))
 
 
+def _https(url: str, secret_arn: str | None) -> HttpsJsonClient:
+    """The HTTPS client of one provider API, its key read from ``secret_arn`` (imported on use: dev's
+    sandbox wiring never loads it)."""
+    from order_domain.https_providers import HttpsJsonClient, SecretApiKey
+
+    return HttpsJsonClient(url, SecretApiKey(secret_arn or ""))
+
+
 def payment_provider(settings: Settings) -> PaymentProvider:
     """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
     if settings.payment_api_url:
-        from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, SecretApiKey
+        from order_domain.https_providers import HttpsPaymentProvider
 
-        key = SecretApiKey(settings.payment_api_secret_arn or "")
-        return HttpsPaymentProvider(HttpsJsonClient(settings.payment_api_url, key))
+        return HttpsPaymentProvider(_https(settings.payment_api_url, settings.payment_api_secret_arn))
     if settings.payment_provider_function:
         return LambdaPaymentProvider(settings.payment_provider_function)
     raise ConfigurationError("set PAYMENT_API_URL (+ PAYMENT_API_SECRET_ARN) or PAYMENT_PROVIDER_FUNCTION")
@@ -52,10 +62,9 @@ def payment_provider(settings: Settings) -> PaymentProvider:
 def carrier(settings: Settings) -> Carrier:
     """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
     if settings.carrier_api_url:
-        from order_domain.https_providers import HttpsCarrier, HttpsJsonClient, SecretApiKey
+        from order_domain.https_providers import HttpsCarrier
 
-        key = SecretApiKey(settings.carrier_api_secret_arn or "")
-        return HttpsCarrier(HttpsJsonClient(settings.carrier_api_url, key))
+        return HttpsCarrier(_https(settings.carrier_api_url, settings.carrier_api_secret_arn))
     if settings.carrier_function:
         return LambdaCarrier(settings.carrier_function)
     raise ConfigurationError("set CARRIER_API_URL (+ CARRIER_API_SECRET_ARN) or CARRIER_FUNCTION")
