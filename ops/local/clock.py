@@ -12,6 +12,7 @@ class SimClock:
     def __init__(self) -> None:
         self._offset = 0.0
         self._lock = threading.Lock()
+        self._moved = threading.Condition()
 
     def now(self) -> float:
         with self._lock:
@@ -22,6 +23,17 @@ class SimClock:
             raise ValueError("time only moves forward")
         with self._lock:
             self._offset += seconds
+        self.notify_moved()
+
+    def notify_moved(self) -> None:
+        """Wake the threads waiting in :meth:`wait_for_move` (time jumped)."""
+        with self._moved:
+            self._moved.notify_all()
+
+    def wait_for_move(self, timeout: float) -> None:
+        """Block until time jumps or ``timeout`` wall seconds pass (wall time moves this clock too)."""
+        with self._moved:
+            self._moved.wait(timeout)
 
     @property
     def simulated_seconds(self) -> float:

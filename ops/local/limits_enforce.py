@@ -48,6 +48,11 @@ SQS_BATCH_TOO_LONG = ("BatchRequestTooLong", 400, "Batch requests cannot be long
 DDB_ITEM_TOO_LARGE = ("ValidationException", 400, "Item size has exceeded the maximum allowed size")
 
 
+#: At most this long (wall seconds) a throttled execution waits before it looks for a refilled
+#: StateTransition token again (a jump of the simulated clock wakes it at once).
+TRANSITION_WAIT_SECONDS = 0.01
+
+
 class LimitExceeded(Exception):
     """A limit was hit: carries the AWS error to raise."""
 
@@ -95,11 +100,14 @@ class LimitEnforcer:
         self.throttles: Counter[str] = Counter()
         self.start_bucket = TokenBucket(quotas.sfn_start_bucket, quotas.sfn_start_refill, clock.now)
         self.express_bucket = TokenBucket(quotas.sfn_express_start_bucket, quotas.sfn_express_start_refill, clock.now)
+        self.transition_bucket = TokenBucket(quotas.sfn_transition_bucket, quotas.sfn_transition_refill, clock.now)
         self.express_arns: set[str] = set()
         self.queue_limits: dict[str, int] = {}  # queue name -> MaximumMessageSize
         self.reserved: dict[str, int] = {}  # function name -> ReservedConcurrentExecutions
         self.in_flight: Counter[str] = Counter()
         self.started: dict[str, float] = {}  # execution name -> when StartExecution got its token
+        self.finished: dict[str, float] = {}  # execution name -> when its program ended (simulated)
+        self.transitions = 0
         self._lock = threading.Lock()
         self._held = threading.local()
         if deployment is not None:
@@ -166,6 +174,29 @@ class LimitEnforcer:
         if payload_size(params.get("Payload", b"")) > limit:
             raise LimitExceeded(LAMBDA_TOO_LARGE, limit=limit)
 
+    # -- Step Functions state transitions ----------------------------------------------------
+    def transition(self, state_machine_arn: str) -> None:
+        """A Standard execution enters a state: take a StateTransition token, or wait for one.
+
+        AWS does not fail a throttled transition: the execution is slowed (CloudWatch
+        ``ThrottledEvents`` in the ``AWS/States`` ``StateTransition`` metrics), so we count the
+        throttle once and wait, on the run's clock, until the bucket refills. Express workflows
+        have no state-transition quota. A ``Retry`` attempt inside a state is not a new entry here.
+        """
+        if state_machine_arn in self.express_arns:
+            return
+        with self._lock:
+            self.transitions += 1
+        if self.transition_bucket.take():
+            return
+        with self._lock:
+            self.throttles["stepfunctions:StateTransition"] += 1
+        while not self.transition_bucket.take():
+            self.clock.wait_for_move(TRANSITION_WAIT_SECONDS)
+
+    def execution_finished(self, name: str) -> None:
+        self.finished.setdefault(name, self.clock.now())
+
     # -- Lambda concurrency ------------------------------------------------------------------
     def acquire(self, function_name: str) -> bool:
         """Take a concurrency slot for ``function_name`` (False: the function or account is at its limit)."""
@@ -213,12 +244,16 @@ class LimitEnforcer:
 def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
     """While active, every boto3 call and every in-process invocation is checked against ``enforcer``."""
     import botocore.client
+    from moto.stepfunctions.parser.asl.component.program.program import Program
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
 
     from ops.local.deploy import LocalFunction
     from ops.local.lambda_runtime import error_payload
 
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke
+    original_state_body = CommonStateField._eval_body
+    original_program_body = Program._eval_body
     services = {"states": "sfn", "sqs": "sqs", "dynamodb": "dynamodb", "lambda": "lambda"}
 
     def make_api_call(client: Any, operation: str, params: Any) -> Any:
@@ -243,7 +278,27 @@ def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
         except LimitExceeded as exc:  # the event source mapping's invocation was throttled
             return json.dumps(error_payload(exc) | {"errorType": exc.code}), True
 
+    def state_body(state: Any, env: Any) -> None:
+        # moto's interpreter enters every state through CommonStateField._eval_body (canary:
+        # tests/ops/test_limits.py); a Map/Parallel branch's states are entered the same way.
+        enforcer.transition(_execution_data(env)["StateMachine"]["Id"])
+        original_state_body(state, env)
+
+    def program_body(program: Any, env: Any) -> None:
+        try:
+            original_program_body(program, env)
+        finally:
+            if not env.is_frame():  # the execution itself, not a Map/Parallel branch
+                enforcer.execution_finished(_execution_data(env)["Execution"]["Name"])
+
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(botocore.client.BaseClient, "_make_api_call", make_api_call))
         stack.enter_context(mock.patch.object(LocalFunction, "invoke", invoke))
+        stack.enter_context(mock.patch.object(CommonStateField, "_eval_body", state_body))
+        stack.enter_context(mock.patch.object(Program, "_eval_body", program_body))
         yield enforcer
+
+
+def _execution_data(env: Any) -> Any:
+    """moto's context object for the running execution (``Execution.Name``, ``StateMachine.Id``)."""
+    return env.states.context_object.context_object_data

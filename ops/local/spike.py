@@ -7,10 +7,15 @@ the same backlog durations and latencies. Payload limits are not scaled.
 
 Time: a :class:`SteppedClock` that only the loop moves, one tick (1 s) at a time; SQS (moto)
 reads it too, so visibility timeouts and ``DelaySeconds`` run in simulated time. Waits inside a
-tick (botocore's retry backoff, Step Functions ``Retry``) take no simulated time, and a saga
-execution runs within the tick that started it (its duration is not modelled: latency is from
-send to the start of the saga). The event source mapping's concurrency follows AWS's ramp;
-each batch is assumed to take ``batch_seconds`` (1 s), so concurrency c polls c batches a second.
+tick (botocore's retry backoff, Step Functions ``Retry``) take no simulated time. A Standard
+execution takes a StateTransition token for every state it enters and, when the bucket is empty,
+waits for the clock to refill it (AWS slows a throttled execution, it does not fail it), so the
+saga's duration under the spike is modelled by the transition quota; latency is from send to the
+end of the order's execution (its terminal status is the execution's last write). The event
+source mapping's concurrency follows AWS's ramp; each batch is assumed to take ``batch_seconds``
+(1 s), so concurrency c polls c batches a second. Lambda concurrency is modelled by that
+mapping's concurrency, not per in-process invocation (the functions' wall-clock overlap means
+nothing on a stepped clock).
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ def parse_rate(text: str) -> float:
     return value / UNITS[unit.strip()]
 
 
+#: Wall time the loop leaves per tick to executions in flight (they run in moto's threads).
+SETTLE_SECONDS = 0.005
+
+
 class SteppedClock(SimClock):
     """Simulated time moved only by :meth:`step`; ``advance`` (a retry's sleep) takes no time."""
 
@@ -77,6 +86,7 @@ class SteppedClock(SimClock):
     def step(self, seconds: float) -> None:
         with self._step_lock:
             self._t += seconds
+        self.notify_moved()
 
     @property
     def simulated_seconds(self) -> float:
@@ -107,7 +117,11 @@ class Sample:
     depth: int
     started: int
     throttles: int
-    terminal_by_now: int
+    finished: int
+
+    @property
+    def in_flight(self) -> int:
+        return self.started - self.finished
 
 
 def spike_assembly(options: SpikeOptions) -> CloudAssembly:
@@ -196,7 +210,7 @@ class SpikeDriver:
             depth=self.poller.queue_depth(),
             started=len(self.run.limits.started),
             throttles=sum(self.run.limits.throttles.values()),
-            terminal_by_now=0,
+            finished=len(self.run.limits.finished),
         )
         self.samples.append(sample)
         self.clock.step(self.options.tick_seconds)
@@ -206,13 +220,15 @@ class SpikeDriver:
         deadline = time.monotonic() + self.options.timeout_seconds
         while True:
             sample = self.tick()
-            if sample.t >= self.peak_end and sample.depth == 0 and self.poller.next_visible_at() is None:
-                break  # drained: nothing visible, in flight, delayed or waiting out a visibility timeout
+            drained = sample.t >= self.peak_end and sample.depth == 0 and self.poller.next_visible_at() is None
+            # drained: nothing visible, in flight, delayed or waiting out a visibility timeout; and
+            # every started execution has ended (throttled transitions need the clock to move).
+            if drained and sample.in_flight <= 0 and not self.run.running_executions():
+                break
             if sample.t > self.options.max_simulated_seconds or time.monotonic() > deadline:
                 break
-        wait_until = time.monotonic() + 120
-        while self.run.running_executions() and time.monotonic() < wait_until:
-            time.sleep(0.1)
+            if sample.in_flight > 0:
+                time.sleep(SETTLE_SECONDS)  # let executions that hold tokens run before the clock moves
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -227,11 +243,11 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
     run, options, k = driver.run, driver.options, driver.options.scale
     counts, details = run.order_summary()
     statuses = order_statuses(run.orders_table)
-    started = run.limits.started
+    finished = run.limits.finished
     latencies = [
-        started[f"order-{oid}-attempt-1"] - sent
+        finished[f"order-{oid}-attempt-1"] - sent
         for oid, sent in driver.sent_at.items()
-        if f"order-{oid}-attempt-1" in started and statuses.get(oid, {}).get("status") in TERMINAL
+        if f"order-{oid}-attempt-1" in finished and statuses.get(oid, {}).get("status") in TERMINAL
     ]
     _, dlq_messages = _dlq_contents(run)
     dead = {body_order_id(m.body) for _, m in dlq_messages} & set(driver.sent_at)
@@ -282,7 +298,11 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
         },
         "not_terminal": [d["order_id"] for d in details if d["status"] not in TERMINAL],
         "elapsed": {"wall_seconds": round(wall_seconds, 1), "simulated_seconds": round(driver.samples[-1].t, 1)},
-        "series": [[s.t, s.depth, s.started, s.throttles] for s in driver.samples],
+        "executions": {
+            "max_in_flight": max((s.in_flight for s in driver.samples), default=0),
+            "state_transitions": run.limits.transitions,
+        },
+        "series": [[s.t, s.depth, s.started, s.throttles, s.finished] for s in driver.samples],
     }
 
 

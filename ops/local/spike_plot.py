@@ -1,4 +1,4 @@
-"""The spike's plot: queue depth, sagas started, throttles and completions over simulated time."""
+"""The spike's plot: queue depth, executions in flight, throttles and completions over simulated time."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 def plot_spike(report: dict[str, Any], path: Path) -> None:
-    """Write a 3-panel PNG from ``report["series"]`` ([t, depth, started, throttles] per tick)."""
+    """Write a 3-panel PNG from ``report["series"]`` ([t, depth, started, throttles, finished] per tick)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -19,14 +19,17 @@ def plot_spike(report: dict[str, Any], path: Path) -> None:
     depth = [row[1] for row in series]
     started = [row[2] for row in series]
     throttles = [row[3] for row in series]
-    per_s = [0] + [b - a for a, b in itertools.pairwise(started)]
+    finished = [row[4] for row in series]
+    in_flight = [s - f for s, f in zip(started, finished, strict=True)]
+    completed_per_s = [0] + [b - a for a, b in itertools.pairwise(finished)]
     throttles_per_s = [0] + [b - a for a, b in itertools.pairwise(throttles)]
     k = report["scale"]
     fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     axes[0].plot(t, depth, color="tab:blue")
     axes[0].set_ylabel(f"queue depth (x{k:g} = 1:1)")
-    axes[1].plot(t, per_s, color="tab:green", label="sagas started / s")
-    axes[1].plot(t, started, color="tab:olive", label="sagas started (cumulative)")
+    axes[1].plot(t, in_flight, color="tab:orange", label="executions in flight")
+    axes[1].plot(t, completed_per_s, color="tab:green", label="executions completed / s")
+    axes[1].plot(t, finished, color="tab:olive", label="executions completed (cumulative)")
     axes[1].set_yscale("symlog")
     axes[1].legend(loc="upper left")
     axes[1].set_ylabel("executions")

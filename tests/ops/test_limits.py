@@ -168,3 +168,45 @@ def _no_retries() -> Any:
     from botocore.config import Config
 
     return Config(retries={"max_attempts": 1, "mode": "standard"})
+
+
+THREE_STATES = json.dumps(
+    {
+        "StartAt": "A",
+        "States": {
+            "A": {"Type": "Pass", "Next": "B"},
+            "B": {"Type": "Pass", "Next": "C"},
+            "C": {"Type": "Pass", "End": True},
+        },
+    }
+)
+
+
+def _status(sfn: Any, arn: str) -> str:
+    return str(sfn.describe_execution(executionArn=arn)["status"])
+
+
+def test_state_transitions_over_the_bucket_slow_the_execution_until_refill(clock: StepClock) -> None:
+    """AWS slows a Standard execution whose StateTransition bucket is empty (it does not fail it):
+    the third state waits for the clock. This also pins moto's interpreter hooks (canary)."""
+    import time
+
+    enforcer = LimitEnforcer(Quotas(sfn_transition_bucket=2, sfn_transition_refill=1), clock)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}), enforce_limits(enforcer):
+        sfn = boto3.client("stepfunctions")
+        machine = sfn.create_state_machine(
+            name="three", definition=THREE_STATES, roleArn="arn:aws:iam::123456789012:role/r"
+        )["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=machine, name="slowed")["executionArn"]
+        deadline = time.monotonic() + 10
+        while not enforcer.throttles and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert enforcer.throttles == {"stepfunctions:StateTransition": 1}
+        assert _status(sfn, execution) == "RUNNING"  # waiting for a token, not failed
+        clock.t += 1.0
+        clock.notify_moved()
+        while _status(sfn, execution) == "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _status(sfn, execution) == "SUCCEEDED"
+    assert enforcer.transitions == 3
+    assert enforcer.finished == {"slowed": 1_000_001.0}  # ended when the clock let it
