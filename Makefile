@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit synth cfn-lint asl-validate bench chaos spike clean
+.PHONY: help setup demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ setup: $(VENV)/.installed node_modules/.installed ## create the virtualenv and i
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m ops local run --orders $(ORDERS)
 
-test: setup lint typecheck unit synth cfn-lint asl-validate ## every gate: lint, types, pytest, synth (+cdk-nag), cfn-lint, asl-validator
+test: setup lint typecheck unit e2e synth cfn-lint asl-validate ## every gate: lint, types, unit + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
 lint: setup ## ruff
@@ -45,8 +45,11 @@ lint: setup ## ruff
 typecheck: setup ## mypy on the app, constructs, handlers and ops
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas
 
-unit: setup ## pytest (infrastructure assertions, handlers on moto, end-to-end local run)
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider
+unit: setup ## fast tests: infrastructure assertions, middleware and handlers on moto, operator CLI
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e"
+
+e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
+	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider -m e2e
 
 # Well-formed placeholders: prod refuses to synthesize without its five context keys.
 PROD_CONTEXT := -c alarm_email=oncall@example.com \

@@ -19,6 +19,8 @@ from ops.local.run import synthesize
 from ops.local.spike import SpikeOptions, run_spike
 
 QUOTAS = Quotas(sfn_start_bucket=130, sfn_start_refill=30)
+pytestmark = pytest.mark.e2e
+
 SPIKE = {"peak_per_second": 100.0, "baseline_per_second": 0.5, "minutes": 3.0, "scale": 100.0, "quotas": QUOTAS}
 
 
