@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,6 +123,13 @@ def _http(result: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (its read timeout passed; the adapter retries with the same
+        Idempotency-Key) is not the server's error; anything else is printed as usual."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def __init__(self, ledger_table: str, api_key: str) -> None:
         super().__init__((HOST, 0), _Handler)
