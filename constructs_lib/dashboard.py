@@ -1,6 +1,6 @@
 """One CloudWatch dashboard for a queue-driven pipeline: queues, DLQs, idempotency, workflow outcomes.
 
-Generic: titles, the metrics namespace and any app-specific graph (e.g. a sweeper's count) come
+Generic: titles, the metrics namespace and any app-specific graph (e.g. a scheduled job's count) come
 from props; the defaults use no app vocabulary.
 """
 

@@ -54,7 +54,7 @@ def staging_root(scope: Construct, staging_dir: Path | None = None) -> Path:
     if staging_dir is not None:
         return Path(staging_dir).resolve()
     root = scope.node.root
-    if not App.is_app(root):
+    if not isinstance(root, App):
         raise ValueError(
             f"{scope.node.path}: not inside a CDK App, so there is no app outdir to stage layer files "
             "under; pass staging_dir"

@@ -25,7 +25,7 @@ PassThrough = Mapping[str, Any] | object
 
 def _constructor_keywords(target: type) -> tuple[str, ...]:
     """Keyword arguments of an L2 constructor or a jsii props struct (not ``self``, ``scope``, ``id``)."""
-    params = inspect.signature(target.__init__).parameters
+    params = inspect.signature(target.__init__).parameters  # type: ignore[misc]  # the class, not an instance
     return tuple(name for name in params if name not in ("self", "scope", "id"))
 
 
