@@ -22,8 +22,7 @@ def test_idempotency_table_matches_powertools_layout(dev: SynthResult) -> None:
     assert _key_schema(props) == {"HASH": "id"}
     assert props["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}]
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
-    assert props["BillingMode"] == "PAY_PER_REQUEST"
-    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    # on-demand and PITR: test_tables_on_demand_with_pitr, for every table
 
 
 def test_orders_table_keyed_by_order_id(dev: SynthResult) -> None:
