@@ -257,7 +257,9 @@ class OrderPipelineStack(Stack):
                 alarm_on_queue_depth=True,
                 removal_policy=removal,
                 dlq_alarm_description=_dlq_alarm_text("NeedsAttentionQueue"),
-                queue_alarm_description="NeedsAttentionQueue/Queue: messages waiting (each is an order needing attention)",
+                queue_alarm_description=(
+                    "NeedsAttentionQueue/Queue: messages waiting (each is an order needing attention)"
+                ),
             ),
         )
 
