@@ -102,6 +102,29 @@ def test_resilient_queue_existing_dlq_is_redrive_target(stack: Stack, topic: sns
     assert construct.max_receive_count == 5
 
 
+def test_resilient_queue_existing_consumer_function(stack: Stack, topic: sns.ITopic) -> None:
+    """Any ``IFunction`` consumes: the mapping names it, visibility is 6x the timeout given for it."""
+    consumer = lambda_.Function.from_function_attributes(
+        stack, "ExistingFn", function_arn=FUNCTION_ARN, same_environment=True
+    )
+    construct = ResilientQueue(
+        stack,
+        "Jobs",
+        props=ResilientQueueProps(alarm_topic=topic, consumer=consumer, consumer_timeout=Duration.seconds(20)),
+    )
+    template = Template.from_stack(stack)
+    queue_id = stack.get_logical_id(construct.queue.node.default_child)
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionName": "existing-fn",
+            "EventSourceArn": {"Fn::GetAtt": [queue_id, "Arn"]},
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        },
+    )
+    assert template.to_json()["Resources"][queue_id]["Properties"]["VisibilityTimeout"] == 120
+
+
 # --- ResilientQueue: pass-through props --------------------------------------------------------------
 
 

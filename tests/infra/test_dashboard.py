@@ -10,6 +10,7 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 
@@ -309,3 +310,25 @@ def test_dashboard_shows_further_alarms_in_own_status_widget() -> None:
     assert further["properties"]["alarms"] == [built.ref(a, "Arn") for a in extra]
     assert further["properties"]["title"] == "Other alarms"
     assert further["width"] == 24
+
+
+def test_dashboard_charts_existing_queues_wrapped_by_resilient_queue() -> None:
+    stack = Stack(App(), "DashboardUnderTest")
+    topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-east-1:123456789012:alarms")
+    wrapped = ResilientQueue(
+        stack,
+        "Legacy",
+        props=ResilientQueueProps(
+            alarm_topic=topic,
+            existing_queue=sqs.Queue.from_queue_arn(stack, "Q", "arn:aws:sqs:us-east-1:123456789012:legacy"),
+            existing_dead_letter_queue=sqs.Queue.from_queue_arn(
+                stack, "D", "arn:aws:sqs:us-east-1:123456789012:legacy-dlq"
+            ),
+        ),
+    )
+    dashboard = PipelineDashboard(stack, "Dashboard", props=PipelineDashboardProps(queues=[wrapped], services=["svc"]))
+    built = Built(stack, dashboard, (wrapped, wrapped), None, Template.from_stack(stack))
+    keys = built.metric_keys()
+    for name in ("legacy", "legacy-dlq"):
+        assert (SQS, "ApproximateNumberOfMessagesVisible", "QueueName", name) in keys
+        assert (SQS, "ApproximateAgeOfOldestMessage", "QueueName", name) in keys
