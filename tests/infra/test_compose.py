@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, Duration, RemovalPolicy, Size, Stack
+from aws_cdk import App, CfnElement, Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -20,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
+from constructs import IConstruct
 
 from constructs_lib.alarms import FunctionAlarms, FunctionAlarmsProps
 from constructs_lib.function import PipelineFunction, PipelineFunctionProps
@@ -46,6 +47,13 @@ def stack() -> Stack:
 def topic(stack: Stack) -> sns.ITopic:
     """An existing topic: constructs notify any ``ITopic``, not only one they create."""
     return sns.Topic.from_topic_arn(stack, "ExistingTopic", TOPIC_ARN)
+
+
+def _logical_id(stack: Stack, construct: IConstruct) -> str:
+    """Logical ID of an L2's CloudFormation resource."""
+    child = construct.node.default_child
+    assert isinstance(child, CfnElement), construct.node.path
+    return stack.get_logical_id(child)
 
 
 def _queue_dimension(value: Any) -> list[dict[str, Any]]:
@@ -113,7 +121,7 @@ def test_resilient_queue_existing_consumer_function(stack: Stack, topic: sns.ITo
         props=ResilientQueueProps(alarm_topic=topic, consumer=consumer, consumer_timeout=Duration.seconds(20)),
     )
     template = Template.from_stack(stack)
-    queue_id = stack.get_logical_id(construct.queue.node.default_child)
+    queue_id = _logical_id(stack, construct.queue)
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
@@ -130,10 +138,10 @@ def test_resilient_queue_existing_consumer_function(stack: Stack, topic: sns.ITo
 
 @pytest.mark.parametrize("form", ["struct", "mapping"])
 def test_resilient_queue_queue_props_merged_over_defaults(stack: Stack, topic: sns.ITopic, form: str) -> None:
-    values = {"delivery_delay": Duration.seconds(5), "receive_message_wait_time": Duration.seconds(20)}
+    values: dict[str, Any] = {"delivery_delay": Duration.seconds(5), "receive_message_wait_time": Duration.seconds(20)}
     queue_props: object = sqs.QueueProps(**values) if form == "struct" else values
     construct = ResilientQueue(stack, "Jobs", props=ResilientQueueProps(alarm_topic=topic, queue_props=queue_props))
-    source = Template.from_stack(stack).to_json()["Resources"][stack.get_logical_id(construct.queue.node.default_child)]
+    source = Template.from_stack(stack).to_json()["Resources"][_logical_id(stack, construct.queue)]
     props = source["Properties"]
     assert (props["DelaySeconds"], props["ReceiveMessageWaitTimeSeconds"]) == (5, 20)
     # the defaults the overrides did not touch are still there
@@ -154,11 +162,11 @@ def test_resilient_queue_dead_letter_queue_props_merged_over_defaults(stack: Sta
         ),
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
-    dlq = resources[stack.get_logical_id(construct.dlq.node.default_child)]
+    dlq = resources[_logical_id(stack, construct.dlq)]
     assert dlq["Properties"]["FifoQueue"] is True
     assert dlq["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
     assert dlq["DeletionPolicy"] == "Retain"
-    assert resources[stack.get_logical_id(construct.queue.node.default_child)]["DeletionPolicy"] == "Delete"
+    assert resources[_logical_id(stack, construct.queue)]["DeletionPolicy"] == "Delete"
 
 
 def test_resilient_queue_alarm_descriptions_default_neutral_and_overridable(stack: Stack, topic: sns.ITopic) -> None:
@@ -176,7 +184,7 @@ def test_resilient_queue_alarm_descriptions_default_neutral_and_overridable(stac
     resources = Template.from_stack(stack).to_json()["Resources"]
 
     def description(alarm: Any) -> str:
-        return str(resources[stack.get_logical_id(alarm.node.default_child)]["Properties"]["AlarmDescription"])
+        return str(resources[_logical_id(stack, alarm)]["Properties"]["AlarmDescription"])
 
     assert neutral.queue_alarm is not None and worded.queue_alarm is not None
     assert description(neutral.dlq_alarm) == (
@@ -380,8 +388,8 @@ def test_pipeline_function_arm64_by_default_x86_on_request(stack: Stack, code_di
         props=PipelineFunctionProps(code_dir=code_dir, service_name="svc", architecture=lambda_.Architecture.X86_64),
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
-    assert resources[stack.get_logical_id(arm.function.node.default_child)]["Properties"]["Architectures"] == ["arm64"]
-    assert resources[stack.get_logical_id(x86.function.node.default_child)]["Properties"]["Architectures"] == ["x86_64"]
+    assert resources[_logical_id(stack, arm.function)]["Properties"]["Architectures"] == ["arm64"]
+    assert resources[_logical_id(stack, x86.function)]["Properties"]["Architectures"] == ["x86_64"]
 
 
 @pytest.mark.parametrize("form", ["struct", "mapping"])
