@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from constructs_lib.tables import IDEMPOTENCY_KEY_ATTR, IDEMPOTENCY_TTL_ATTR
 from order_domain.sweeper import STATUS_INDEX
-from stacks.app_builder import build_app
 from tests.infra.conftest import SynthResult
 
 
@@ -111,11 +108,3 @@ def test_stage_prod_subscribes_alarm_email(dev: SynthResult, prod: SynthResult) 
 
 def test_stage_prod_names_stack_by_stage(prod: SynthResult) -> None:
     assert prod.stack.stack_name == "OrderPipeline-prod"
-
-
-@pytest.mark.parametrize(
-    "context", [{"stage": "qa"}, {"stage": "PROD"}, {"stage": "dev", "alarm_email": "not-an-email"}]
-)
-def test_stage_invalid_context_raises(context: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match=r"stage must be one of|alarm_email"):
-        build_app(context=context)
