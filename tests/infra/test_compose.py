@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 from constructs import IConstruct
 
 from constructs_lib.alarms import FunctionAlarms, FunctionAlarmsProps
@@ -488,3 +488,24 @@ def test_generic_construct_module_holds_no_app_vocabulary(module: str) -> None:
     source = (Path(__file__).resolve().parents[2] / "constructs_lib" / f"{module}.py").read_text()
     found = re.findall(r"\b(orders?|saga|sweeper|sandbox|payment|inventory)\b", source, flags=re.IGNORECASE)
     assert found == [], f"constructs_lib/{module}.py: {sorted(set(found))}"
+
+
+@pytest.mark.parametrize("existing", ["dlq", "queue-and-dlq"])
+def test_resilient_queue_composed_with_existing_queues_passes_resilience_checks(
+    checked_stack: Stack, inline_function: InlineFunctionFactory, existing: str
+) -> None:
+    consumer = inline_function(checked_stack, "Consumer", 30)
+    topic = sns.Topic.from_topic_arn(checked_stack, "Topic", TOPIC_ARN)
+    FunctionAlarms(checked_stack, "ConsumerAlarms", props=FunctionAlarmsProps(function=consumer, alarm_topic=topic))
+    queues = _existing(checked_stack)
+    if existing == "dlq":
+        del queues["existing_queue"]
+    ResilientQueue(
+        checked_stack,
+        "Jobs",
+        props=ResilientQueueProps(
+            alarm_topic=topic, consumer=consumer, consumer_timeout=Duration.seconds(30), **queues
+        ),
+    )
+    assert Annotations.from_stack(checked_stack).find_error("*", Match.any_value()) == []
+    assert len(Template.from_stack(checked_stack).find_resources("AWS::CloudWatch::Alarm")) == 2  # DLQ + Errors
