@@ -1,11 +1,19 @@
-"""The one alarm shape this library uses: fire on the first occurrence, tell the topic."""
+"""The one alarm shape this library uses (fire on the first occurrence, tell the topic), and the
+function alarms built from it for any function, created here or not."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+
+#: Period of the function alarms (one evaluation period: any error in 5 minutes alarms).
+FUNCTION_ALARM_PERIOD = Duration.minutes(5)
 
 
 def first_occurrence_alarm(
@@ -26,3 +34,67 @@ def first_occurrence_alarm(
     alarm.add_alarm_action(cw_actions.SnsAction(topic))
     alarm.add_ok_action(cw_actions.SnsAction(topic))
     return alarm
+
+
+@dataclass(frozen=True)
+class FunctionAlarmsProps:
+    """Props for :class:`FunctionAlarms`.
+
+    Attributes:
+        function: the function to watch: any ``lambda_.IFunction`` (e.g. ``Function.from_function_arn``).
+        alarm_topic: SNS topic (new or existing) notified on ALARM and OK.
+        errors_description: what an error of this function means; default
+            ``"<function name>: invocations failed"``.
+        alarm_on_throttles: also alarm on ``Throttles``; default False.
+        throttles_description: default ``"<function name>: invocations throttled (concurrency exhausted)"``.
+        period: the alarms' period; default 5 minutes.
+    """
+
+    function: lambda_.IFunction
+    alarm_topic: sns.ITopic
+    errors_description: str | None = None
+    alarm_on_throttles: bool = False
+    throttles_description: str | None = None
+    period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
+
+    def __post_init__(self) -> None:
+        if self.throttles_description is not None and not self.alarm_on_throttles:
+            raise ValueError("throttles_description needs alarm_on_throttles")
+        if self.period.to_seconds() < 60 or self.period.to_seconds() % 60:
+            raise ValueError("period must be a whole number of minutes (at least 1)")
+
+
+def add_function_alarms(
+    scope: Construct, props: FunctionAlarmsProps, name: str
+) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm | None]:
+    """``ErrorsAlarm`` (and ``ThrottlesAlarm``) in ``scope``: Sum > 0 in one period, to the topic."""
+    errors = first_occurrence_alarm(
+        scope,
+        "ErrorsAlarm",
+        props.function.metric_errors(period=props.period, statistic="Sum"),
+        props.errors_description or f"{name}: invocations failed",
+        props.alarm_topic,
+    )
+    throttles = None
+    if props.alarm_on_throttles:
+        throttles = first_occurrence_alarm(
+            scope,
+            "ThrottlesAlarm",
+            props.function.metric_throttles(period=props.period, statistic="Sum"),
+            props.throttles_description or f"{name}: invocations throttled (concurrency exhausted)",
+            props.alarm_topic,
+        )
+    return errors, throttles
+
+
+class FunctionAlarms(Construct):
+    """The alarms :class:`constructs_lib.function.PipelineFunction` gives its own function, for any function.
+
+    Attributes:
+        errors_alarm: the ``Errors`` alarm.
+        throttles_alarm: the ``Throttles`` alarm, or None without ``alarm_on_throttles``.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: FunctionAlarmsProps) -> None:
+        super().__init__(scope, construct_id)
+        self.errors_alarm, self.throttles_alarm = add_function_alarms(self, props, construct_id)

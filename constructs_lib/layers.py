@@ -8,10 +8,17 @@ on our CI and dev machines. Our layer contents are pure Python, so we stage them
   the tests ran against (pinned in ``lambdas/requirements.txt``).
 - :class:`SourceTreeLayer` copies local source packages (e.g. ``lambdas/shared``).
 
-Staging directories are content-addressed (``.build/layers/<id>-<sha256 prefix>``) and written
-atomically, so parallel synths (pytest-xdist, CI) never see a half-written layer.
+Staging happens under the *app's* build folder, never next to this library (which may sit in a
+read-only site-packages): ``staging_dir`` when given, else ``<app outdir>/.layer-staging`` (the
+outdir of the CDK ``App`` the construct belongs to: ``cdk.out`` under the CLI, the ``outdir`` a
+test passes). Staging directories are content-addressed (``<staging>/<id>-<sha256 prefix>``) and
+written atomically, so parallel synths (pytest-xdist, CI) never see a half-written layer; CDK then
+copies them into the cloud assembly as assets, hashed by content, so the template does not depend
+on where they were staged.
+
 Only pure-Python distributions are accepted: a compiled extension would be built for the synth
-machine, not for Lambda, so it is rejected at synth time.
+machine, not for Lambda, so it is rejected at synth time. The layers therefore declare both
+architectures (arm64 and x86_64) by default.
 """
 
 from __future__ import annotations
@@ -25,32 +32,49 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from aws_cdk import App
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 _IGNORED_SUFFIXES = (".pyc", ".pyo")
 _IGNORED_PARTS = ("__pycache__",)
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
+#: Folder under the app's outdir that layer contents are staged in when no ``staging_dir`` is given.
+STAGING_FOLDER = ".layer-staging"
+#: Pure-Python content runs on either instruction set.
+ALL_ARCHITECTURES = (lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64)
 
 
-def _staging_root() -> Path:
-    # Resolved from this file, never from the working directory.
-    return Path(__file__).resolve().parent.parent / ".build" / "layers"
+def staging_root(scope: Construct, staging_dir: Path | None = None) -> Path:
+    """Where ``scope``'s layers are staged: ``staging_dir``, else ``<app outdir>/.layer-staging``.
+
+    Resolved from the CDK app that ``scope`` belongs to (its outdir), never from the working
+    directory or from this library's location.
+    """
+    if staging_dir is not None:
+        return Path(staging_dir).resolve()
+    root = scope.node.root
+    if not isinstance(root, App):
+        raise ValueError(
+            f"{scope.node.path}: not inside a CDK App, so there is no app outdir to stage layer files "
+            "under; pass staging_dir"
+        )
+    return Path(root.outdir).resolve() / STAGING_FOLDER
 
 
 def _wanted(path: Path) -> bool:
     return path.suffix not in _IGNORED_SUFFIXES and not any(p in _IGNORED_PARTS for p in path.parts)
 
 
-def _stage(name: str, files: Iterable[tuple[Path, Path]]) -> tuple[Path, str]:
-    """Copy ``(source, path inside python/)`` pairs into a content-addressed layer directory."""
+def _stage(root: Path, name: str, files: Iterable[tuple[Path, Path]]) -> tuple[Path, str]:
+    """Copy ``(source, path inside python/)`` pairs into a content-addressed layer directory under ``root``."""
     pairs = sorted(files, key=lambda pair: str(pair[1]))
     digest = hashlib.sha256()
     for src, rel in pairs:
         digest.update(str(rel).encode())
         digest.update(src.read_bytes())
     hexdigest = digest.hexdigest()
-    target = _staging_root() / f"{name}-{hexdigest[:16]}"
+    target = root / f"{name}-{hexdigest[:16]}"
     if target.is_dir():
         return target, hexdigest
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -73,21 +97,29 @@ class PythonPackagesLayerProps:
     Attributes:
         distributions: installed distribution names to copy (their files as recorded by pip).
         compatible_runtimes: runtimes the layer declares; default: none declared.
+        compatible_architectures: architectures the layer declares; default arm64 and x86_64
+            (the content is pure Python: compiled files are rejected or, with
+            ``pure_python_fallback``, left out).
         description: layer description; default names the distributions and versions.
         pure_python_fallback: distributions (among ``distributions``) whose compiled extension is
             optional because they fall back to pure Python without it (e.g. ``wrapt``): their
             compiled files are left out instead of failing synth. Default: none.
+        staging_dir: folder to stage the layer's files in; default ``<app outdir>/.layer-staging``.
     """
 
     distributions: Sequence[str]
     compatible_runtimes: Sequence[lambda_.Runtime] = field(default_factory=tuple)
+    compatible_architectures: Sequence[lambda_.Architecture] = ALL_ARCHITECTURES
     description: str | None = None
     pure_python_fallback: Sequence[str] = field(default_factory=tuple)
+    staging_dir: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.pure_python_fallback) - set(self.distributions)
         if unknown:
             raise ValueError(f"pure_python_fallback names distributions not in distributions: {sorted(unknown)}")
+        if not self.compatible_architectures:
+            raise ValueError("compatible_architectures must name at least one architecture")
 
 
 class PythonPackagesLayer(Construct):
@@ -96,6 +128,7 @@ class PythonPackagesLayer(Construct):
     Attributes:
         layer: the ``LayerVersion``.
         versions: ``{distribution: version}`` that were staged.
+        staged_at: the staging directory (``<staging root>/<id>-<sha256 prefix>``).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: PythonPackagesLayerProps) -> None:
@@ -124,13 +157,15 @@ class PythonPackagesLayer(Construct):
                         f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker"
                     )
                 files.append((Path(str(dist.locate_file(rel))), rel_path))
-        target, _ = _stage(construct_id, files)
+        target, _ = _stage(staging_root(self, props.staging_dir), construct_id, files)
+        self.staged_at = target
         description = props.description or ", ".join(f"{k}=={v}" for k, v in sorted(self.versions.items()))
         self.layer = lambda_.LayerVersion(
             self,
             "Layer",
             code=lambda_.Code.from_asset(str(target)),
             compatible_runtimes=list(props.compatible_runtimes) or None,
+            compatible_architectures=list(props.compatible_architectures),
             description=description[:256],
         )
 
@@ -141,11 +176,21 @@ class SourceTreeLayerProps:
 
     Attributes:
         packages: source package directories; each is copied as ``python/<dirname>``.
-        description: layer description.
+        description: layer description; default ``project source packages``.
+        compatible_architectures: default arm64 and x86_64 (source files are pure Python).
+        staging_dir: folder to stage the layer's files in; default ``<app outdir>/.layer-staging``.
     """
 
     packages: Sequence[Path]
     description: str = "project source packages"
+    compatible_architectures: Sequence[lambda_.Architecture] = ALL_ARCHITECTURES
+    staging_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.packages:
+            raise ValueError("SourceTreeLayer needs at least one package")
+        if not self.compatible_architectures:
+            raise ValueError("compatible_architectures must name at least one architecture")
 
 
 class SourceTreeLayer(Construct):
@@ -154,6 +199,7 @@ class SourceTreeLayer(Construct):
     Attributes:
         layer: the ``LayerVersion``.
         digest: sha256 over the staged files (changes exactly when the code changes).
+        staged_at: the staging directory (``<staging root>/<id>-<sha256 prefix>``).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: SourceTreeLayerProps) -> None:
@@ -164,9 +210,17 @@ class SourceTreeLayer(Construct):
                 raise ValueError(f"{package} is not a Python package (no __init__.py)")
             for src in package.rglob("*"):
                 rel = src.relative_to(package.parent)
-                if src.is_file() and _wanted(rel):
-                    files.append((src, rel))
-        target, self.digest = _stage(construct_id, files)
+                if not (src.is_file() and _wanted(rel)):
+                    continue
+                if src.suffix in _COMPILED_SUFFIXES:
+                    raise ValueError(f"{src} is a compiled extension: a source layer holds pure Python only")
+                files.append((src, rel))
+        target, self.digest = _stage(staging_root(self, props.staging_dir), construct_id, files)
+        self.staged_at = target
         self.layer = lambda_.LayerVersion(
-            self, "Layer", code=lambda_.Code.from_asset(str(target)), description=props.description[:256]
+            self,
+            "Layer",
+            code=lambda_.Code.from_asset(str(target)),
+            compatible_architectures=list(props.compatible_architectures),
+            description=props.description[:256],
         )

@@ -246,10 +246,12 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"{units['dynamodb_rru']} RRU, {units['sqs_requests']} SQS requests, "
             f"{units['state_transitions']} state transitions"
         )
+        x86 = usd["x86_64_for_comparison"]
         print(
-            f"USD per million orders (list prices of {usd['prices_as_of']}): Standard workflow "
-            f"{usd['standard_workflow']}, Express workflow {usd['express_workflow']} - Express would lose: "
-            + "; ".join(usd["express_trade_offs"])
+            f"USD per million orders (list prices of {usd['prices_as_of']}, Lambda on {usd['lambda_architecture']}): "
+            f"Standard workflow {usd['standard_workflow']}, Express workflow {usd['express_workflow']} "
+            f"(x86_64: {x86['standard_workflow']} / {x86['express_workflow']}, arm64 saves {x86['arm64_saves']}) "
+            "- Express would lose: " + "; ".join(usd["express_trade_offs"])
         )
     e = report["elapsed"]
     print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")

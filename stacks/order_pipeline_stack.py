@@ -25,7 +25,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from constructs_lib.alarms import first_occurrence_alarm
-from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
+from constructs_lib.dashboard import DashboardGraph, DashboardTitles, PipelineDashboard, PipelineDashboardProps
 from constructs_lib.encryption import DataEncryptionKey, DataEncryptionKeyProps
 from constructs_lib.function import PipelineFunction, PipelineFunctionProps
 from constructs_lib.layers import PythonPackagesLayer, PythonPackagesLayerProps, SourceTreeLayer, SourceTreeLayerProps
@@ -36,6 +36,13 @@ from constructs_lib.stage import StageConfig
 from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
+#: The app's metric namespace: POWERTOOLS_METRICS_NAMESPACE of every function, the dashboard, the alarms.
+METRICS_NAMESPACE = "OrderPipeline"
+#: What the layers hold (kept here, apart from the wiring, so the list can change on its own).
+#: Source packages under lambdas/ staged into the app-code layer, in every stage ...
+APP_CODE_PACKAGES = ("shared", "order_domain")
+#: ... and those added only where the sandbox providers are deployed (never in prod).
+SANDBOX_CODE_PACKAGES = ("sandbox",)
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
 LAYER_DISTRIBUTIONS = (
     "aws-lambda-powertools",
@@ -56,6 +63,12 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 #: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
 #: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
 INTAKE_MAX_CONCURRENCY = 100
+#: Metric the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
+STUCK_ORDERS_METRIC = "StuckOrders"
+
+
+def _dlq_alarm_text(queue_id: str) -> str:
+    return f"{queue_id}/Dlq: messages in the DLQ (each is an order needing attention)"
 
 
 #: Grants by use, each proven by the local run's IAM check (README "Least privilege"). Powertools'
@@ -126,25 +139,30 @@ class OrderPipelineStack(Stack):
         # Tables.
         table_opts: dict[str, Any] = {"removal_policy": removal, "deletion_protection": stage.deletion_protection}
         self.idempotency_table = IdempotencyTable(self, "IdempotencyTable", **table_opts).table
-        self.orders_table = DataTable(
-            self,
-            "OrdersTable",
-            props=DataTableProps(partition_key="order_id", encryption_key=self.data_key, **table_opts),
-        ).table
-        self.inventory_table = DataTable(self, "InventoryTable", props=DataTableProps(**table_opts)).table
-        self.orders_table.add_global_secondary_index(
+        by_status = dynamodb.GlobalSecondaryIndexProps(
             index_name="by-status",
             partition_key=dynamodb.Attribute(name="status", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="updated_at", type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=["correlation_id"],  # the sweeper logs each stuck order under its ID
         )
+        self.orders_table = DataTable(
+            self,
+            "OrdersTable",
+            props=DataTableProps(
+                partition_key="order_id",
+                encryption_key=self.data_key,
+                global_secondary_indexes=(by_status,),
+                **table_opts,
+            ),
+        ).table
+        self.inventory_table = DataTable(self, "InventoryTable", props=DataTableProps(**table_opts)).table
         self.failures_table = DataTable(
             self,
             "FailuresTable",
             props=DataTableProps(partition_key="message_id", ttl_attribute="expires_at", **table_opts),
         ).table
-        self.ledger_table: dynamodb.Table | None = None
+        self.ledger_table: dynamodb.ITable | None = None
         if stage.uses_sandbox:
             self.ledger_table = DataTable(
                 self,
@@ -161,9 +179,8 @@ class OrderPipelineStack(Stack):
             ),
         ).layer
         # Our shared code; the sandbox package only where the sandbox is deployed (never in prod).
-        app_packages = [LAMBDAS_DIR / "shared", LAMBDAS_DIR / "order_domain"]
-        if stage.uses_sandbox:
-            app_packages.append(LAMBDAS_DIR / "sandbox")
+        packages = APP_CODE_PACKAGES + (SANDBOX_CODE_PACKAGES if stage.uses_sandbox else ())
+        app_packages = [LAMBDAS_DIR / name for name in packages]
         app_code = SourceTreeLayer(
             self,
             "AppCodeLayer",
@@ -191,6 +208,7 @@ class OrderPipelineStack(Stack):
                     timeout=timeout,
                     layers=(powertools, app_code),
                     environment=env,
+                    metrics_namespace=METRICS_NAMESPACE,
                     removal_policy=removal,
                     log_retention=stage.log_retention,
                     log_encryption_key=self.data_key,
@@ -238,6 +256,10 @@ class OrderPipelineStack(Stack):
                 retention_period=Duration.days(14),
                 alarm_on_queue_depth=True,
                 removal_policy=removal,
+                dlq_alarm_description=_dlq_alarm_text("NeedsAttentionQueue"),
+                queue_alarm_description=(
+                    "NeedsAttentionQueue/Queue: messages waiting (each is an order needing attention)"
+                ),
             ),
         )
 
@@ -327,6 +349,7 @@ class OrderPipelineStack(Stack):
                 batch_size=10,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if throttle_backoff else None,
                 removal_policy=removal,
+                dlq_alarm_description=_dlq_alarm_text("OrdersQueue"),
             ),
         )
         if throttle_backoff:
@@ -403,16 +426,17 @@ class OrderPipelineStack(Stack):
             schedule=events.Schedule.rate(Duration.minutes(5)),
             targets=[targets.LambdaFunction(self.sweeper.function, retry_attempts=2)],
         )
+        stuck_orders = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=STUCK_ORDERS_METRIC,
+            dimensions_map={"service": "sweeper"},
+            statistic="Maximum",
+            period=Duration.minutes(5),
+        )
         self.stuck_alarm = first_occurrence_alarm(
             self,
             "StuckOrdersAlarm",
-            cloudwatch.Metric(
-                namespace="OrderPipeline",
-                metric_name="StuckOrders",
-                dimensions_map={"service": "sweeper"},
-                statistic="Maximum",
-                period=Duration.minutes(5),
-            ),
+            stuck_orders,
             f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
             self.alarm_topic,
         )
@@ -447,6 +471,15 @@ class OrderPipelineStack(Stack):
             props=PipelineDashboardProps(
                 queues=[self.orders_queue, self.needs_attention],
                 state_machine=self.saga.state_machine,
+                metrics_namespace=METRICS_NAMESPACE,
+                extra_graphs=[
+                    DashboardGraph("Stuck orders (sweeper)", [stuck_orders.with_(label="Stuck orders")], label="orders")
+                ],
+                titles=DashboardTitles(
+                    dlq_depth="DLQ depth (each is an order needing attention)",
+                    executions="Saga executions",
+                    other_alarms="Function, saga and sweeper alarms",
+                ),
                 services=[
                     "intake",
                     "reserve-inventory",

@@ -3,6 +3,14 @@
 Prices: us-east-1 public list prices as published on the AWS pricing pages, read for this
 project on 2026-11-21 (free tiers ignored). Re-check them before quoting a number: only the
 call counts are measured; the prices and the Lambda duration below are assumptions.
+
+Lambda (https://aws.amazon.com/lambda/pricing/, US East (N. Virginia), first duration tier:
+up to 6 billion GB-seconds a month on x86, 7.5 billion on Arm): requests $0.20 per million on
+both architectures; duration $0.0000166667 per GB-second on x86_64 and $0.0000133334 per
+GB-second on Arm (arm64, Graviton), 20% less. The pipeline's functions run on arm64
+(``constructs_lib.function.DEFAULT_ARCHITECTURE``); the x86_64 figure is kept for comparison, at the
+same assumed duration (a pure-Python handler that mostly waits on AWS calls runs about as fast on
+either).
 """
 
 from __future__ import annotations
@@ -11,8 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 PRICES_AS_OF = "2026-11-21"
-LAMBDA_PER_MILLION_REQUESTS = 0.20
-LAMBDA_PER_GB_SECOND = 0.0000166667
+LAMBDA_PER_MILLION_REQUESTS = 0.20  # x86_64 and arm64 alike
+#: Lambda duration, USD per GB-second, by architecture (us-east-1, first tier).
+LAMBDA_PER_GB_SECOND = {"arm64": 0.0000133334, "x86_64": 0.0000166667}
+#: The architecture the stack deploys (every function; asserted by tests/infra/test_layers.py).
+LAMBDA_ARCHITECTURE = "arm64"
 DYNAMODB_PER_MILLION_WRU = 0.625  # on-demand
 DYNAMODB_PER_MILLION_RRU = 0.125  # on-demand
 SQS_PER_MILLION_REQUESTS = 0.40  # standard queue
@@ -61,21 +72,38 @@ def per_order(operations: dict[str, int], lambda_invocations: int, state_transit
     )
 
 
-def dollars_per_million_orders(units: PerOrder) -> dict[str, Any]:
+def lambda_dollars_per_million_orders(units: PerOrder, architecture: str = LAMBDA_ARCHITECTURE) -> float:
+    """Lambda requests + duration per million orders on ``architecture`` (``arm64`` or ``x86_64``)."""
     gb_s = ASSUMED_LAMBDA_MS / 1000 * ASSUMED_LAMBDA_MB / 1024
-    common = (
-        units.lambda_invocations * (LAMBDA_PER_MILLION_REQUESTS + gb_s * LAMBDA_PER_GB_SECOND * 1e6)
-        + units.dynamodb_wru * DYNAMODB_PER_MILLION_WRU
+    per_invocation = LAMBDA_PER_MILLION_REQUESTS + gb_s * LAMBDA_PER_GB_SECOND[architecture] * 1e6
+    return units.lambda_invocations * per_invocation
+
+
+def dollars_per_million_orders(units: PerOrder) -> dict[str, Any]:
+    """USD per million orders, Standard and Express, with Lambda on arm64 (x86_64 alongside)."""
+    others = (
+        units.dynamodb_wru * DYNAMODB_PER_MILLION_WRU
         + units.dynamodb_rru * DYNAMODB_PER_MILLION_RRU
         + units.sqs_requests * SQS_PER_MILLION_REQUESTS
     )
+    lambda_usd = {arch: lambda_dollars_per_million_orders(units, arch) for arch in LAMBDA_PER_GB_SECOND}
     standard = units.state_transitions * STANDARD_PER_THOUSAND_TRANSITIONS * 1000
     express = EXPRESS_PER_MILLION_REQUESTS + ASSUMED_EXPRESS_SECONDS * EXPRESS_MEMORY_GB * EXPRESS_PER_GB_SECOND * 1e6
+    common = others + lambda_usd[LAMBDA_ARCHITECTURE]
+    x86 = others + lambda_usd["x86_64"]
     return {
         "prices_as_of": PRICES_AS_OF,
+        "lambda_architecture": LAMBDA_ARCHITECTURE,
         "standard_workflow": round(common + standard, 2),
         "express_workflow": round(common + express, 2),
         "of_which_step_functions": {"standard": round(standard, 2), "express": round(express, 2)},
+        "of_which_lambda": {arch: round(usd, 2) for arch, usd in lambda_usd.items()},
+        # The same orders with every function on x86_64: what arm64 saves.
+        "x86_64_for_comparison": {
+            "standard_workflow": round(x86 + standard, 2),
+            "express_workflow": round(x86 + express, 2),
+            "arm64_saves": round(lambda_usd["x86_64"] - lambda_usd[LAMBDA_ARCHITECTURE], 2),
+        },
         "assumptions": {
             "lambda_ms": ASSUMED_LAMBDA_MS,
             "lambda_mb": ASSUMED_LAMBDA_MB,

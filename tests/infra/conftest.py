@@ -19,7 +19,6 @@ from aws_cdk import App, Aspects, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-import constructs_lib.layers
 from constructs_lib.checks import ResilienceChecks
 from stacks.app_builder import STACK_NAME, build_app
 from stacks.order_pipeline_stack import OrderPipelineStack
@@ -115,21 +114,19 @@ class SynthResult:
         return json.loads((self.outdir / "validation-report.json").read_text())
 
 
-def synth_pipeline(outdir: Path, layer_staging: Path, **context: Any) -> SynthResult:
+def synth_pipeline(outdir: Path, **context: Any) -> SynthResult:
     """Build the app like ``cdk synth`` (cdk.json context + overrides) and synthesize it once.
 
-    Layer contents are staged under ``layer_staging`` instead of the shared ``<repo>/.build/layers``,
-    so a test run neither races with a concurrent ``cdk synth`` / another xdist worker nor writes
-    into the working tree. Asset hashes depend on content only, so the template is the same.
+    Layer contents are staged under the app's own ``outdir`` (``constructs_lib.layers``), so a test
+    run neither races with a concurrent ``cdk synth`` / another xdist worker nor writes into the
+    working tree. Asset hashes depend on content only, so the template is the same.
     """
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(constructs_lib.layers, "_staging_root", lambda: layer_staging, raising=False)
-        app = build_app(context={**CDK_JSON_CONTEXT, **context}, outdir=str(outdir))
-        stage = str(app.node.try_get_context("stage"))
-        try:
-            app.synth()  # runs ResilienceChecks and the cdk-nag validation plugin
-        except RuntimeError as exc:  # cdk-nag violations surface as "ValidationFailed: ..."
-            pytest.fail(f"synth of the {stage} app failed: {exc}")
+    app = build_app(context={**CDK_JSON_CONTEXT, **context}, outdir=str(outdir))
+    stage = str(app.node.try_get_context("stage"))
+    try:
+        app.synth()  # runs ResilienceChecks and the cdk-nag validation plugin
+    except RuntimeError as exc:  # cdk-nag violations surface as "ValidationFailed: ..."
+        pytest.fail(f"synth of the {stage} app failed: {exc}")
     stack = app.node.find_child(f"{STACK_NAME}-{stage}")
     assert isinstance(stack, OrderPipelineStack)
     return SynthResult(app=app, stack=stack, template=Template.from_stack(stack), outdir=outdir)
@@ -137,23 +134,18 @@ def synth_pipeline(outdir: Path, layer_staging: Path, **context: Any) -> SynthRe
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
-    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), tmp_path_factory.mktemp("layers-dev"), stage="dev")
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), stage="dev")
 
 
 @pytest.fixture(scope="session")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
-    return synth_pipeline(tmp_path_factory.mktemp("cdk-prod"), tmp_path_factory.mktemp("layers-prod"), **PROD_CONTEXT)
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-prod"), **PROD_CONTEXT)
 
 
 @pytest.fixture(scope="session")
 def dev_https(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
     """dev with the four provider keys: the HTTPS adapter wiring instead of the sandbox."""
-    return synth_pipeline(
-        tmp_path_factory.mktemp("cdk-dev-https"),
-        tmp_path_factory.mktemp("layers-dev-https"),
-        stage="dev",
-        **PROVIDER_CONTEXT,
-    )
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev-https"), stage="dev", **PROVIDER_CONTEXT)
 
 
 @pytest.fixture(scope="session")

@@ -10,14 +10,17 @@ import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 
-from constructs_lib.dashboard import PipelineDashboard, PipelineDashboardProps
+from constructs_lib.dashboard import DashboardGraph, DashboardTitles, PipelineDashboard, PipelineDashboardProps
+from constructs_lib.function import DEFAULT_METRICS_NAMESPACE
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from tests.infra.conftest import PLACEHOLDER, join_to_string
 
 SERVICES = ("intake", "charge-payment", "ship-order")
+NAMESPACE = "Shop"
 SQS = "AWS/SQS"
 STATES = "AWS/States"
 
@@ -32,7 +35,7 @@ class Built:
     stack: Stack
     dashboard: PipelineDashboard
     queues: tuple[ResilientQueue, ResilientQueue]
-    state_machine: sfn.StateMachine
+    state_machine: sfn.StateMachine | None
     template: Template
 
     def ref(self, construct: Any, attr: str | None = None) -> str:
@@ -81,9 +84,30 @@ def _stack() -> tuple[Stack, tuple[ResilientQueue, ResilientQueue], sfn.StateMac
     return stack, (orders, attention), machine
 
 
+def _stuck_graph(namespace: str = NAMESPACE, service: str = "sweeper") -> DashboardGraph:
+    metric = cloudwatch.Metric(
+        namespace=namespace,
+        metric_name="StuckOrders",
+        dimensions_map={"service": service},
+        statistic="Maximum",
+        period=Duration.minutes(5),
+        label="Stuck orders",
+    )
+    return DashboardGraph("Stuck orders (sweeper)", [metric], label="orders")
+
+
 def _build(**overrides: Any) -> Built:
+    """The dashboard as an app wires it: its namespace, a state machine and one extra graph."""
     stack, queues, machine = _stack()
-    props = PipelineDashboardProps(queues=list(queues), state_machine=machine, services=list(SERVICES), **overrides)
+    kwargs: dict[str, Any] = {
+        "queues": list(queues),
+        "state_machine": machine,
+        "services": list(SERVICES),
+        "metrics_namespace": NAMESPACE,
+        "extra_graphs": [_stuck_graph()],
+        **overrides,
+    }
+    props = PipelineDashboardProps(**kwargs)
     dashboard = PipelineDashboard(stack, "Dashboard", props=props)
     return Built(stack, dashboard, queues, machine, Template.from_stack(stack))
 
@@ -135,9 +159,7 @@ def test_dashboard_queue_metrics_use_maximum_per_minute(built: Built) -> None:
 
 @pytest.mark.parametrize("metric_name", ["DuplicatesSuppressed", "PayloadMismatches", "IdempotencyTakeovers"])
 def test_dashboard_sums_idempotency_metric_over_services(built: Built, metric_name: str) -> None:
-    rows = {
-        key[3]: options for key, options in built.metric_rows() if key[:3] == ("OrderPipeline", metric_name, "service")
-    }
+    rows = {key[3]: options for key, options in built.metric_rows() if key[:3] == (NAMESPACE, metric_name, "service")}
     assert set(rows) == set(SERVICES)
     for options in rows.values():
         assert options["stat"] == "Sum"
@@ -149,6 +171,7 @@ def test_dashboard_sums_idempotency_metric_over_services(built: Built, metric_na
 
 
 def test_dashboard_charts_saga_executions(built: Built) -> None:
+    assert built.state_machine is not None
     arn = built.ref(built.state_machine)
     keys = built.metric_keys()
     for name in ("ExecutionsSucceeded", "ExecutionsFailed", "ExecutionsTimedOut"):
@@ -156,9 +179,7 @@ def test_dashboard_charts_saga_executions(built: Built) -> None:
 
 
 def test_dashboard_charts_stuck_orders_maximum(built: Built) -> None:
-    rows = [
-        options for key, options in built.metric_rows() if key == ("OrderPipeline", "StuckOrders", "service", "sweeper")
-    ]
+    rows = [options for key, options in built.metric_rows() if key == (NAMESPACE, "StuckOrders", "service", "sweeper")]
     assert len(rows) == 1
     assert rows[0]["stat"] == "Maximum"
 
@@ -178,14 +199,73 @@ def test_dashboard_widgets_fit_the_grid(built: Built) -> None:
         assert widget["x"] + widget["width"] <= 24
 
 
-def test_dashboard_uses_custom_namespace_and_sweeper_service() -> None:
-    custom = _build(metrics_namespace="Custom", sweeper_service="janitor", dashboard_name="orders-dev")
+def test_dashboard_uses_custom_namespace_and_name() -> None:
+    custom = _build(
+        metrics_namespace="Custom", extra_graphs=[_stuck_graph("Custom", "janitor")], dashboard_name="orders-dev"
+    )
     keys = custom.metric_keys()
     assert ("Custom", "StuckOrders", "service", "janitor") in keys
     assert ("Custom", "DuplicatesSuppressed", "service", "intake") in keys
-    assert not {k for k in keys if k[0] == "OrderPipeline"}
+    assert not {k for k in keys if k[0] == NAMESPACE}
     (resource,) = custom.template.find_resources("AWS::CloudWatch::Dashboard").values()
     assert resource["Properties"]["DashboardName"] == "orders-dev"
+
+
+def test_dashboard_defaults_hold_no_app_vocabulary() -> None:
+    """Left to its defaults the generic dashboard says nothing about orders, sagas or sweepers."""
+    stack, queues, _ = _stack()
+    dashboard = PipelineDashboard(
+        stack, "Dashboard", props=PipelineDashboardProps(queues=list(queues), services=["svc"])
+    )
+    built = Built(stack, dashboard, queues, None, Template.from_stack(stack))
+    titles = [w["properties"].get("title", "") for w in built.body()["widgets"]]
+    assert titles == [
+        "Queue depth (visible messages)",
+        "DLQ depth (each is a message that failed processing)",
+        "Oldest message age",
+        "Idempotency (sum over 1 services)",
+        "Queue alarms",
+    ]
+    assert not [t for t in titles if any(word in t.lower() for word in ("order", "saga", "sweeper"))]
+    # no state machine: no executions graph; the namespace is the function construct's default
+    assert not {k for k in built.metric_keys() if k[0] == STATES}
+    assert {k[0] for k in built.metric_keys() if k[0] != SQS} == {DEFAULT_METRICS_NAMESPACE} == {"ResilientPipeline"}
+
+
+def test_dashboard_titles_from_props() -> None:
+    titles = DashboardTitles(dlq_depth="DLQ depth (orders)", executions="Saga executions", other_alarms="All alarms")
+    stack, queues, machine = _stack()
+    extra = [machine.metric_failed().create_alarm(stack, "Failed", threshold=0, evaluation_periods=1)]
+    props = PipelineDashboardProps(
+        queues=list(queues), state_machine=machine, services=list(SERVICES), titles=titles, alarms=extra
+    )
+    built = Built(stack, PipelineDashboard(stack, "D", props=props), queues, machine, Template.from_stack(stack))
+    shown = [w["properties"]["title"] for w in built.body()["widgets"]]
+    assert "DLQ depth (orders)" in shown
+    assert "Saga executions" in shown
+    assert shown[-1] == "All alarms"
+    assert f"Idempotency (sum over {len(SERVICES)} services)" in shown
+
+
+def test_dashboard_extra_graphs_wrap_three_to_a_row() -> None:
+    graphs = [DashboardGraph(f"G{i}", [cloudwatch.Metric(namespace=NAMESPACE, metric_name=f"M{i}")]) for i in range(3)]
+    built = _build(extra_graphs=graphs)
+    widgets = [w for w in built.body()["widgets"] if w["type"] == "metric"]
+    # row 1: 3 queue graphs; row 2: idempotency, executions, G0; row 3: G1, G2
+    assert [w["properties"]["title"] for w in widgets[3:]] == [
+        "Idempotency (sum over 3 services)",
+        "Workflow executions",
+        "G0",
+        "G1",
+        "G2",
+    ]
+    assert widgets[5]["y"] == widgets[3]["y"] < widgets[6]["y"] == widgets[7]["y"]
+    assert [w["x"] for w in widgets[6:]] == [0, 8]
+
+
+def test_dashboard_graph_without_metrics_rejected() -> None:
+    with pytest.raises(ValueError, match="needs at least one metric"):
+        DashboardGraph("empty", [])
 
 
 _ALARM_SCOPE = Stack(App(), "AlarmScope")
@@ -228,5 +308,27 @@ def test_dashboard_shows_further_alarms_in_own_status_widget() -> None:
     queue_widget, further = [w for w in built.body()["widgets"] if w["type"] == "alarm"]
     assert len(queue_widget["properties"]["alarms"]) == 3
     assert further["properties"]["alarms"] == [built.ref(a, "Arn") for a in extra]
-    assert further["properties"]["title"] == "Function, saga and sweeper alarms"
+    assert further["properties"]["title"] == "Other alarms"
     assert further["width"] == 24
+
+
+def test_dashboard_charts_existing_queues_wrapped_by_resilient_queue() -> None:
+    stack = Stack(App(), "DashboardUnderTest")
+    topic = sns.Topic.from_topic_arn(stack, "Topic", "arn:aws:sns:us-east-1:123456789012:alarms")
+    wrapped = ResilientQueue(
+        stack,
+        "Legacy",
+        props=ResilientQueueProps(
+            alarm_topic=topic,
+            existing_queue=sqs.Queue.from_queue_arn(stack, "Q", "arn:aws:sqs:us-east-1:123456789012:legacy"),
+            existing_dead_letter_queue=sqs.Queue.from_queue_arn(
+                stack, "D", "arn:aws:sqs:us-east-1:123456789012:legacy-dlq"
+            ),
+        ),
+    )
+    dashboard = PipelineDashboard(stack, "Dashboard", props=PipelineDashboardProps(queues=[wrapped], services=["svc"]))
+    built = Built(stack, dashboard, (wrapped, wrapped), None, Template.from_stack(stack))
+    keys = built.metric_keys()
+    for name in ("legacy", "legacy-dlq"):
+        assert (SQS, "ApproximateNumberOfMessagesVisible", "QueueName", name) in keys
+        assert (SQS, "ApproximateAgeOfOldestMessage", "QueueName", name) in keys

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
 
 from constructs_lib.queue import DLQ_RETENTION, VISIBILITY_TO_TIMEOUT_RATIO
 from tests.infra.conftest import SynthResult
@@ -123,25 +122,6 @@ def test_dlq_alarms_fire_on_first_visible_message(dev: SynthResult, dlq_ids: set
         assert props["TreatMissingData"] == "notBreaching"
         assert props["AlarmActions"] == [topic_ref]
         assert props["OKActions"] == [topic_ref]
-
-
-def test_dlq_alarm_matches_expected_shape(dev: SynthResult) -> None:
-    """The same contract through ``Template.has_resource_properties`` (object_like)."""
-    dlq_id = dev.logical_id(dev.stack.orders_queue.dlq)
-    dev.template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "MetricName": "ApproximateNumberOfMessagesVisible",
-            "Namespace": "AWS/SQS",
-            "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}],
-            "Period": 60,
-            "EvaluationPeriods": 1,
-            "Threshold": 0,
-            "ComparisonOperator": "GreaterThanThreshold",
-            "TreatMissingData": "notBreaching",
-            "AlarmActions": Match.array_with([{"Ref": dev.logical_id(dev.stack.alarm_topic)}]),
-        },
-    )
 
 
 def test_alarm_topic_encrypted_with_key_cloudwatch_can_use(dev: SynthResult) -> None:

@@ -97,7 +97,6 @@ def test_sweeper_threshold_exceeds_saga_timeout(dev: SynthResult, sweeper_env: d
 def dev_45(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
     return synth_pipeline(
         tmp_path_factory.mktemp("cdk-dev-45"),
-        tmp_path_factory.mktemp("layers-dev-45"),
         stage="dev",
         stuck_after_minutes="45",  # as `cdk synth -c stuck_after_minutes=45` passes it
     )
