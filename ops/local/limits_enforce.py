@@ -108,6 +108,7 @@ class LimitEnforcer:
         self.started: dict[str, float] = {}  # execution name -> when StartExecution got its token
         self.finished: dict[str, float] = {}  # execution name -> when its program ended (simulated)
         self.transitions = 0
+        self.transition_waiters = 0  # executions blocked on an empty StateTransition bucket
         self._lock = threading.Lock()
         self._held = threading.local()
         if deployment is not None:
@@ -191,8 +192,19 @@ class LimitEnforcer:
             return
         with self._lock:
             self.throttles["stepfunctions:StateTransition"] += 1
-        while not self.transition_bucket.take():
-            self.clock.wait_for_move(TRANSITION_WAIT_SECONDS)
+            self.transition_waiters += 1
+        try:
+            while not self.transition_bucket.take():
+                self.clock.wait_for_move(TRANSITION_WAIT_SECONDS)
+        finally:
+            with self._lock:
+                self.transition_waiters -= 1
+
+    def runnable_executions(self) -> int:
+        """Executions started and not ended that are not waiting for a StateTransition token
+        (they are running a state: a stepped clock must let them reach their next wait first)."""
+        with self._lock:
+            return len(self.started) - len(self.finished) - self.transition_waiters
 
     def execution_finished(self, name: str) -> None:
         self.finished.setdefault(name, self.clock.now())

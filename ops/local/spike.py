@@ -63,8 +63,11 @@ def parse_rate(text: str) -> float:
     return value / UNITS[unit.strip()]
 
 
-#: Wall time the loop leaves per tick to executions in flight (they run in moto's threads).
-SETTLE_SECONDS = 0.005
+#: Before the clock moves, executions that are running a state (not waiting for a StateTransition
+#: token) get up to this much wall time to reach their next wait or their end; a tick that hits
+#: the bound is counted (``settle_timeouts``), since simulated time then ran ahead of them.
+SETTLE_MAX_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.001
 
 
 class SteppedClock(SimClock):
@@ -153,6 +156,7 @@ class SpikeDriver:
         self._owed = 0.0
         self._budget = 0.0
         self._scaling_since: float | None = None
+        self.settle_timeouts = 0
         poller = run.pollers[0]
         self.poller = poller
         self.quotas = run.limits.quotas
@@ -213,8 +217,19 @@ class SpikeDriver:
             finished=len(self.run.limits.finished),
         )
         self.samples.append(sample)
+        self.settle()
         self.clock.step(self.options.tick_seconds)
         return sample
+
+    def settle(self) -> None:
+        """Let every execution that can run within this tick run, so that simulated time never
+        runs ahead of the executions (a discrete-event step: the clock moves when all wait)."""
+        deadline = time.monotonic() + SETTLE_MAX_SECONDS
+        while self.run.limits.runnable_executions() > 0:
+            if time.monotonic() > deadline:
+                self.settle_timeouts += 1
+                return
+            time.sleep(SETTLE_POLL_SECONDS)
 
     def loop(self) -> None:
         deadline = time.monotonic() + self.options.timeout_seconds
@@ -227,8 +242,6 @@ class SpikeDriver:
                 break
             if sample.t > self.options.max_simulated_seconds or time.monotonic() > deadline:
                 break
-            if sample.in_flight > 0:
-                time.sleep(SETTLE_SECONDS)  # let executions that hold tokens run before the clock moves
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -301,6 +314,7 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
         "executions": {
             "max_in_flight": max((s.in_flight for s in driver.samples), default=0),
             "state_transitions": run.limits.transitions,
+            "settle_timeouts": driver.settle_timeouts,
         },
         "series": [[s.t, s.depth, s.started, s.throttles, s.finished] for s in driver.samples],
     }
