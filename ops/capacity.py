@@ -7,7 +7,9 @@ mapping's 1,000, reserved and account concurrency; ``batch_size`` records per ba
 second per concurrent batch); the StartExecution bucket absorbs the first ``bucket`` orders. The
 queue backlog at the end of the peak is ``(rate - mu) * seconds - bucket`` and drains at
 ``mu - baseline``. State transitions beyond their refill slow executions down (Standard
-workflows delay them), which adds latency, not backlog in the queue.
+workflows delay them), which adds latency, not backlog in the queue: executions then end at most
+``refill / states_per_order`` a second, and the last order is terminal once that throughput has
+worked through every order of the peak (``predicted_terminal_after_seconds``).
 """
 
 from __future__ import annotations
@@ -103,6 +105,10 @@ def predict(
     if backlog and figures.get("throttle_requeue"):
         # The last throttled records wait out their requeue delay (equal jitter: 3/4 of the cap on average).
         drain += 0.75 * REQUEUE_MAX_SECONDS
+    # Orders end at the smaller of the queue's service rate and what the transition refill allows.
+    ends_per_second = min(mu, ceilings.get("sfn_transition_refill", mu))
+    remaining = max(0.0, (rate - ends_per_second) * seconds - burst)
+    terminal = remaining / (ends_per_second - baseline) if remaining and ends_per_second > baseline else 0.0
     units = PerOrder(
         lambda_invocations=figures["tasks_per_order"] + 1 / figures["batch_size"],
         dynamodb_wru=2.0 * figures["tasks_per_order"] + 3,
@@ -129,6 +135,7 @@ def predict(
         "queue_served_per_second": round(mu, 3),
         "predicted_peak_backlog": round(backlog, 1),
         "predicted_drain_seconds": round(drain, 1),
+        "predicted_terminal_after_seconds": round(max(drain, terminal), 1),
         "execution_slowdown": (
             round(rate * figures["states_per_order"] / quotas.sfn_transition_refill, 2) if not express else None
         ),
@@ -164,6 +171,7 @@ def format_capacity(p: dict[str, Any]) -> str:
         f"binds first: {p['binds_first'] or 'nothing (the rate fits every quota)'}",
         f"predicted peak backlog: {p['predicted_peak_backlog']:,.0f} messages",
         f"time to drain after the peak: {p['predicted_drain_seconds']:,.0f} s",
+        f"every order terminal after the peak: {p['predicted_terminal_after_seconds']:,.0f} s",
         f"executions slowed by state transitions: x{p['execution_slowdown']}",
         f"cost at this rate: ${p['usd_per_hour']:,.2f}/hour ({p['usd_assumptions']})",
         "quota increases that remove the backlog: "

@@ -315,9 +315,18 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
             "max_in_flight": max((s.in_flight for s in driver.samples), default=0),
             "state_transitions": run.limits.transitions,
             "settle_timeouts": driver.settle_timeouts,
+            "all_terminal_after_seconds": _all_terminal_after(driver),
         },
         "series": [[s.t, s.depth, s.started, s.throttles, s.finished] for s in driver.samples],
     }
+
+
+def _all_terminal_after(driver: SpikeDriver) -> float | None:
+    """Seconds after the peak when the last of the run's executions ended (None: one never did)."""
+    finished = driver.run.limits.finished
+    if not finished or len(finished) < len(driver.run.limits.started):
+        return None
+    return round(max(finished.values()) - driver.t0 - driver.peak_end, 1)
 
 
 def _oldest_ages(driver: SpikeDriver) -> list[float]:

@@ -75,3 +75,5 @@ def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: tu
     assert prediction["binds_first"] == "sfn_start_refill"
     assert measured_backlog == pytest.approx(prediction["predicted_peak_backlog"], rel=0.2)
     assert measured_drain == pytest.approx(prediction["predicted_drain_seconds"], rel=0.2)
+    measured_terminal = report["executions"]["all_terminal_after_seconds"]
+    assert measured_terminal == pytest.approx(prediction["predicted_terminal_after_seconds"], rel=0.2)
