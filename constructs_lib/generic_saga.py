@@ -558,7 +558,9 @@ class Saga(Construct):
         self.props.forward_retry.apply(task, retry_on)
         if recorder.already_recorded_on:
             target = then if then is not None else self._already_recorded()
-            task.add_catch(target, errors=list(recorder.already_recorded_on), result_path=f"{recorder.result_path}_error")
+            task.add_catch(
+                target, errors=list(recorder.already_recorded_on), result_path=f"{recorder.result_path}_error"
+            )
         if then is not None:
             task.next(then)
         return task

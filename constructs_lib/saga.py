@@ -136,7 +136,9 @@ def _status_write(table: dynamodb.ITable, status: str, sources: Sequence[str]) -
         {
             "status": value.from_string(status),
             "at": value.from_string(sfn.JsonPath.string_at("$$.State.EnteredTime")),
-            "attempt": value.number_from_string(sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.payment_attempt"))),
+            "attempt": value.number_from_string(
+                sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.payment_attempt"))
+            ),
             "correlation_id": value.from_string(sfn.JsonPath.string_at("$.correlation_id")),
         }
     )
