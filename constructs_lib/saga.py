@@ -176,7 +176,7 @@ def _status_write(table: dynamodb.ITable, status: str, sources: Sequence[str]) -
     return ServiceTask(build, timeout=Duration.seconds(10), retry_on=DYNAMODB_TRANSIENT_ERRORS)
 
 
-class OrderSaga(Construct):
+class OrderSaga(Saga):
     """A Standard workflow that never leaves an order half-done.
 
     Input: references only, ``{"order_id", "payment_attempt", "correlation_id"}``; each step
@@ -213,8 +213,8 @@ class OrderSaga(Construct):
     breaching), each notifying the topic on ALARM and OK. A failed execution is an order parked as
     NEEDS_ATTENTION or an input refused; a timed-out one is an order left half-done.
 
-    Attributes:
-        saga: the generic :class:`Saga`.
+    Attributes (those of :class:`Saga`; a subclass, so the construct paths and logical IDs are
+    the ones the hand-written saga had: no replacement of the state machine on deploy):
         state_machine: the ``sfn.StateMachine``.
         log_group: its execution log group (level ALL).
         timeout: the execution timeout.
@@ -222,7 +222,6 @@ class OrderSaga(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderSagaProps) -> None:
-        super().__init__(scope, construct_id)
         step_timeout = props.step_timeout
         retry_on = list(props.transient_errors)
 
@@ -241,9 +240,9 @@ class OrderSaga(Construct):
                 "error": sfn.JsonPath.object_at("$.compensation_error"),
             },
         )
-        self.saga = Saga(
-            self,
-            "Saga",
+        super().__init__(
+            scope,
+            construct_id,
             props=SagaProps(
                 steps=[
                     SagaStep(
@@ -295,10 +294,6 @@ class OrderSaga(Construct):
                 alarm_label="order saga",
             ),
         )
-        self.state_machine = self.saga.state_machine
-        self.log_group = self.saga.log_group
-        self.timeout = self.saga.timeout
-        self.alarms = self.saga.alarms
         key = props.orders_table.encryption_key
         if key is not None:  # DynamoDB uses the table's key on the caller's behalf (kms:ViaService)
             self.state_machine.add_to_role_policy(
