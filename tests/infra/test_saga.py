@@ -19,7 +19,7 @@ from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS
 from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
 from order_domain.status import OrderStatus, sources_of
 from shared.step import step_payload
-from tests.infra.conftest import InlineFunctionFactory, as_list, SynthResult, join_to_string, placeholder_target
+from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
 COMPENSATIONS = ("RefundPayment", "ReleaseInventory", "ReleaseInventoryThenPark")
@@ -368,7 +368,9 @@ def _render_dynamodb(value: Any, document: dict[str, Any], entered: str) -> Any:
         elif item == "$$.State.EnteredTime":
             out[key[:-2]] = entered
         elif item.startswith("States.JsonToString("):
-            out[key[:-2]] = json.dumps(_render_parameters({"v.$": item[len("States.JsonToString(") : -1]}, document)["v"])
+            out[key[:-2]] = json.dumps(
+                _render_parameters({"v.$": item[len("States.JsonToString(") : -1]}, document)["v"]
+            )
         else:
             out[key[:-2]] = _render_parameters({"v.$": item}, document)["v"]
     return out
@@ -481,7 +483,12 @@ def test_saga_role_may_use_the_orders_key_in_prod(prod: SynthResult) -> None:
         s for s in prod.statements_of_role(role) if any(a.startswith("kms:") for a in as_list(s["Action"]))
     ]
     (statement,) = key_statements
-    assert sorted(as_list(statement["Action"])) == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+    assert sorted(as_list(statement["Action"])) == [
+        "kms:Decrypt",
+        "kms:DescribeKey",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+    ]
     assert as_list(statement["Resource"]) == [{"Fn::GetAtt": [prod.logical_id(prod.stack.data_key), "Arn"]}]
 
 
