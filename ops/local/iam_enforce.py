@@ -5,10 +5,11 @@ How: ``BaseClient._make_api_call`` is wrapped at class level while :func:`enforc
 every client is covered, whichever session made it (Powertools builds its own). The caller is a
 context variable: set by :class:`~ops.local.deploy.LocalFunction` invocations (cold start included),
 by the SQS event source mapping (Lambda polls with the function's role), and by Step Functions'
-Lambda tasks (the state machine's role); work a handler submits to a ``ThreadPoolExecutor`` keeps
-its caller (a bare ``threading.Thread`` would not). Calls with no caller (the runner, the operator
-CLI, a producer) are not checked. A call the role does not allow raises what AWS raises: a
-``ClientError`` with the service's access-denied code, so the handlers' error handling runs.
+tasks, Lambda and direct integrations alike (the state machine's role); work a handler submits
+to a ``ThreadPoolExecutor`` keeps its caller (a bare ``threading.Thread`` would not). Calls with
+no caller (the runner, the operator CLI, a producer) are not checked. A call the role does not
+allow raises what AWS raises: a ``ClientError`` with the service's access-denied code, so the
+handlers' error handling runs.
 
 Platform use of a role is checked too, without failing the call (AWS drops logs or traces silently):
 Lambda writing the function's logs and X-Ray segments on each invocation, and Step Functions' log
