@@ -1,12 +1,18 @@
-"""The order saga: ReserveInventory -> ChargePayment -> ShipOrder, compensations in reverse."""
+"""The order saga: ReserveInventory -> ChargePayment -> ShipOrder, compensations in reverse.
+
+A thin use of the generic :class:`constructs_lib.generic_saga.Saga`: this module holds the order
+vocabulary (state names, business errors, the orders table's status rules), the generic one none.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,7 +21,25 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from constructs_lib.alarms import first_occurrence_alarm
+from constructs_lib.generic_saga import (
+    DYNAMODB_TRANSIENT_ERRORS,
+    LambdaTask,
+    RetryPolicy,
+    Saga,
+    SagaProps,
+    SagaRecorder,
+    SagaStep,
+    ServiceTask,
+    default_compensation_retry,
+)
+
+__all__ = [
+    "DEFAULT_REFUSED_INPUT_ERRORS",
+    "DEFAULT_TRANSIENT_ERRORS",
+    "OrderSaga",
+    "OrderSagaProps",
+    "RetryPolicy",
+]
 
 #: Errors worth retrying on forward steps: Lambda service faults and our transient class.
 #: Step handlers re-raise every transient failure as ``TransientStepError`` (lambdas/shared/exceptions.py).
@@ -30,40 +54,21 @@ DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "Sandbox.Timedout",  # the function timed out (or was killed): its idempotency record lets the retry resume
 )
 
-
 #: Errors meaning "this execution's input refers to nothing we can act on" (an unknown order, a
 #: malformed input, a replaced payment attempt): raised by ReserveInventory before any side
 #: effect, so the execution fails at once with nothing to compensate.
 DEFAULT_REFUSED_INPUT_ERRORS: tuple[str, ...] = ("UnknownOrder", "InvalidStepInput", "StaleAttempt")
 
+#: Raised by ReserveInventory (before anything else) for an input with ``"compensate": true``: an
+#: operator's repair (``ops repair --action compensate``) goes straight to the compensations.
+COMPENSATION_REQUESTED = "CompensationRequested"
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter.
+#: The error of a conditional outcome write whose condition does not hold: the order already has
+#: that outcome (a repeat), is past it, or a newer payment attempt owns it. Nothing is overwritten.
+CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
 
-    Attributes:
-        interval: first delay; default 1 s.
-        backoff_rate: multiplier; default 2.
-        max_attempts: retries after the first try; default 3.
-        max_delay: cap on one delay; default 10 s.
-    """
-
-    interval: Duration = field(default_factory=lambda: Duration.seconds(1))
-    backoff_rate: float = 2.0
-    max_attempts: int = 3
-    max_delay: Duration = field(default_factory=lambda: Duration.seconds(10))
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 0 or self.backoff_rate < 1:
-            raise ValueError("max_attempts must be >= 0 and backoff_rate >= 1")
-
-    def worst_case_seconds(self, step_timeout_seconds: float) -> float:
-        """Upper bound of one task's time including all retries (every attempt times out)."""
-        delays = sum(
-            min(self.interval.to_seconds() * self.backoff_rate**n, self.max_delay.to_seconds())
-            for n in range(self.max_attempts)
-        )
-        return (self.max_attempts + 1) * step_timeout_seconds + delays
+#: What a DynamoDB caller needs on a table's customer-managed key to write an item.
+KMS_FOR_DDB_WRITE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,15 @@ class OrderSagaProps:
     Attributes:
         reserve_inventory, charge_payment, ship_order: forward steps.
         refund_payment, release_inventory: compensations (idempotent, state-tolerant).
-        finalize_order: records the outcome (COMPLETED / COMPENSATED / NEEDS_ATTENTION).
+        finalize_order: parks an order (NEEDS_ATTENTION, its error and correlation ID, and a
+            message on the needs-attention queue).
+        orders_table: the orders table; MarkCompleted / MarkCompensated write the outcome to it
+            directly (Step Functions' DynamoDB UpdateItem integration, conditional).
+        completed_from: the statuses COMPLETED may be recorded from; default ``("SHIPPED",)``.
+        compensated_from: the statuses COMPENSATED may be recorded from; default ``("COMPENSATING",)``
+            (both match lambdas/order_domain/status.py's TRANSITIONS; a test keeps them equal).
         step_timeout: the step functions' timeout (used for the execution budget); default 30 s.
-        forward_retry: retry policy for transient errors on forward steps.
+        forward_retry: retry policy for transient errors on forward steps and outcome writes.
         compensation_retry: retry policy for any error on compensations; default 5 retries, 2 s .. 30 s.
         transient_errors: error names retried on forward steps.
         refused_input_errors: error names of the first step that end the execution as failed,
@@ -96,13 +107,12 @@ class OrderSagaProps:
     refund_payment: lambda_.IFunction
     release_inventory: lambda_.IFunction
     finalize_order: lambda_.IFunction
+    orders_table: dynamodb.ITable
+    completed_from: Sequence[str] = ("SHIPPED",)
+    compensated_from: Sequence[str] = ("COMPENSATING",)
     step_timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
-    compensation_retry: RetryPolicy = field(
-        default_factory=lambda: RetryPolicy(
-            interval=Duration.seconds(2), max_attempts=5, max_delay=Duration.seconds(30)
-        )
-    )
+    compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
@@ -112,7 +122,61 @@ class OrderSagaProps:
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
 
 
-class OrderSaga(Construct):
+def _status_write(table: dynamodb.ITable, status: str, sources: Sequence[str]) -> ServiceTask:
+    """A conditional UpdateItem that moves the order to ``status``, only from ``sources`` and only
+    for the execution's payment attempt, appending a history entry with the correlation ID.
+
+    A repeat (the order already has ``status``), a late write (the order is past it) and a newer
+    attempt all fail the condition: nothing is overwritten (``DynamoDB.ConditionalCheckFailedException``).
+    """
+    if not sources:
+        raise ValueError(f"{status}: at least one source status is needed")
+    value = tasks.DynamoAttributeValue
+    entry = value.from_map(
+        {
+            "status": value.from_string(status),
+            "at": value.from_string(sfn.JsonPath.string_at("$$.State.EnteredTime")),
+            "attempt": value.number_from_string(
+                sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.payment_attempt"))
+            ),
+            "correlation_id": value.from_string(sfn.JsonPath.string_at("$.correlation_id")),
+        }
+    )
+    values: dict[str, tasks.DynamoAttributeValue] = {
+        ":to": value.from_string(status),
+        ":now": value.from_string(sfn.JsonPath.string_at("$$.State.EnteredTime")),
+        ":entry": value.from_list([entry]),
+        ":attempt": value.number_from_string(sfn.JsonPath.json_to_string(sfn.JsonPath.number_at("$.payment_attempt"))),
+    }
+    placeholders = []
+    for i, source in enumerate(sources):
+        values[f":f{i}"] = value.from_string(source)
+        placeholders.append(f":f{i}")
+    # Items written before payment attempts existed have no payment_attempt: they are attempt 1.
+    condition = (
+        f"attribute_exists(order_id) AND #s IN ({', '.join(placeholders)}) "
+        "AND (attribute_not_exists(payment_attempt) OR payment_attempt = :attempt)"
+    )
+
+    def build(scope: Construct, state_id: str, *, result_path: str, task_timeout: sfn.Timeout) -> Any:
+        return tasks.DynamoUpdateItem(
+            scope,
+            state_id,
+            table=table,
+            key={"order_id": value.from_string(sfn.JsonPath.string_at("$.order_id"))},
+            update_expression="SET #s = :to, #u = :now, #h = list_append(#h, :entry)",
+            condition_expression=condition,
+            expression_attribute_names={"#s": "status", "#u": "updated_at", "#h": "history"},
+            expression_attribute_values=values,
+            result_selector={"status": status},
+            result_path=result_path,
+            task_timeout=task_timeout,
+        )
+
+    return ServiceTask(build, timeout=Duration.seconds(10), retry_on=DYNAMODB_TRANSIENT_ERRORS)
+
+
+class OrderSaga(Saga):
     """A Standard workflow that never leaves an order half-done.
 
     Input: references only, ``{"order_id", "payment_attempt", "correlation_id"}``; each step
@@ -124,10 +188,17 @@ class OrderSaga(Construct):
     - ShipOrder fails -> RefundPayment -> ReleaseInventory.
     - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails
       (a failed refund still releases the stock first: ReleaseInventoryThenPark).
-    - Input ``"compensate": true`` (an operator's repair) goes straight to the compensations.
+    - Input ``"compensate": true`` (an operator's repair): ReserveInventory raises
+      ``CompensationRequested`` before anything else, caught -> RefundPayment -> ReleaseInventory
+      (no routing Choice state, so ordinary executions do not pay a transition for it).
+    - The outcome: MarkCompleted and MarkCompensated are direct DynamoDB UpdateItem tasks
+      (conditional: from the allowed source statuses, for this payment attempt only; a repeat or
+      a late write changes nothing and ends the execution as ``OutcomeAlreadyRecorded``);
+      MarkNeedsAttention is the ``finalize_order`` function (it also notifies the queue).
 
-    The execution timeout is budgeted: three forward steps and three compensation tasks at their
-    worst case (every attempt timing out, maximal backoff) plus one finalize step, plus 60 s.
+    The execution timeout is budgeted by the generic saga: the three forward steps and the two
+    compensations at their worst case (every attempt timing out, maximal backoff), the slowest
+    outcome task, plus 60 s.
 
     Logging: level ALL *with* execution data, on purpose. The execution input carries references
     only (``order_id``, ``payment_attempt``, ``correlation_id``; intake enforces it), each step
@@ -142,7 +213,8 @@ class OrderSaga(Construct):
     breaching), each notifying the topic on ALARM and OK. A failed execution is an order parked as
     NEEDS_ATTENTION or an input refused; a timed-out one is an order left half-done.
 
-    Attributes:
+    Attributes (those of :class:`Saga`; a subclass, so the construct paths and logical IDs are
+    the ones the hand-written saga had: no replacement of the state machine on deploy):
         state_machine: the ``sfn.StateMachine``.
         log_group: its execution log group (level ALL).
         timeout: the execution timeout.
@@ -150,152 +222,80 @@ class OrderSaga(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderSagaProps) -> None:
-        super().__init__(scope, construct_id)
-        step_s = props.step_timeout.to_seconds()
-        budget = (
-            3 * props.forward_retry.worst_case_seconds(step_s)
-            + 3 * props.compensation_retry.worst_case_seconds(step_s)  # refund, release, release-then-park
-            + props.forward_retry.worst_case_seconds(step_s)  # the one Mark* step that runs
-        )
-        self.timeout = Duration.seconds(int(budget) + 60)
+        step_timeout = props.step_timeout
+        retry_on = list(props.transient_errors)
 
-        def step(name: str, fn: lambda_.IFunction, result: str) -> tasks.LambdaInvoke:
-            return tasks.LambdaInvoke(
-                self,
-                name,
-                lambda_function=fn,
-                payload_response_only=True,
-                retry_on_service_exceptions=False,
-                result_path=f"$.{result}",
-            )
+        def fn(function: lambda_.IFunction) -> LambdaTask:
+            return LambdaTask(function, timeout=step_timeout, retry_on=retry_on)
 
-        def finalize(name: str, outcome: str, error_path: str | None = None) -> tasks.LambdaInvoke:
-            payload: dict[str, object] = {
-                "outcome": outcome,
+        park = LambdaTask(
+            props.finalize_order,
+            timeout=step_timeout,
+            retry_on=retry_on,
+            payload={
+                "outcome": "NEEDS_ATTENTION",
                 "order_id": sfn.JsonPath.string_at("$.order_id"),
                 "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
                 "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
-            }
-            if error_path:
-                payload["error"] = sfn.JsonPath.object_at(error_path)
-            task = tasks.LambdaInvoke(
-                self,
-                name,
-                lambda_function=props.finalize_order,
-                payload=sfn.TaskInput.from_object(payload),
-                payload_response_only=True,
-                retry_on_service_exceptions=False,
-                result_path="$.final",
-            )
-            self._retry(task, list(props.transient_errors), props.forward_retry)
-            return task
-
-        reserve = step("ReserveInventory", props.reserve_inventory, "reservation")
-        charge = step("ChargePayment", props.charge_payment, "payment")
-        ship = step("ShipOrder", props.ship_order, "shipment")
-        refund = step("RefundPayment", props.refund_payment, "refund")
-        release = step("ReleaseInventory", props.release_inventory, "release")
-        for forward in (reserve, charge, ship):
-            self._retry(forward, list(props.transient_errors), props.forward_retry)
-        for compensation in (refund, release):
-            self._retry(compensation, ["States.ALL"], props.compensation_retry)
-
-        completed = finalize("MarkCompleted", "COMPLETED").next(sfn.Succeed(self, "OrderCompleted"))
-        compensated = finalize("MarkCompensated", "COMPENSATED").next(sfn.Succeed(self, "OrderCompensated"))
-        needs_attention = finalize("MarkNeedsAttention", "NEEDS_ATTENTION", "$.compensation_error").next(
-            sfn.Fail(
-                self,
-                "CompensationFailed",
-                error="CompensationFailed",
-                cause="A compensation kept failing after its retries; the order is parked as NEEDS_ATTENTION",
-            )
+                "error": sfn.JsonPath.object_at("$.compensation_error"),
+            },
         )
-
-        error_path = "$.error"
-        # A refund that keeps failing must not also keep the stock: release it, then park the order.
-        release_then_park = step("ReleaseInventoryThenPark", props.release_inventory, "release")
-        self._retry(release_then_park, ["States.ALL"], props.compensation_retry)
-        release_then_park.add_catch(needs_attention, errors=["States.ALL"], result_path="$.release_error")
-        release_then_park.next(needs_attention)
-        refund.add_catch(release_then_park, errors=["States.ALL"], result_path="$.compensation_error")
-        release.add_catch(needs_attention, errors=["States.ALL"], result_path="$.compensation_error")
-        refund.next(release)
-        release.next(compensated)
-
-        refused = sfn.Fail(
-            self,
-            "InputRefused",
-            error="InputRefused",
-            cause="The execution input names no order this saga can act on (see the step's log); nothing was done",
-        )
-        reserve.add_catch(refused, errors=list(props.refused_input_errors), result_path=error_path)
-        reserve.add_catch(release, errors=["States.ALL"], result_path=error_path)
-        charge.add_catch(release, errors=["PaymentDeclined"], result_path=error_path)
-        charge.add_catch(refund, errors=["States.ALL"], result_path=error_path)
-        ship.add_catch(refund, errors=["States.ALL"], result_path=error_path)
-
-        reserve.next(charge).next(ship).next(completed)
-        # An operator's repair (`ops repair --action compensate`) starts at the compensations.
-        route = sfn.Choice(self, "Route", comment="compensate=true (repair) skips to the compensations")
-        route.when(
-            sfn.Condition.and_(
-                sfn.Condition.is_present("$.compensate"), sfn.Condition.boolean_equals("$.compensate", True)
+        super().__init__(
+            scope,
+            construct_id,
+            props=SagaProps(
+                steps=[
+                    SagaStep(
+                        "ReserveInventory",
+                        fn(props.reserve_inventory),
+                        compensation=fn(props.release_inventory),
+                        compensation_name="ReleaseInventory",
+                        result_path="$.reservation",
+                        compensation_result_path="$.release",
+                    ),
+                    SagaStep(
+                        "ChargePayment",
+                        fn(props.charge_payment),
+                        compensation=fn(props.refund_payment),
+                        compensation_name="RefundPayment",
+                        result_path="$.payment",
+                        compensation_result_path="$.refund",
+                        skip_compensation_on=("PaymentDeclined",),  # declined: no money moved
+                    ),
+                    SagaStep("ShipOrder", fn(props.ship_order), result_path="$.shipment"),
+                ],
+                completed=SagaRecorder(
+                    "MarkCompleted",
+                    _status_write(props.orders_table, "COMPLETED", props.completed_from),
+                    result_path="$.final",
+                    already_recorded_on=(CONDITION_FAILED,),
+                ),
+                compensated=SagaRecorder(
+                    "MarkCompensated",
+                    _status_write(props.orders_table, "COMPENSATED", props.compensated_from),
+                    result_path="$.final",
+                    already_recorded_on=(CONDITION_FAILED,),
+                ),
+                parked=SagaRecorder("MarkNeedsAttention", park, result_path="$.final"),
+                forward_retry=props.forward_retry,
+                compensation_retry=props.compensation_retry,
+                retry_on=retry_on,
+                refused_input_errors=props.refused_input_errors,
+                compensate_all_on=(COMPENSATION_REQUESTED,),
+                park_cause="A compensation kept failing after its retries; the order is parked as NEEDS_ATTENTION",
+                refused_cause=(
+                    "The execution input names no order this saga can act on (see the step's log); nothing was done"
+                ),
+                removal_policy=props.removal_policy,
+                log_retention=props.log_retention,
+                log_encryption_key=props.log_encryption_key,
+                alarm_topic=props.alarm_topic,
+                alarm_period=props.alarm_period,
+                alarm_label="order saga",
             ),
-            refund,
         )
-        route.otherwise(reserve)
-        definition = route
-
-        self.log_group = logs.LogGroup(
-            self,
-            "ExecutionLogs",
-            retention=props.log_retention,
-            removal_policy=props.removal_policy,
-            encryption_key=props.log_encryption_key,
-        )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
-            state_machine_type=sfn.StateMachineType.STANDARD,
-            timeout=self.timeout,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-        )
-
-        self.alarms: dict[str, cloudwatch.Alarm] = {}
-        if props.alarm_topic is not None:
-            machine = self.state_machine
-            for key, name, metric, what in (
-                (
-                    "failed",
-                    "ExecutionsFailedAlarm",
-                    machine.metric_failed,
-                    "executions failed (order parked or input refused)",
-                ),
-                (
-                    "timed_out",
-                    "ExecutionsTimedOutAlarm",
-                    machine.metric_timed_out,
-                    "executions timed out (order half-done)",
-                ),
-                ("throttled", "ExecutionThrottledAlarm", machine.metric_throttled, "executions throttled"),
-            ):
-                self.alarms[key] = first_occurrence_alarm(
-                    self,
-                    name,
-                    metric(period=props.alarm_period, statistic="Sum"),
-                    f"order saga: {what}",
-                    props.alarm_topic,
-                )
-
-    @staticmethod
-    def _retry(task: tasks.LambdaInvoke, errors: list[str], policy: RetryPolicy) -> None:
-        task.add_retry(
-            errors=errors,
-            interval=policy.interval,
-            backoff_rate=policy.backoff_rate,
-            max_attempts=policy.max_attempts,
-            max_delay=policy.max_delay,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        key = props.orders_table.encryption_key
+        if key is not None:  # DynamoDB uses the table's key on the caller's behalf (kms:ViaService)
+            self.state_machine.add_to_role_policy(
+                iam.PolicyStatement(actions=list(KMS_FOR_DDB_WRITE), resources=[key.key_arn])
+            )

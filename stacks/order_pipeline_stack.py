@@ -311,6 +311,7 @@ class OrderPipelineStack(Stack):
                 refund_payment=self.refund.function,
                 release_inventory=self.release.function,
                 finalize_order=self.finalize.function,
+                orders_table=self.orders_table,
                 step_timeout=STEP_TIMEOUT,
                 removal_policy=removal,
                 log_retention=stage.log_retention,

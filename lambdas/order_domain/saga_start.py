@@ -25,6 +25,17 @@ def saga_input(order_id: str, attempt: int, correlation_id: str, **extra: Any) -
     return {"order_id": order_id, "payment_attempt": attempt, "correlation_id": correlation_id, **extra}
 
 
+class CompensationRequested(Exception):
+    """An execution input with ``"compensate": true`` (``ops repair --action compensate``): the first
+    step raises it before doing anything, and the saga's catch sends the execution straight to the
+    compensations (constructs_lib/saga.py, ``compensate_all_on``)."""
+
+
+def compensation_requested(event: Any) -> bool:
+    """Whether a step's input is an operator's request to compensate (``"compensate": true`` exactly)."""
+    return isinstance(event, dict) and event.get("compensate") is True
+
+
 class SagaStarter:
     def __init__(self, state_machine_arn: str) -> None:
         self.state_machine_arn = state_machine_arn

@@ -1,10 +1,20 @@
-"""ReserveInventory saga step."""
+"""ReserveInventory saga step (and the saga's repair entry: ``"compensate": true`` -> compensations)."""
 
+from typing import Any
+
+from order_domain.saga_start import CompensationRequested, compensation_requested
 from order_domain.wiring import inventory_service
 from shared.step import build_step_handler
 
-handler = build_step_handler(
+_reserve = build_step_handler(
     "reserve-inventory",
     lambda settings: inventory_service(settings).reserve,
     required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "INVENTORY_TABLE_NAME"),
 )
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    # Before the idempotency record: a reservation already made must not answer this request.
+    if compensation_requested(event):
+        raise CompensationRequested(f"order {event.get('order_id')}: compensation requested by an operator")
+    return _reserve(event, context)

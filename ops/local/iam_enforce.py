@@ -5,10 +5,11 @@ How: ``BaseClient._make_api_call`` is wrapped at class level while :func:`enforc
 every client is covered, whichever session made it (Powertools builds its own). The caller is a
 context variable: set by :class:`~ops.local.deploy.LocalFunction` invocations (cold start included),
 by the SQS event source mapping (Lambda polls with the function's role), and by Step Functions'
-Lambda tasks (the state machine's role); work a handler submits to a ``ThreadPoolExecutor`` keeps
-its caller (a bare ``threading.Thread`` would not). Calls with no caller (the runner, the operator
-CLI, a producer) are not checked. A call the role does not allow raises what AWS raises: a
-``ClientError`` with the service's access-denied code, so the handlers' error handling runs.
+tasks, Lambda and direct integrations alike (the state machine's role); work a handler submits
+to a ``ThreadPoolExecutor`` keeps its caller (a bare ``threading.Thread`` would not). Calls with
+no caller (the runner, the operator CLI, a producer) are not checked. A call the role does not
+allow raises what AWS raises: a ``ClientError`` with the service's access-denied code, so the
+handlers' error handling runs.
 
 Platform use of a role is checked too, without failing the call (AWS drops logs or traces silently):
 Lambda writing the function's logs and X-Ray segments on each invocation, and Step Functions' log
@@ -315,28 +316,33 @@ def acting_as(key: str, platform: bool = False) -> Iterator[None]:
 
 
 class _StateMachineClient:
-    """The Lambda client Step Functions' tasks use, calling as the state machine's role."""
+    """A client Step Functions' tasks use (Lambda invoke, DynamoDB UpdateItem, ...): every API
+    call made through it runs as the state machine's role."""
 
     def __init__(self, client: Any, key: str) -> None:
         self._client = client
         self._key = key
 
-    def invoke(self, **kwargs: Any) -> Any:
-        with acting_as(self._key):
-            return self._client.invoke(**kwargs)
-
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+        attribute = getattr(self._client, name)
+        if name.startswith("_") or not callable(attribute) or name not in self._client.meta.method_to_api_mapping:
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with acting_as(self._key):
+                return attribute(*args, **kwargs)
+
+        return call
 
 
 @contextmanager
 def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     """Check every call of the deployment's functions and state machine against their roles."""
     import botocore.client
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
     from ops.local.deploy import LocalFunction
     from ops.local.event_sources import SqsPoller
+    from ops.local.moto_patches import step_functions_client_modules
 
     enforcer = IamEnforcer(deployment)
     enforcer.deployed()
@@ -344,7 +350,7 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke
     original_poll, original_release = SqsPoller.poll_once, SqsPoller.release_due
-    original_client_for = lambda_eval_utils.boto_client_for
+    task_modules = step_functions_client_modules()
     original_submit = ThreadPoolExecutor.submit
 
     def make_api_call(client: Any, operation: str, params: Any) -> Any:
@@ -379,16 +385,20 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
 
         return original_submit(pool, as_caller, *args, **kwargs)
 
-    def client_for(*args: Any, **kwargs: Any) -> Any:
-        client = original_client_for(*args, **kwargs)
-        return _StateMachineClient(client, enforcer.state_machine) if enforcer.state_machine else client
+    def as_state_machine(original_client_for: Any) -> Any:
+        def client_for(*args: Any, **kwargs: Any) -> Any:
+            client = original_client_for(*args, **kwargs)
+            return _StateMachineClient(client, enforcer.state_machine) if enforcer.state_machine else client
+
+        return client_for
 
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(botocore.client.BaseClient, "_make_api_call", make_api_call))
         stack.enter_context(mock.patch.object(LocalFunction, "invoke", invoke))
         stack.enter_context(mock.patch.object(SqsPoller, "poll_once", poll_once))
         stack.enter_context(mock.patch.object(SqsPoller, "release_due", release_due))
-        stack.enter_context(mock.patch.object(lambda_eval_utils, "boto_client_for", client_for))
+        for module in task_modules:
+            stack.enter_context(mock.patch.object(module, "boto_client_for", as_state_machine(module.boto_client_for)))
         stack.enter_context(mock.patch.object(ThreadPoolExecutor, "submit", submit))
         deployment.iam = enforcer
         yield enforcer

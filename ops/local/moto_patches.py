@@ -59,6 +59,31 @@ def fast_backend_lookup() -> Iterator[None]:
         yield
 
 
+#: moto's Step Functions task modules that call AWS through a module-level ``boto_client_for``
+#: (Lambda tasks, and the direct service integrations a saga may use). Patched together here and
+#: by ops/local/iam_enforce.py, so every task's AWS call gets the same client and IAM check.
+_TASK = "moto.stepfunctions.parser.asl.component.state.exec.state_task"
+STEP_FUNCTIONS_CLIENT_MODULES = (
+    f"{_TASK}.lambda_eval_utils",
+    f"{_TASK}.service.state_task_service_dynamodb",
+    f"{_TASK}.service.state_task_service_sqs",
+    f"{_TASK}.service.state_task_service_sns",
+    f"{_TASK}.service.state_task_service_events",
+    f"{_TASK}.service.state_task_service_aws_sdk",
+)
+
+
+def step_functions_client_modules() -> list[types.ModuleType]:
+    """The modules of :data:`STEP_FUNCTIONS_CLIENT_MODULES`, imported (each binds ``boto_client_for``)."""
+    import importlib
+
+    modules = [importlib.import_module(name) for name in STEP_FUNCTIONS_CLIENT_MODULES]
+    for module in modules:
+        if not callable(getattr(module, "boto_client_for", None)):
+            raise RuntimeError(f"{module.__name__} no longer binds boto_client_for: revisit ops/local/moto_patches.py")
+    return modules
+
+
 @contextmanager
 def cached_step_functions_clients() -> Iterator[None]:
     """moto's Step Functions interpreter builds a new boto3 client for every task it runs
@@ -78,10 +103,9 @@ def cached_step_functions_clients() -> Iterator[None]:
                 cache[key] = original(region, service, state_credentials)
             return cache[key]
 
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
-
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(lambda_eval_utils, "boto_client_for", cached))
+        for module in step_functions_client_modules():
+            stack.enter_context(mock.patch.object(module, "boto_client_for", cached))
         yield
 
 

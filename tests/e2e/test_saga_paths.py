@@ -226,3 +226,90 @@ def test_saga_execution_history_holds_no_customer_data(pipeline: PipelineRun) ->
     assert history
     for secret in ("tok_visa_PRIVATE77", "Private Person", "7 Hidden Lane"):
         assert not [event for event in history if secret in event]
+
+
+def _entered(execution_arn: str) -> list[str]:
+    events = boto3.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    return [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+
+
+def test_saga_completed_order_written_by_the_state_machine_in_four_states(pipeline: PipelineRun) -> None:
+    """MarkCompleted is a direct DynamoDB UpdateItem: the outcome, its history entry and the correlation ID."""
+    submit_and_drain(pipeline, (new_order("path-direct", "ok"), "cid-path-direct"))
+    item = order_item(pipeline, "path-direct")
+    assert item["status"] == "COMPLETED"
+    last = item["history"][-1]
+    assert (last["status"], last["attempt"], last["correlation_id"]) == ("COMPLETED", 1, "cid-path-direct")
+    assert [h["status"] for h in item["history"]].count("COMPLETED") == 1
+    (execution,) = order_executions(pipeline.target(), "path-direct")
+    assert _entered(execution["executionArn"]) == ["ReserveInventory", "ChargePayment", "ShipOrder", "MarkCompleted"]
+
+
+def test_saga_repeated_execution_never_rewrites_the_outcome(pipeline: PipelineRun) -> None:
+    """A second execution for a completed order: every step answers from its idempotency record and the
+    conditional outcome write fails, so the order keeps its one COMPLETED entry."""
+    submit_and_drain(pipeline, (new_order("path-again", "ok"), "cid-path-again"))
+    before = order_item(pipeline, "path-again")
+    sfn = boto3.client("stepfunctions")
+    arn = sfn.start_execution(
+        stateMachineArn=pipeline.target().output("StateMachineArn"),
+        name="order-path-again-attempt-1-repeat",
+        input=json.dumps({"order_id": "path-again", "payment_attempt": 1, "correlation_id": "cid-path-again"}),
+    )["executionArn"]
+    pipeline.drain()
+    assert sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
+    assert _entered(arn)[-2:] == ["MarkCompleted", "OutcomeAlreadyRecorded"]
+    after = order_item(pipeline, "path-again")
+    assert after["status"] == "COMPLETED"
+    assert after["history"] == before["history"]
+
+
+def test_saga_late_compensated_write_never_moves_a_completed_order_back(pipeline: PipelineRun) -> None:
+    submit_and_drain(pipeline, (new_order("path-late", "ok"), "cid-path-late"))
+    before = order_item(pipeline, "path-late")
+    sfn = boto3.client("stepfunctions")
+    # An operator's compensate request for an order that completed meanwhile: the compensations find
+    # the order terminal (their status moves are no-ops) and MarkCompensated's condition fails.
+    arn = sfn.start_execution(
+        stateMachineArn=pipeline.target().output("StateMachineArn"),
+        name="order-path-late-attempt-1-late",
+        input=json.dumps(
+            {"order_id": "path-late", "payment_attempt": 1, "correlation_id": "cid-path-late", "compensate": True}
+        ),
+    )["executionArn"]
+    pipeline.drain()
+    assert _entered(arn)[-2:] == ["MarkCompensated", "OutcomeAlreadyRecorded"]
+    after = order_item(pipeline, "path-late")
+    assert after["status"] == "COMPLETED"
+    assert [h["status"] for h in after["history"]] == [h["status"] for h in before["history"]]
+
+
+def test_saga_repair_compensate_goes_straight_to_the_compensations(pipeline: PipelineRun) -> None:
+    """``ops repair --action compensate`` on an order stuck before any step ran: no Route state any more,
+    ReserveInventory refuses the request before its idempotency record and the catch runs the compensations."""
+    order = new_order("path-undo", "ok")
+    from shared.aws import to_item
+
+    item = {
+        "order_id": "path-undo",
+        "status": "RECEIVED",
+        "payment_attempt": 1,
+        "correlation_id": "cid-path-undo",
+        "order": order,
+        "created_at": "2000-01-01T00:00:00Z",
+        "updated_at": "2000-01-01T00:00:00Z",
+        "history": [],
+    }
+    boto3.client("dynamodb").put_item(TableName=pipeline.orders_table, Item=to_item(item))
+    result = repair(pipeline.target(), "path-undo", "compensate")
+    assert result["result"] == "started"
+    pipeline.drain()
+    assert order_item(pipeline, "path-undo")["status"] == "COMPENSATED"
+    assert _entered(result["execution_arn"]) == [
+        "ReserveInventory",
+        "RefundPayment",
+        "ReleaseInventory",
+        "MarkCompensated",
+    ]
+    ops = ledger_ops(pipeline, "path-undo")
+    assert not [op for op in ops if op.get("status") in ("captured", "refunded", "shipped")], ops  # nothing moved

@@ -107,3 +107,36 @@ def test_repair_route_compensated_moves_a_parked_order_to_compensated(
 
     assert result == {"status": "COMPENSATED", "transition": "moved"}
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATED.value
+
+
+@pytest.mark.parametrize("flag", [True])
+def test_repair_route_reserve_refuses_a_compensate_request_before_any_effect(
+    load, order_factory, saga_input, seed_order, inventory: Inventory, lambda_context, flag
+):
+    """The saga has no Route state: ReserveInventory raises CompensationRequested (caught -> RefundPayment),
+    even when its reservation is already recorded, and reserves nothing."""
+    from order_domain.saga_start import CompensationRequested
+
+    inventory.seed(**{"SKU-A": 5, "SKU-B": 5})
+    reserve = load("reserve_inventory")
+    order = order_factory()
+    seed_order(order)
+    state = saga_input(order, "cid-repair-reserve")
+    with pytest.raises(CompensationRequested):
+        reserve({**state, "compensate": flag}, lambda_context)
+    assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)
+    reserve(state, lambda_context)  # a normal input still reserves
+    with pytest.raises(CompensationRequested):
+        reserve({**state, "compensate": flag}, lambda_context)  # not answered from the idempotency record
+
+
+@pytest.mark.parametrize("flag", [False, "true", None])
+def test_repair_route_reserve_runs_normally_without_a_boolean_true(
+    load, order_factory, saga_input, seed_order, inventory: Inventory, lambda_context, flag
+):
+    inventory.seed(**{"SKU-A": 5, "SKU-B": 5})
+    reserve = load("reserve_inventory")
+    order = order_factory()
+    seed_order(order)
+    result = reserve({**saga_input(order, "cid-repair-flag"), "compensate": flag}, lambda_context)
+    assert result["status"] == "reserved"

@@ -8,17 +8,24 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+import boto3
 import pytest
 from aws_cdk import App, Duration, Stack
-from aws_cdk.assertions import Template
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk.assertions import Match, Template
+from moto import mock_aws
 
+from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS
 from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
+from order_domain.status import OrderStatus, sources_of
 from shared.step import step_payload
-from tests.infra.conftest import InlineFunctionFactory, SynthResult, join_to_string, placeholder_target
+from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
 COMPENSATIONS = ("RefundPayment", "ReleaseInventory", "ReleaseInventoryThenPark")
-FINALIZE = ("MarkCompleted", "MarkCompensated", "MarkNeedsAttention")
+#: Outcome writes: direct DynamoDB UpdateItem integrations (no Lambda), and the park function.
+OUTCOME_WRITES = {"MarkCompleted": "COMPLETED", "MarkCompensated": "COMPENSATED"}
+DYNAMODB_UPDATE_ITEM = "arn:ARN<AWS::Partition>:states:::dynamodb:updateItem"
 
 #: The execution input intake starts the saga with (lambdas/order_domain/saga_start.py).
 #: What intake starts the saga with: references only (order_domain.saga_start.saga_input).
@@ -36,42 +43,6 @@ def _successors(state: dict[str, Any]) -> list[str]:
     found += [c["Next"] for c in state.get("Choices", [])]
     found += [state["Default"]] if "Default" in state else []
     return found
-
-
-_MISSING = object()
-
-
-def _lookup(document: dict[str, Any], path: str) -> Any:
-    value: Any = document
-    for part in filter(None, path.removeprefix("$").split(".")):
-        if not isinstance(value, dict) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
-
-
-def _rule_matches(rule: dict[str, Any], document: dict[str, Any]) -> bool:
-    """The subset of ASL choice rules the saga uses: And (in order), IsPresent, BooleanEquals.
-
-    Like Step Functions, a comparison on a missing path is a runtime error (hence IsPresent first).
-    """
-    if "And" in rule:
-        return all(_rule_matches(r, document) for r in rule["And"])
-    value = _lookup(document, rule["Variable"])
-    if "IsPresent" in rule:
-        return (value is not _MISSING) == rule["IsPresent"]
-    if value is _MISSING:
-        raise KeyError(f"States.Runtime: {rule['Variable']} is not present")
-    if "BooleanEquals" in rule:
-        return value is rule["BooleanEquals"]
-    raise AssertionError(f"unsupported choice rule {rule}")
-
-
-def _choose(state: dict[str, Any], document: dict[str, Any]) -> str:
-    for rule in state["Choices"]:
-        if _rule_matches(rule, document):
-            return str(rule["Next"])
-    return str(state["Default"])
 
 
 def _render_parameters(parameters: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
@@ -105,8 +76,10 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
         if state["Type"] == "Choice":  # takes no time: the longest of its branches
             return max(longest(s) for s in _successors(state))
         assert state["Type"] == "Task", f"unexpected state type in {name}"
-        timeout = function_timeouts[placeholder_target(state["Resource"]) or ""]
+        target = placeholder_target(state["Resource"])
+        timeout = function_timeouts[target] if target else math.inf  # a service integration: its TimeoutSeconds
         timeout = min(timeout, state.get("TimeoutSeconds", math.inf))
+        assert timeout < math.inf, f"{name} has no bounded attempt time"
         attempts, delays = 1, 0.0
         for retrier in state.get("Retry", []):
             n_max = retrier.get("MaxAttempts", 3)
@@ -145,7 +118,7 @@ def test_state_machine_standard_traced_and_fully_logged(dev: SynthResult) -> Non
 def test_state_machine_definition_is_fn_join(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.saga.state_machine))
     assert set(props["DefinitionString"]) == {"Fn::Join"}
-    assert json.loads(join_to_string(props["DefinitionString"]))["StartAt"] == "Route"
+    assert json.loads(join_to_string(props["DefinitionString"]))["StartAt"] == "ReserveInventory"
 
 
 # --- the saga's shape ---------------------------------------------------------------------------
@@ -153,13 +126,11 @@ def test_state_machine_definition_is_fn_join(dev: SynthResult) -> None:
 
 def test_saga_forward_path_reserve_charge_ship_complete(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
-    assert saga_definition["StartAt"] == "Route"
-    assert states["Route"]["Default"] == "ReserveInventory"
+    assert saga_definition["StartAt"] == "ReserveInventory"
     assert states["ReserveInventory"]["Next"] == "ChargePayment"
     assert states["ChargePayment"]["Next"] == "ShipOrder"
     assert states["ShipOrder"]["Next"] == "MarkCompleted"
-    assert states["MarkCompleted"]["Next"] == "OrderCompleted"
-    assert states["OrderCompleted"]["Type"] == "Succeed"
+    assert states["MarkCompleted"].get("End") is True  # no Succeed state after it: one transition less
 
 
 def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
@@ -171,51 +142,44 @@ def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: di
         "RefundPayment": stack.refund,
         "ReleaseInventory": stack.release,
         "ReleaseInventoryThenPark": stack.release,
-        **dict.fromkeys(FINALIZE, stack.finalize),
+        "MarkNeedsAttention": stack.finalize,
     }
     for name, construct in expected.items():
         state = saga_definition["States"][name]
         assert state["Type"] == "Task", name
         assert placeholder_target(state["Resource"]) == dev.logical_id(construct.function), name
+    for name in OUTCOME_WRITES:
+        state = saga_definition["States"][name]
+        assert state["Resource"] == DYNAMODB_UPDATE_ITEM, name
+        assert state["Parameters"]["TableName"] == f"ARN<{dev.logical_id(stack.orders_table)}>", name
     tasks = {name for name, state in saga_definition["States"].items() if state["Type"] == "Task"}
-    assert tasks == set(expected)
+    assert tasks == set(expected) | set(OUTCOME_WRITES)
 
 
-# --- Route: the repair entry point ----------------------------------------------------------------
+# --- no routing states; the repair entry ----------------------------------------------------------
 
 
-def test_saga_route_is_the_start_and_only_choice(saga_definition: dict[str, Any]) -> None:
+def test_saga_has_no_routing_states(saga_definition: dict[str, Any]) -> None:
+    """Only tasks on every path; the one Succeed state ends a repeated outcome write, the Fail states fail."""
     states = saga_definition["States"]
-    assert saga_definition["StartAt"] == "Route"
-    assert [name for name, state in states.items() if state["Type"] == "Choice"] == ["Route"]
-    route = states["Route"]
-    assert route["Default"] == "ReserveInventory"
-    assert [c["Next"] for c in route["Choices"]] == ["RefundPayment"]
-    # nothing else leads back to Route: it is only the entry point
-    assert all("Route" not in _successors(s) for s in states.values())
+    types = {name: state["Type"] for name, state in states.items()}
+    assert not [name for name, t in types.items() if t in ("Choice", "Pass", "Wait", "Parallel", "Map")]
+    assert [name for name, t in types.items() if t == "Succeed"] == ["OutcomeAlreadyRecorded"]
+    assert sorted(name for name, t in types.items() if t == "Fail") == ["CompensationFailed", "InputRefused"]
 
 
-@pytest.mark.parametrize(
-    ("extra_input", "expected"),
-    [
-        pytest.param({"compensate": True}, "RefundPayment", id="compensate-true"),
-        pytest.param({"compensate": False}, "ReserveInventory", id="compensate-false"),
-        pytest.param({}, "ReserveInventory", id="intake-input-without-compensate"),
-        pytest.param({"compensate": "true"}, "ReserveInventory", id="string-is-not-boolean"),
-    ],
-)
-def test_saga_route_compensate_true_goes_to_refund_otherwise_reserve(
-    saga_definition: dict[str, Any], extra_input: dict[str, Any], expected: str
-) -> None:
-    """Intake's input has no ``compensate`` key: the IsPresent guard keeps the comparison from failing."""
-    route = saga_definition["States"]["Route"]
-    assert _choose(route, {**SAGA_INPUT, **extra_input}) == expected
+def test_saga_repair_request_skips_to_the_compensations(saga_definition: dict[str, Any]) -> None:
+    """``ops repair --action compensate``: ReserveInventory raises CompensationRequested -> RefundPayment."""
+    (catcher,) = [c for c in saga_definition["States"]["ReserveInventory"]["Catch"] if c["Next"] == "RefundPayment"]
+    assert catcher["ErrorEquals"] == ["CompensationRequested"]
+    assert catcher["ResultPath"] == "$.error"
 
 
 def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]) -> None:
     # First: an input naming no order we can act on ends the execution; nothing was done.
     assert _catches(saga_definition["States"]["ReserveInventory"]) == [
         (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
+        (["CompensationRequested"], "RefundPayment"),
         (["States.ALL"], "ReleaseInventory"),
     ]
     assert saga_definition["States"]["InputRefused"]["Type"] == "Fail"
@@ -239,8 +203,7 @@ def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]
     assert states["RefundPayment"]["ResultPath"] == "$.refund"
     assert states["ReleaseInventory"]["ResultPath"] == "$.release"
     assert states["ReleaseInventory"]["Next"] == "MarkCompensated"
-    assert states["MarkCompensated"]["Next"] == "OrderCompensated"
-    assert states["OrderCompensated"]["Type"] == "Succeed"
+    assert states["MarkCompensated"].get("End") is True
 
 
 def test_saga_compensations_retry_all_errors_with_full_jitter(saga_definition: dict[str, Any]) -> None:
@@ -294,13 +257,24 @@ def test_saga_parked_order_reports_the_refund_error(saga_definition: dict[str, A
 
 
 def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[str, Any]) -> None:
-    for name in (*FORWARD, *FINALIZE):
+    for name in (*FORWARD, "MarkNeedsAttention"):
         (retry,) = saga_definition["States"][name]["Retry"]
         assert retry["ErrorEquals"] == list(DEFAULT_TRANSIENT_ERRORS), name
         assert "States.ALL" not in retry["ErrorEquals"], name
         assert retry["JitterStrategy"] == "FULL", name
         assert retry["MaxDelaySeconds"] == 10, name
         assert retry["MaxAttempts"] == 3, name
+
+
+def test_saga_outcome_writes_retry_throttling_and_end_on_a_failed_condition(saga_definition: dict[str, Any]) -> None:
+    """A repeat or a late write fails the condition: the execution ends, nothing is overwritten."""
+    for name in OUTCOME_WRITES:
+        state = saga_definition["States"][name]
+        (retry,) = state["Retry"]
+        assert retry["ErrorEquals"] == list(DYNAMODB_TRANSIENT_ERRORS), name
+        assert "DynamoDB.ConditionalCheckFailedException" not in retry["ErrorEquals"], name
+        assert _catches(state) == [(["DynamoDB.ConditionalCheckFailedException"], "OutcomeAlreadyRecorded")], name
+        assert state["TimeoutSeconds"] == 10, name
 
 
 def test_saga_catches_keep_the_order_state(saga_definition: dict[str, Any]) -> None:
@@ -326,18 +300,19 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
         if state["Type"] == "Task":
             assert "Next" in state or state.get("End") is True, name
     assert seen == set(states)
-    assert len(states) == 14  # Route, 3 forward, 3 compensation tasks, 3 Mark*, 2 Succeed, 2 Fail
+    assert len(states) == 12  # 3 forward, 3 compensation tasks, 3 Mark*, 1 Succeed, 2 Fail
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
-    """3 forward steps + 3 compensation tasks (worst case each) + one finalize step + 60 s."""
+    """3 forward steps + 2 compensations (worst case each) + the slowest outcome task + 60 s."""
     forward = RetryPolicy().worst_case_seconds(30)  # 4 x 30 s + 1 + 2 + 4 s
     compensation = RetryPolicy(
         interval=Duration.seconds(2), max_attempts=5, max_delay=Duration.seconds(30)
     ).worst_case_seconds(30)  # 6 x 30 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
-    assert (forward, compensation) == (127, 240)
-    budget = 3 * forward + 3 * compensation + forward + 60
-    assert budget == 1288
+    outcome_write = RetryPolicy().worst_case_seconds(10)  # the UpdateItem tasks' TimeoutSeconds
+    assert (forward, compensation, outcome_write) == (127, 240, 47)
+    budget = 3 * forward + 2 * compensation + max(forward, outcome_write) + 60  # MarkNeedsAttention is a function
+    assert budget == 1048
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
@@ -345,7 +320,7 @@ def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition:
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
     # Reserve, Charge, Ship (127 s each), then two compensation tasks (240 s each: Refund and
-    # ReleaseInventory or ReleaseInventoryThenPark), then one finalize (127 s).
+    # ReleaseInventory or ReleaseInventoryThenPark), then MarkNeedsAttention (127 s).
     assert worst == 3 * 127 + 2 * 240 + 127
     assert saga_definition["TimeoutSeconds"] >= worst + 60
 
@@ -365,23 +340,156 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
     assert step_payload({**SAGA_INPUT, "compensate": True}) == step_payload(SAGA_INPUT)
 
 
-def test_saga_finalize_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:
-    """Mark* tasks build their own payload: it must still carry what shared.step.step_payload requires."""
+def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:
+    """MarkNeedsAttention builds its own payload: it must still carry what shared.step.step_payload requires."""
     failure = {"Error": "ProviderUnavailable", "Cause": "boom"}
     state_document = {**SAGA_INPUT, "reservation": {}, "error": failure, "compensation_error": failure}
-    outcomes = {"MarkCompleted": "COMPLETED", "MarkCompensated": "COMPENSATED", "MarkNeedsAttention": "NEEDS_ATTENTION"}
-    for name, outcome in outcomes.items():
-        rendered = _render_parameters(saga_definition["States"][name]["Parameters"], state_document)
-        assert rendered["outcome"] == outcome, name
-        assert rendered["correlation_id"] == "c-1", name
-        payload = step_payload(rendered)  # raises InvalidStepInput if a reference is missing
-        expected: dict[str, Any] = {"order_id": "o-1", "payment_attempt": 1, "outcome": outcome}
-        if name == "MarkNeedsAttention":
-            # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
-            expected["error"] = failure
-        assert payload == expected, name
-    needs_attention = _render_parameters(saga_definition["States"]["MarkNeedsAttention"]["Parameters"], state_document)
-    assert needs_attention["error"] == failure
+    rendered = _render_parameters(saga_definition["States"]["MarkNeedsAttention"]["Parameters"], state_document)
+    assert rendered["outcome"] == "NEEDS_ATTENTION"
+    assert rendered["correlation_id"] == "c-1"
+    # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
+    expected = {"order_id": "o-1", "payment_attempt": 1, "outcome": "NEEDS_ATTENTION", "error": failure}
+    assert step_payload(rendered) == expected
+
+
+# --- the outcome writes: a direct DynamoDB integration with a condition ------------------------
+
+
+def _render_dynamodb(value: Any, document: dict[str, Any], entered: str) -> Any:
+    """ASL's ``"S.$"`` / ``"N.$"`` fields of a DynamoDB integration, resolved against ``document``."""
+    if isinstance(value, list):
+        return [_render_dynamodb(v, document, entered) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not key.endswith(".$"):
+            out[key] = _render_dynamodb(item, document, entered)
+        elif item == "$$.State.EnteredTime":
+            out[key[:-2]] = entered
+        elif item.startswith("States.JsonToString("):
+            out[key[:-2]] = json.dumps(
+                _render_parameters({"v.$": item[len("States.JsonToString(") : -1]}, document)["v"]
+            )
+        else:
+            out[key[:-2]] = _render_parameters({"v.$": item}, document)["v"]
+    return out
+
+
+def test_saga_outcome_conditions_match_the_status_rules(saga_definition: dict[str, Any]) -> None:
+    """The states' source statuses are the ones lambdas/order_domain/status.py allows."""
+    for name, outcome in OUTCOME_WRITES.items():
+        values = saga_definition["States"][name]["Parameters"]["ExpressionAttributeValues"]
+        sources = {v["S"] for k, v in values.items() if k.startswith(":f")}
+        assert sources == {s.value for s in sources_of(OrderStatus(outcome))}, name
+
+
+@pytest.mark.parametrize("name", sorted(OUTCOME_WRITES))
+def test_saga_outcome_write_moves_only_forward_once_and_records_the_correlation_id(
+    saga_definition: dict[str, Any], name: str
+) -> None:
+    """The state's own UpdateItem (rendered as Step Functions would) against every status, on moto:
+    it moves only from an allowed status of the same attempt, never overwrites a terminal status,
+    and a repeat changes nothing (no second history entry)."""
+    outcome = OUTCOME_WRITES[name]
+    parameters = dict(saga_definition["States"][name]["Parameters"])
+    document = {**SAGA_INPUT, "payment_attempt": 2, "correlation_id": "cid-outcome"}
+    request = _render_dynamodb(parameters, document, "2026-11-21T10:00:00.000Z")
+    allowed = sources_of(OrderStatus(outcome))
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="orders",
+            KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        request["TableName"] = "orders"
+        for status in OrderStatus:
+            for attempt in (1, 2):
+                ddb.put_item(
+                    TableName="orders",
+                    Item={
+                        "order_id": {"S": "o-1"},
+                        "status": {"S": status.value},
+                        "payment_attempt": {"N": str(attempt)},
+                        "history": {"L": []},
+                    },
+                )
+                should_move = status in allowed and attempt == 2
+                try:
+                    ddb.update_item(**request)
+                    moved = True
+                except ddb.exceptions.ConditionalCheckFailedException:
+                    moved = False
+                assert moved == should_move, (status, attempt)
+                item = ddb.get_item(TableName="orders", Key={"order_id": {"S": "o-1"}})["Item"]
+                if not moved:
+                    assert item["status"]["S"] == status.value and item["history"]["L"] == []
+                    continue
+                assert item["status"]["S"] == outcome
+                assert item["updated_at"]["S"] == "2026-11-21T10:00:00.000Z"
+                (entry,) = item["history"]["L"]
+                assert entry["M"] == {
+                    "status": {"S": outcome},
+                    "at": {"S": "2026-11-21T10:00:00.000Z"},
+                    "attempt": {"N": "2"},
+                    "correlation_id": {"S": "cid-outcome"},
+                }
+                with pytest.raises(ddb.exceptions.ConditionalCheckFailedException):
+                    ddb.update_item(**request)  # the repeat
+                again = ddb.get_item(TableName="orders", Key={"order_id": {"S": "o-1"}})["Item"]
+                assert len(again["history"]["L"]) == 1
+        ddb.delete_item(TableName="orders", Key={"order_id": {"S": "o-1"}})
+        with pytest.raises(ddb.exceptions.ConditionalCheckFailedException):
+            ddb.update_item(**request)  # an unknown order is never created by the write
+        assert "Item" not in ddb.get_item(TableName="orders", Key={"order_id": {"S": "o-1"}})
+
+
+def test_saga_role_writes_only_updateitem_on_the_orders_table(dev: SynthResult) -> None:
+    template = dev.template
+    role = dev.logical_id(dev.stack.saga.state_machine.role)
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [{"Ref": role}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Action": "dynamodb:UpdateItem",
+                            "Effect": "Allow",
+                            "Resource": {
+                                "Fn::Join": [
+                                    "",
+                                    Match.array_with([":table/", {"Ref": dev.logical_id(dev.stack.orders_table)}]),
+                                ]
+                            },
+                        }
+                    ]
+                )
+            },
+        },
+    )
+    actions = {a for s in dev.statements_of_role(role) for a in as_list(s["Action"]) if a.startswith("dynamodb:")}
+    assert actions == {"dynamodb:UpdateItem"}
+    assert not [s for s in dev.statements_of_role(role) if any(a.startswith("kms:") for a in as_list(s["Action"]))]
+
+
+def test_saga_role_may_use_the_orders_key_in_prod(prod: SynthResult) -> None:
+    """The orders table has a customer-managed key in prod: DynamoDB uses it on the caller's behalf."""
+    role = prod.logical_id(prod.stack.saga.state_machine.role)
+    key_statements = [
+        s for s in prod.statements_of_role(role) if any(a.startswith("kms:") for a in as_list(s["Action"]))
+    ]
+    (statement,) = key_statements
+    assert sorted(as_list(statement["Action"])) == [
+        "kms:Decrypt",
+        "kms:DescribeKey",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+    ]
+    assert as_list(statement["Resource"]) == [{"Fn::GetAtt": [prod.logical_id(prod.stack.data_key), "Arn"]}]
 
 
 # --- the budget with non-default retry policies (small stack, inline functions) -----------------
@@ -392,6 +500,9 @@ def _saga_template(inline_function: InlineFunctionFactory, **props: Any) -> dict
     fns = {
         name: inline_function(stack, name, 30) for name in ("Reserve", "Charge", "Ship", "Refund", "Release", "Final")
     }
+    orders = dynamodb.Table(
+        stack, "Orders", partition_key=dynamodb.Attribute(name="order_id", type=dynamodb.AttributeType.STRING)
+    )
     OrderSaga(
         stack,
         "Saga",
@@ -402,6 +513,7 @@ def _saga_template(inline_function: InlineFunctionFactory, **props: Any) -> dict
             refund_payment=fns["Refund"],
             release_inventory=fns["Release"],
             finalize_order=fns["Final"],
+            orders_table=orders,
             step_timeout=Duration.seconds(30),
             **props,
         ),

@@ -1,0 +1,1 @@
+"""Examples built with this project's library (constructs_lib)."""
