@@ -30,7 +30,8 @@ def pipeline(assembly: CloudAssembly) -> Iterator[PipelineRun]:
 
 def dlq_messages(run: PipelineRun, queue: str = "OrdersDlqUrl") -> list[dict[str, Any]]:
     url = run.target().output(queue)
-    out, seen = [], set()
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     while True:
         batch = (
             boto3.client("sqs")

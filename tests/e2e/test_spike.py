@@ -21,13 +21,19 @@ from ops.local.spike import SpikeOptions, run_spike
 QUOTAS = Quotas(sfn_start_bucket=130, sfn_start_refill=30)
 pytestmark = pytest.mark.e2e
 
-SPIKE = {"peak_per_second": 100.0, "baseline_per_second": 0.5, "minutes": 3.0, "scale": 100.0, "quotas": QUOTAS}
+SPIKE: dict[str, Any] = {
+    "peak_per_second": 100.0,
+    "baseline_per_second": 0.5,
+    "minutes": 3.0,
+    "scale": 100.0,
+    "quotas": QUOTAS,
+}
 
 
 def _spike(tmp: Path, backoff: bool) -> tuple[dict[str, Any], Path]:
     out = tmp / ("backoff" if backoff else "today")
     synthesize(out, "dev", {"intake_throttle_backoff": backoff})
-    options = SpikeOptions(**SPIKE, throttle_backoff=backoff, assembly_dir=out, plot=None)  # type: ignore[arg-type]
+    options = SpikeOptions(**SPIKE, throttle_backoff=backoff, assembly_dir=out, plot=None)
     return run_spike(options), out
 
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aws_cdk import App, Aspects, Duration, Stack
@@ -30,14 +30,14 @@ CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text
 PLACEHOLDER = "ARN"
 
 #: Well-formed provider context (any values that pass the stage rules; nothing is called at synth).
-PROVIDER_CONTEXT: dict[str, str] = {
+PROVIDER_CONTEXT: dict[str, Any] = {
     "payment_api_url": "https://pay.example.com",
     "payment_api_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:pay-AbCdEf",
     "carrier_api_url": "https://ship.example.com",
     "carrier_api_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ship-AbCdEf",
 }
 #: What ``-c stage=prod`` needs: the provider keys and an alarm e-mail.
-PROD_CONTEXT: dict[str, str] = {"stage": "prod", "alarm_email": "ops@example.com", **PROVIDER_CONTEXT}
+PROD_CONTEXT: dict[str, Any] = {"stage": "prod", "alarm_email": "ops@example.com", **PROVIDER_CONTEXT}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -181,3 +181,21 @@ def inline_function() -> InlineFunctionFactory:
         )
 
     return make
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """``value``, asserted not None (an optional stack attribute the test's stage creates)."""
+    assert value is not None
+    return value
+
+
+def cfn(construct: Any) -> Any:
+    """The CfnElement behind ``construct`` (its default child), for ``Stack.get_logical_id``."""
+    from aws_cdk import CfnElement
+
+    child = getattr(construct.node, "default_child", None) or construct
+    assert isinstance(child, CfnElement)
+    return child

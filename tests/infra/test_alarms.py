@@ -115,12 +115,18 @@ def test_alarms_prod_topic_has_email_subscription(prod: SynthResult) -> None:
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
+def _arn_name(arn: str) -> str:
+    found = re.fullmatch(r"ARN<(\w+)\.Arn>", arn)
+    assert found is not None, arn
+    return found[1]
+
+
 def test_alarms_dashboard_shows_every_alarm(stage: str, request: pytest.FixtureRequest) -> None:
     synth: SynthResult = request.getfixturevalue(stage)
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
     body = json.loads(join_to_string(dashboard["Properties"]["DashboardBody"]))
     shown = {
-        re.fullmatch(r"ARN<(\w+)\.Arn>", arn)[1]
+        _arn_name(arn)
         for widget in body["widgets"]
         if widget["type"] == "alarm"
         for arn in widget["properties"]["alarms"]

@@ -198,7 +198,7 @@ def test_resilient_queue_alarm_descriptions_default_neutral_and_overridable(stac
 # --- ResilientQueue: rejected combinations ------------------------------------------------------------
 
 
-def _existing(stack: Stack) -> dict[str, sqs.IQueue]:
+def _existing(stack: Stack) -> dict[str, Any]:
     return {
         "existing_queue": sqs.Queue.from_queue_arn(stack, "Existing", QUEUE_ARN),
         "existing_dead_letter_queue": sqs.Queue.from_queue_arn(stack, "ExistingDlq", DLQ_ARN),

@@ -17,7 +17,7 @@ from aws_cdk.assertions import Template
 from constructs_lib.dashboard import DashboardGraph, DashboardTitles, PipelineDashboard, PipelineDashboardProps
 from constructs_lib.function import DEFAULT_METRICS_NAMESPACE
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
-from tests.infra.conftest import PLACEHOLDER, join_to_string
+from tests.infra.conftest import PLACEHOLDER, cfn, join_to_string
 
 SERVICES = ("intake", "charge-payment", "ship-order")
 NAMESPACE = "Shop"
@@ -120,7 +120,7 @@ def built() -> Built:
 def test_dashboard_is_one_resource_exposed_as_attribute(built: Built) -> None:
     dashboards = built.template.find_resources("AWS::CloudWatch::Dashboard")
     assert len(dashboards) == 1
-    assert built.stack.get_logical_id(built.dashboard.dashboard.node.default_child) in dashboards
+    assert built.stack.get_logical_id(cfn(built.dashboard.dashboard)) in dashboards
 
 
 @pytest.mark.parametrize(

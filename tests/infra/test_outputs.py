@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.infra.conftest import SynthResult
+from tests.infra.conftest import SynthResult, present
 
 
 def _outputs(synth: SynthResult) -> dict[str, Any]:
@@ -25,8 +25,8 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         stack.refund,
         stack.release,
         stack.finalize,
-        stack.payment_provider,
-        stack.carrier,
+        present(stack.payment_provider),
+        present(stack.carrier),
         stack.sweeper,
         stack.dlq_replay,
     )

@@ -119,7 +119,7 @@ def test_hostile_plan_off_leaves_the_seeded_plan_unchanged() -> None:
 
 
 def test_hostile_batches_keep_sqs_batch_under_its_size_limit() -> None:
-    big = [("x" * 100_000, "cid")] * 3 + [("{}", None)] * 25
+    big: list[tuple[str, str | None]] = [("x" * 100_000, "cid")] * 3 + [("{}", None)] * 25
     batches = list(_batches(big))
     assert all(len(b) <= 10 and sum(len(body) for body, _ in b) <= 200_000 for b in batches)
     assert sum(len(b) for b in batches) == 28
@@ -150,8 +150,9 @@ def test_hostile_outcomes_say_where_each_ended() -> None:
         dlq(c[1], category="unknown", receive_count="3"),
         dlq(c[2], receive_count="2"),
     ]
-    status = {ghost[0].order_id: "FAILED", ghost[1].order_id: "FAILED", ghost[2].order_id: "SUCCEEDED"}
-    ended, misplaced = hostile.outcomes([*deep, *ghost], found, set(), status, {ghost[1].order_id: 2})
+    ids = [str(g.order_id) for g in ghost]
+    status = {ids[0]: "FAILED", ids[1]: "FAILED", ids[2]: "SUCCEEDED"}
+    ended, misplaced = hostile.outcomes([*deep, *ghost], found, set(), status, {ids[1]: 2})
     assert ended["deep_nesting"] == {
         "injected": 4,
         "dlq_permanent_first_receive": 1,
