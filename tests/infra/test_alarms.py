@@ -114,13 +114,13 @@ def test_alarms_prod_topic_has_email_subscription(prod: SynthResult) -> None:
     )
 
 
-@pytest.mark.parametrize("stage", ["dev", "prod"])
 def _arn_name(arn: str) -> str:
     found = re.fullmatch(r"ARN<(\w+)\.Arn>", arn)
     assert found is not None, arn
     return found[1]
 
 
+@pytest.mark.parametrize("stage", ["dev", "prod"])
 def test_alarms_dashboard_shows_every_alarm(stage: str, request: pytest.FixtureRequest) -> None:
     synth: SynthResult = request.getfixturevalue(stage)
     (dashboard,) = synth.of_type("AWS::CloudWatch::Dashboard").values()
