@@ -1,0 +1,154 @@
+"""The generic saga construct: the definition it builds, its budget, and the prop combinations it refuses at synth."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import App, Duration, Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Template
+
+from constructs_lib.generic_saga import (
+    LambdaTask,
+    RetryPolicy,
+    Saga,
+    SagaProps,
+    SagaRecorder,
+    SagaStep,
+    budget_seconds,
+)
+from tests.infra.conftest import join_to_string
+
+
+def _fn(stack: Stack, name: str, timeout: int = 10) -> lambda_.Function:
+    return lambda_.Function(
+        stack,
+        name,
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return event\n"),
+        timeout=Duration.seconds(timeout),
+    )
+
+
+def _steps(stack: Stack) -> list[SagaStep]:
+    return [
+        SagaStep("Reserve", LambdaTask(_fn(stack, "R")), compensation=LambdaTask(_fn(stack, "UR"))),
+        SagaStep(
+            "Charge",
+            LambdaTask(_fn(stack, "C")),
+            compensation=LambdaTask(_fn(stack, "UC")),
+            skip_compensation_on=("Declined",),
+        ),
+        SagaStep("Notify", LambdaTask(_fn(stack, "N"))),
+    ]
+
+
+def _definition(stack: Stack) -> dict[str, Any]:
+    (machine,) = Template.from_stack(stack).find_resources("AWS::StepFunctions::StateMachine").values()
+    definition: dict[str, Any] = json.loads(join_to_string(machine["Properties"]["DefinitionString"]))
+    return definition
+
+
+def test_saga_runs_steps_forward_and_compensations_in_reverse() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    Saga(stack, "Saga", props=SagaProps(steps=_steps(stack)))
+    states = _definition(stack)["States"]
+    assert _definition(stack)["StartAt"] == "Reserve"
+    assert states["Reserve"]["Next"] == "Charge" and states["Charge"]["Next"] == "Notify"
+    # A failure of Notify compensates Charge, then Reserve (reverse order).
+    assert {c["Next"] for c in states["Notify"]["Catch"]} == {"UndoCharge"}
+    assert states["UndoCharge"]["Next"] == "UndoReserve"
+    # Charge's business error means "did nothing": its own compensation is skipped.
+    declined = next(c for c in states["Charge"]["Catch"] if c["ErrorEquals"] == ["Declined"])
+    assert declined["Next"] == "UndoReserve"
+    # A compensation that keeps failing still runs the earlier ones, then parks.
+    assert {c["Next"] for c in states["UndoCharge"]["Catch"]} == {"UndoReserveThenPark"}
+    assert states["UndoReserveThenPark"]["Next"] == "CompensationFailed"
+    assert states["CompensationFailed"]["Type"] == "Fail"
+    # Compensations retry any error; forward steps never retry States.ALL.
+    assert states["UndoCharge"]["Retry"][0]["ErrorEquals"] == ["States.ALL"]
+    assert all("States.ALL" not in r["ErrorEquals"] for r in states["Charge"]["Retry"])
+    assert not [s for s in states.values() if s["Type"] in ("Pass", "Choice")]  # no routing-only states
+
+
+def test_saga_execution_timeout_is_budgeted_from_the_policies() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    props = SagaProps(
+        steps=_steps(stack), forward_retry=RetryPolicy(max_attempts=1), timeout_margin=Duration.seconds(0)
+    )
+    saga = Saga(stack, "Saga", props=props)
+    # 3 forward steps: 2 attempts x 10 s + one 1 s delay each; 2 compensations: 6 attempts x 10 s + 2+4+8+16+30 s.
+    assert budget_seconds(props) == 3 * (2 * 10 + 1) + 2 * (6 * 10 + 60)
+    assert saga.timeout.to_seconds() == budget_seconds(props)
+    assert _definition(stack)["TimeoutSeconds"] == budget_seconds(props)
+
+
+def _refused(make: Any) -> str:
+    stack = Stack(App(), "SagaUnderTest")
+    with pytest.raises(ValueError) as caught:
+        Saga(stack, "Saga", props=make(stack))
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda s: SagaProps(steps=[]), "at least one step"),
+        (
+            lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A")), skip_compensation_on=("E",))]),
+            "skip_compensation_on needs a compensation",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[
+                    SagaStep(
+                        "A",
+                        LambdaTask(_fn(s, "A")),
+                        compensation=LambdaTask(_fn(s, "U")),
+                        skip_compensation_on=("States.ALL",),
+                    )
+                ]
+            ),
+            "cannot be States.ALL",
+        ),
+        (
+            lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A")), compensation_name="UndoA")]),
+            "without a compensation",
+        ),
+        (
+            lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A"), retry_on=("States.ALL",)))]),
+            "transient errors only",
+        ),
+        (
+            lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A")))], compensate_all_on=("Undo",)),
+            "compensate_all_on needs",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[SagaStep("A", LambdaTask(_fn(s, "A")))],
+                parked=SagaRecorder("Park", LambdaTask(_fn(s, "P"))),
+            ),
+            "nothing can park",
+        ),
+        (
+            lambda s: SagaProps(steps=_steps(s), refused_input_errors=("Unknown",), compensate_all_on=("Unknown",)),
+            "two meanings",
+        ),
+        (lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A")), result_path="$")]), "must start with '$.'"),
+        (
+            lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A"))), SagaStep("A", LambdaTask(_fn(s, "B")))]),
+            "state names must be unique",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[SagaStep("A", LambdaTask(lambda_.Function.from_function_name(s, "Imported", "imported")))]
+            ),
+            "needs timeout=",
+        ),
+    ],
+)
+def test_saga_rejects_bad_prop_combinations_at_synth(make: Any, message: str) -> None:
+    assert message in _refused(make)
