@@ -36,6 +36,8 @@ from constructs_lib.stage import StageConfig
 from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
+#: The middleware package (packages/lambda_resilience), staged into the app code layer.
+MIDDLEWARE_PACKAGE_DIR = LAMBDAS_DIR.parent / "packages" / "lambda_resilience" / "src" / "lambda_resilience"
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
 LAYER_DISTRIBUTIONS = (
     "aws-lambda-powertools",
@@ -44,7 +46,7 @@ LAYER_DISTRIBUTIONS = (
     "fastjsonschema",
     "jsonpath-ng",
     "urllib3",  # the HTTPS provider adapters (order_domain.https_providers)
-    "aws-xray-sdk",  # Powertools Tracer (shared.tracing)
+    "aws-xray-sdk",  # Powertools Tracer (lambda_resilience.tracing)
     "wrapt",  # the X-Ray SDK's dependency; staged without its C extension (pure-Python fallback)
 )
 #: Distributions staged without their optional compiled extension.
@@ -161,7 +163,7 @@ class OrderPipelineStack(Stack):
             ),
         ).layer
         # Our shared code; the sandbox package only where the sandbox is deployed (never in prod).
-        app_packages = [LAMBDAS_DIR / "shared", LAMBDAS_DIR / "order_domain"]
+        app_packages = [MIDDLEWARE_PACKAGE_DIR, LAMBDAS_DIR / "order_domain"]
         if stage.uses_sandbox:
             app_packages.append(LAMBDAS_DIR / "sandbox")
         app_code = SourceTreeLayer(
@@ -330,7 +332,7 @@ class OrderPipelineStack(Stack):
             ),
         )
         if throttle_backoff:
-            # A throttled record is sent again with a delay and acknowledged (lambdas/shared/backoff.py):
+            # A throttled record is sent again with a delay and acknowledged (lambda_resilience.backoff):
             # a spike turns into latency, never into valid orders in the DLQ (README, "Black Friday").
             self.intake.function.add_environment("THROTTLE_REQUEUE_QUEUE_URL", self.orders_queue.queue.queue_url)
             _grant_queue(self.orders_queue.queue, self.intake.function, "sqs:SendMessage")

@@ -50,13 +50,13 @@ from aws_lambda_powertools.utilities.idempotency import (  # noqa: E402
 )
 from moto import mock_aws  # noqa: E402
 
+from lambda_resilience.aws import reset_clients  # noqa: E402
+from lambda_resilience.batch import process_sqs_batch  # noqa: E402
+from lambda_resilience.correlation import correlation_scope  # noqa: E402
+from lambda_resilience.idempotency import IdempotentOperation, make_persistence  # noqa: E402
 from ops.local.lambda_runtime import FakeLambdaContext  # noqa: E402
 from ops.local.moto_patches import atomic_dynamodb  # noqa: E402
 from ops.local.moto_server import moto_server  # noqa: E402
-from shared.aws import reset_clients  # noqa: E402
-from shared.batch import process_sqs_batch  # noqa: E402
-from shared.correlation import correlation_scope  # noqa: E402
-from shared.idempotency import IdempotentOperation, make_persistence  # noqa: E402
 
 TTL = 24 * 3600
 ROUND_TRIP_SECONDS = 0.005

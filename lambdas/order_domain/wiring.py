@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from lambda_resilience.correlation import current_correlation_id
+from lambda_resilience.exceptions import ConfigurationError
 from order_domain.attention import NeedsAttentionNotifier
 from order_domain.intake import IntakeService
 from order_domain.inventory import InventoryService
@@ -13,11 +15,9 @@ from order_domain.payments import PaymentService
 from order_domain.ports import Carrier, PaymentProvider
 from order_domain.providers import LambdaCarrier, LambdaPaymentProvider
 from order_domain.saga_start import SagaStarter
+from order_domain.settings import Settings
 from order_domain.shipping import ShippingService
 from order_domain.status import OrderStatus
-from shared.config import Settings
-from shared.correlation import current_correlation_id
-from shared.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from order_domain.https_providers import HttpsJsonClient

@@ -13,7 +13,7 @@ from aws_cdk import App, Duration, Stack
 from aws_cdk.assertions import Template
 
 from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
-from shared.step import step_payload
+from order_domain.step import step_payload
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
@@ -366,7 +366,7 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
 
 
 def test_saga_finalize_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:
-    """Mark* tasks build their own payload: it must still carry what shared.step.step_payload requires."""
+    """Mark* tasks build their own payload: it must still carry what order_domain.step.step_payload requires."""
     failure = {"Error": "ProviderUnavailable", "Cause": "boom"}
     state_document = {**SAGA_INPUT, "reservation": {}, "error": failure, "compensation_error": failure}
     outcomes = {"MarkCompleted": "COMPLETED", "MarkCompensated": "COMPENSATED", "MarkNeedsAttention": "NEEDS_ATTENTION"}

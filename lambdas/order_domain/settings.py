@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.exceptions import ConfigurationError
+from lambda_resilience.exceptions import ConfigurationError
 
 #: Idempotency record TTL. Must outlive every redelivery of the same business operation:
 #: SQS retention (4 days on the orders queue) and the DLQ replay window (14 days DLQ retention).

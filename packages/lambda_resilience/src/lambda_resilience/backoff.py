@@ -2,10 +2,10 @@
 
 A record failed by a throttle (StartExecution's token bucket, Lambda concurrency, DynamoDB
 capacity) comes back after the visibility timeout, and after ``maxReceiveCount`` receives the
-redrive policy moves it to the DLQ: a traffic spike would dead-letter valid orders. Instead the
+redrive policy moves it to the DLQ: a traffic spike would dead-letter valid messages. Instead the
 record is sent again to its own queue with a delay (exponential, jittered) and a
 ``throttle_requeues`` attribute, and the original is acknowledged. The copy is a new message
-(receive count 1); intake is idempotent on the order, so a copy sent twice (a crash between the
+(receive count 1); the consumer must be idempotent, so a copy sent twice (a crash between the
 send and the acknowledgement) does nothing twice. After ``max_requeues`` the record fails as
 before (its receive count, then the DLQ as ``transient``, replayable).
 """
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.aws import error_code
+from lambda_resilience.aws import error_code
 
 #: AWS error codes that say "too fast" (a quota), not "broken".
 THROTTLE_CODES = frozenset(

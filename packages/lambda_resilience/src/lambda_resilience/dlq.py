@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.correlation import CORRELATION_ID
-from shared.exceptions import PERMANENT, TRANSIENT, classify
+from lambda_resilience.classification import PERMANENT, TRANSIENT, classify
+from lambda_resilience.correlation import CORRELATION_ID
 
 CATEGORY = "dlq_category"
 ERROR_TYPE = "dlq_error_type"
