@@ -138,11 +138,11 @@ class IdempotentOperation:
             self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
     def _mismatch(self, command: Command, exc: Exception) -> PayloadMismatch:
-        from lambda_resilience.idempotency.persistence import payload_hash
+        from lambda_resilience.idempotency.persistence import payload_hash, stored_payload_hash
 
         key = str(command.get(KEY_FIELD))
         try:
-            stored: str | None = self.persistence.stored_payload_hash(key)
+            stored: str | None = stored_payload_hash(self.persistence, key)
         except Exception:  # the log line must not hide the mismatch
             stored = None
         self._logger.error(

@@ -44,18 +44,21 @@ class BusinessKeyPersistenceLayer(DynamoDBPersistenceLayer):
     def __init__(self, table_name: str, *, boto3_client: Any, on_takeover: Callable[[str], None] | None = None) -> None:
         super().__init__(table_name=table_name, boto3_client=boto3_client)
         self.on_takeover = on_takeover
+        # Hooks are closures, not methods: no new name on a Powertools subclass can shadow one of its own.
+        table, status_attr, key_attr = self.table_name, self.status_attr, self.key_attr
+
+        def request_replaced_item(params: dict[str, Any], **_: Any) -> None:
+            if params.get("TableName") == table and "ConditionExpression" in params:
+                params["ReturnValues"] = "ALL_OLD"
+
+        def report_takeover(parsed: dict[str, Any], **_: Any) -> None:
+            old = parsed.get("Attributes") or {}
+            if old.get(status_attr, {}).get("S") == "INPROGRESS" and self.on_takeover is not None:
+                self.on_takeover(str(old.get(key_attr, {}).get("S", "")))
+
         events = boto3_client.meta.events
-        events.register("before-parameter-build.dynamodb.PutItem", self._request_old_item)
-        events.register("after-call.dynamodb.PutItem", self._detect_takeover)
-
-    def _request_old_item(self, params: dict[str, Any], **_: Any) -> None:
-        if params.get("TableName") == self.table_name and "ConditionExpression" in params:
-            params["ReturnValues"] = "ALL_OLD"
-
-    def _detect_takeover(self, parsed: dict[str, Any], **_: Any) -> None:
-        old = parsed.get("Attributes") or {}
-        if old.get(self.status_attr, {}).get("S") == "INPROGRESS" and self.on_takeover is not None:
-            self.on_takeover(str(old.get(self.key_attr, {}).get("S", "")))
+        events.register("before-parameter-build.dynamodb.PutItem", request_replaced_item)
+        events.register("after-call.dynamodb.PutItem", report_takeover)
 
     # DOCUMENTED EXCEPTION (the only private Powertools member this package touches): Powertools
     # offers no public way to store a key verbatim - its record ID is always
@@ -70,14 +73,15 @@ class BusinessKeyPersistenceLayer(DynamoDBPersistenceLayer):
             raise IdempotencyKeyError(f"command has no {KEY_FIELD!r}")
         return key
 
-    def stored_payload_hash(self, key: str) -> str | None:
-        """The payload hash stored with ``key`` (one consistent read; used on the mismatch path only)."""
-        item = self.client.get_item(
-            TableName=self.table_name,
-            Key={self.key_attr: {"S": key}},
-            ConsistentRead=True,
-            ProjectionExpression="#v",
-            ExpressionAttributeNames={"#v": self.validation_key_attr},
-        ).get("Item", {})
-        value = item.get(self.validation_key_attr, {}).get("S")
-        return str(value) if value is not None else None
+
+def stored_payload_hash(persistence: DynamoDBPersistenceLayer, key: str) -> str | None:
+    """The payload hash stored with ``key`` (one consistent read; used on the mismatch path only)."""
+    item = persistence.client.get_item(
+        TableName=persistence.table_name,
+        Key={persistence.key_attr: {"S": key}},
+        ConsistentRead=True,
+        ProjectionExpression="#v",
+        ExpressionAttributeNames={"#v": persistence.validation_key_attr},
+    ).get("Item", {})
+    value = item.get(persistence.validation_key_attr, {}).get("S")
+    return str(value) if value is not None else None
