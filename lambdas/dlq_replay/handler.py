@@ -13,7 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from lambda_resilience.aws import client
 from lambda_resilience.correlation import correlation_scope, new_correlation_id
-from lambda_resilience.dlq import MAX_AUTOMATIC_REPLAYS, replay
+from lambda_resilience.replay import MAX_AUTOMATIC_REPLAYS, replay
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
 from order_domain.settings import Settings

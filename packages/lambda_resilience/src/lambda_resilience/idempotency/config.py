@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lambda_resilience.exceptions import MissingIdempotencyKey
 
 #: Field of the command dict that holds the business key, and the field hashed for validation.
@@ -27,16 +25,20 @@ def business_key(entity_id: str, operation: str, attempt: int = 1) -> str:
     return f"{entity_id}#{operation}#attempt-{attempt}"
 
 
-@dataclass(frozen=True)
 class InProgressExpiry:
     """Bounds (seconds) for how long an IN_PROGRESS record blocks other attempts."""
 
-    floor_seconds: float = DEFAULT_IN_PROGRESS_FLOOR_SECONDS
-    ceiling_seconds: float = DEFAULT_IN_PROGRESS_CEILING_SECONDS
+    __slots__ = ("ceiling_seconds", "floor_seconds")
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.floor_seconds <= self.ceiling_seconds:
+    def __init__(
+        self,
+        floor_seconds: float = DEFAULT_IN_PROGRESS_FLOOR_SECONDS,
+        ceiling_seconds: float = DEFAULT_IN_PROGRESS_CEILING_SECONDS,
+    ) -> None:
+        if not 0 <= floor_seconds <= ceiling_seconds:
             raise ValueError("need 0 <= floor_seconds <= ceiling_seconds")
+        self.floor_seconds = floor_seconds
+        self.ceiling_seconds = ceiling_seconds
 
     def clamp_ms(self, remaining_ms: int | None) -> int:
         """``remaining_ms`` (the Lambda's remaining time; None: unknown) within the bounds, >= 1 ms."""
