@@ -43,7 +43,7 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup ## mypy on the app, constructs, handlers and ops
-	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas
+	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas packages
 
 unit: setup ## pytest (infrastructure assertions, handlers on moto, end-to-end local run)
 	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider

@@ -1,0 +1,77 @@
+"""Lazily created, shared boto3 clients.
+
+Clients are created on first use, not at import, so cold-start import stays close to
+``import boto3`` alone. Creation is locked: the default boto3 session is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def client(service: str) -> Any:
+    """The process-wide client for ``service`` (created once)."""
+    existing = _clients.get(service)
+    if existing is not None:
+        return existing
+    with _lock:
+        if service not in _clients:
+            _clients[service] = boto3.session.Session().client(service)
+        return _clients[service]
+
+
+def reset_clients() -> None:
+    """Forget cached clients (tests that change region or endpoint)."""
+    with _lock:
+        _clients.clear()
+
+
+def to_item(data: dict[str, Any]) -> dict[str, Any]:
+    """Python dict -> DynamoDB attribute-value map."""
+    return {k: _serializer.serialize(v) for k, v in data.items() if v is not None}
+
+
+def from_item(item: dict[str, Any]) -> dict[str, Any]:
+    """DynamoDB attribute-value map -> Python dict (numbers become int where integral)."""
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        out[key] = _plain(_deserializer.deserialize(value))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def error_code(exc: Exception) -> str:
+    """The AWS error code of a botocore ClientError ('' otherwise)."""
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def cancelled_only_by_conditions(exc: Exception) -> bool:
+    """For a TransactionCanceledException: True if every reason is a failed condition.
+
+    Any other reason (throttling, a conflicting transaction, capacity) means "try again",
+    never "the condition says it was already done".
+    """
+    response = getattr(exc, "response", None) or {}
+    reasons = response.get("CancellationReasons") or []
+    codes = {str(r.get("Code")) for r in reasons if r.get("Code") not in (None, "None")}
+    return not codes or codes == {"ConditionalCheckFailed"}
