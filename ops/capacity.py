@@ -24,7 +24,7 @@ from ops.local.template import CloudAssembly
 
 #: Assumed intake batch duration (the spike's model uses the same).
 BATCH_SECONDS = 1.0
-#: Intake's largest requeue delay for a throttled record (lambdas/shared/backoff.py, ThrottleBackoff.max_seconds).
+#: Intake's largest requeue delay for a throttled record (lambda_resilience.backoff, ThrottleBackoff.max_seconds).
 REQUEUE_MAX_SECONDS = 60
 
 

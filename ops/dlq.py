@@ -42,9 +42,9 @@ def check_replay_request(queue: str, category: str | None, *, force: bool, dry_r
 def lambda_dlq_module() -> Any:
     """The DLQ library lives with the Lambda code (the replay Lambda uses it too)."""
     ensure_importable()
-    import shared.dlq
+    import lambda_resilience.replay
 
-    return shared.dlq
+    return lambda_resilience.replay
 
 
 def failures_table(target: Target) -> str | None:

@@ -32,7 +32,7 @@ def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
     if "Item" not in item:
         return None
     ensure_importable()
-    from shared.aws import from_item
+    from lambda_resilience.aws import from_item
 
     return from_item(item["Item"])
 

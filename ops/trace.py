@@ -44,7 +44,8 @@ def filter_term(correlation_id: str) -> str | None:
     return f'"{longest}"' if len(longest) >= _MIN_FILTER_TERM else None
 
 
-#: How much of an out-of-bounds producer ID the runtime keeps, escaped (shared.correlation.MAX_PRODUCER_VALUE_KEPT).
+#: How much of an out-of-bounds producer ID the runtime keeps, escaped
+#: (lambda_resilience.correlation.MAX_PRODUCER_VALUE_KEPT).
 _PRODUCER_KEPT = 256
 
 

@@ -38,11 +38,13 @@ from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
 #: The app's metric namespace: POWERTOOLS_METRICS_NAMESPACE of every function, the dashboard, the alarms.
 METRICS_NAMESPACE = "OrderPipeline"
+#: The middleware package (packages/lambda_resilience), staged into the app code layer.
+MIDDLEWARE_PACKAGE_DIR = LAMBDAS_DIR.parent / "packages" / "lambda_resilience" / "src" / "lambda_resilience"
 #: What the layers hold (kept here, apart from the wiring, so the list can change on its own).
-#: Source packages under lambdas/ staged into the app-code layer, in every stage ...
-APP_CODE_PACKAGES = ("shared", "order_domain")
+#: Source packages staged into the app-code layer, in every stage ...
+APP_CODE_PACKAGES = (MIDDLEWARE_PACKAGE_DIR, LAMBDAS_DIR / "order_domain")
 #: ... and those added only where the sandbox providers are deployed (never in prod).
-SANDBOX_CODE_PACKAGES = ("sandbox",)
+SANDBOX_CODE_PACKAGES = (LAMBDAS_DIR / "sandbox",)
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
 LAYER_DISTRIBUTIONS = (
     "aws-lambda-powertools",
@@ -51,7 +53,7 @@ LAYER_DISTRIBUTIONS = (
     "fastjsonschema",
     "jsonpath-ng",
     "urllib3",  # the HTTPS provider adapters (order_domain.https_providers)
-    "aws-xray-sdk",  # Powertools Tracer (shared.tracing)
+    "aws-xray-sdk",  # Powertools Tracer (lambda_resilience.tracing)
     "wrapt",  # the X-Ray SDK's dependency; staged without its C extension (pure-Python fallback)
 )
 #: Distributions staged without their optional compiled extension.
@@ -179,8 +181,7 @@ class OrderPipelineStack(Stack):
             ),
         ).layer
         # Our shared code; the sandbox package only where the sandbox is deployed (never in prod).
-        packages = APP_CODE_PACKAGES + (SANDBOX_CODE_PACKAGES if stage.uses_sandbox else ())
-        app_packages = [LAMBDAS_DIR / name for name in packages]
+        app_packages = [*APP_CODE_PACKAGES, *(SANDBOX_CODE_PACKAGES if stage.uses_sandbox else ())]
         app_code = SourceTreeLayer(
             self,
             "AppCodeLayer",
@@ -354,7 +355,7 @@ class OrderPipelineStack(Stack):
             ),
         )
         if throttle_backoff:
-            # A throttled record is sent again with a delay and acknowledged (lambdas/shared/backoff.py):
+            # A throttled record is sent again with a delay and acknowledged (lambda_resilience.backoff):
             # a spike turns into latency, never into valid orders in the DLQ (README, "Black Friday").
             self.intake.function.add_environment("THROTTLE_REQUEUE_QUEUE_URL", self.orders_queue.queue.queue_url)
             _grant_queue(self.orders_queue.queue, self.intake.function, "sqs:SendMessage")

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from shared.aws import client
-from shared.config import Settings
-from shared.correlation import correlation_scope, new_correlation_id
-from shared.dlq import MAX_AUTOMATIC_REPLAYS, replay
-from shared.logs import get_logger
-from shared.tracing import traced
+from lambda_resilience.aws import client
+from lambda_resilience.correlation import correlation_scope, new_correlation_id
+from lambda_resilience.replay import MAX_AUTOMATIC_REPLAYS, replay
+from lambda_resilience.tracing import traced
+from order_domain.logs import get_logger
+from order_domain.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

@@ -1,7 +1,7 @@
 """Records the saga outcome on the order: COMPLETED, COMPENSATED or NEEDS_ATTENTION."""
 
+from order_domain.step import build_step_handler
 from order_domain.wiring import finalize_action
-from shared.step import build_step_handler
 
 handler = build_step_handler(
     "finalize-order",

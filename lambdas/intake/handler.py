@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
+from lambda_resilience.aws import client
+from lambda_resilience.backoff import ThrottleBackoff
+from lambda_resilience.batch import process_sqs_batch
+from lambda_resilience.dlq import FailureRouting
+from lambda_resilience.idempotency import IdempotentOperation, business_key
+from lambda_resilience.tracing import traced
 from order_domain.intake import IntakeService
+from order_domain.logs import get_logger
 from order_domain.model import parse_order
 from order_domain.orders import OrderRepository, attempt_of
 from order_domain.saga_start import SagaStarter
-from shared.aws import client
-from shared.backoff import ThrottleBackoff
-from shared.batch import process_sqs_batch
-from shared.config import Settings
-from shared.dlq import FailureRouting
-from shared.idempotency import IdempotentOperation, business_key, make_persistence
-from shared.logs import get_logger
-from shared.tracing import traced
+from order_domain.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -30,10 +30,7 @@ metrics = Metrics()
 # Only what intake uses is imported: every module here is paid for at cold start.
 service = IntakeService(OrderRepository(settings.orders_table or ""), SagaStarter(settings.state_machine_arn or ""))
 idempotent = IdempotentOperation(
-    persistence=make_persistence(settings.idempotency_table),
-    ttl_seconds=settings.idempotency_ttl_seconds,
-    logger=logger,
-    metrics=metrics,
+    settings.idempotency_table, ttl_seconds=settings.idempotency_ttl_seconds, logger=logger, metrics=metrics
 )
 routing = FailureRouting(settings.dead_letter_queue_url, settings.failures_table, client)
 # Set by the stack unless context intake_throttle_backoff=false (today's behaviour: a throttle burns a receive).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shared.aws import client
-from shared.correlation import current_correlation_id, sqs_message_attributes
-from shared.exceptions import ConfigurationError
+from lambda_resilience.aws import client
+from lambda_resilience.correlation import current_correlation_id, sqs_message_attributes
+from lambda_resilience.exceptions import ConfigurationError
 
 
 class NeedsAttentionNotifier:

@@ -26,10 +26,11 @@ from urllib.parse import quote, urlsplit
 import urllib3
 from urllib3.util import Retry, Timeout
 
+from lambda_resilience.aws import client
+from lambda_resilience.correlation import current_correlation_id
+from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch
+from order_domain.errors import ProviderRejected, ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
-from shared.aws import client
-from shared.correlation import current_correlation_id
-from shared.exceptions import ConfigurationError, PayloadMismatch, ProviderRejected, ProviderUnavailable
 
 #: Seconds to establish a connection / to wait for an answer. A read timeout leaves the outcome
 #: unknown: the retry (same key) or the compensation (lookup by key) settles it.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.correlation import current_correlation_id, new_correlation_id
 from order_domain.orders import SUPERSEDED, OrderRepository, attempt_of
 from order_domain.saga_start import SagaStarter
-from shared.correlation import current_correlation_id, new_correlation_id
 
 
 class IntakeService:

@@ -7,10 +7,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from lambda_resilience.aws import cancelled_only_by_conditions, client, error_code, from_item, to_item
+from order_domain.errors import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
-from shared.aws import cancelled_only_by_conditions, client, error_code, from_item, to_item
-from shared.exceptions import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
 
 RESERVED = "RESERVED"
 RELEASED = "RELEASED"

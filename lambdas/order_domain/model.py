@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from shared.exceptions import InvalidOrder
+from order_domain.errors import InvalidOrder
 
 #: The producer contract's bounds (README "Message contract"). Every string, array, number and the
 #: nesting depth is bounded, so an accepted order has a known worst-case size: about 14 KB as

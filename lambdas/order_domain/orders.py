@@ -6,17 +6,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from lambda_resilience.aws import client, error_code, from_item, to_item
+from lambda_resilience.exceptions import PayloadMismatch
+from order_domain import clock
+from order_domain.errors import AttemptInProgress, InvalidTransition, OrderClosed, StaleAttempt, UnknownOrder
 from order_domain.status import TERMINAL, OrderStatus, predecessors, sources_of
-from shared import clock
-from shared.aws import client, error_code, from_item, to_item
-from shared.exceptions import (
-    AttemptInProgress,
-    InvalidTransition,
-    OrderClosed,
-    PayloadMismatch,
-    StaleAttempt,
-    UnknownOrder,
-)
 
 #: What :meth:`OrderRepository.create` did with a message.
 CREATED = "created"  # a new order (any attempt number)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.idempotency import business_key
+from order_domain.errors import PaymentDeclined, PaymentIncomplete, ProviderUnavailable
 from order_domain.model import order_total_cents
 from order_domain.orders import OrderRepository
 from order_domain.ports import AUTHORIZED, CAPTURED, PARTIALLY_CAPTURED, REFUND_STATUSES, PaymentProvider
 from order_domain.status import OrderStatus
-from shared.exceptions import PaymentDeclined, PaymentIncomplete, ProviderUnavailable
-from shared.idempotency import business_key
 
 CHARGE = "charge-payment"
 REFUND = "refund-payment"

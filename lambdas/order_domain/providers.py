@@ -10,10 +10,11 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lambda_resilience.aws import client
+from lambda_resilience.correlation import current_correlation_id
+from lambda_resilience.exceptions import PayloadMismatch
+from order_domain.errors import ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
-from shared.aws import client
-from shared.correlation import current_correlation_id
-from shared.exceptions import PayloadMismatch, ProviderUnavailable
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.aws import client, error_code
+from lambda_resilience.aws import client, error_code
 
 EXECUTION_PREFIX = "order-"
 

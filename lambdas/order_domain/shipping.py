@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.idempotency import business_key
+from order_domain.errors import ShippingUnavailable
 from order_domain.orders import OrderRepository
 from order_domain.ports import SHIPPED, Carrier
 from order_domain.status import OrderStatus
-from shared.exceptions import ShippingUnavailable
-from shared.idempotency import business_key
 
 SHIP = "ship-order"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.aws import client, from_item
+from order_domain import clock
 from order_domain.status import TERMINAL, OrderStatus
-from shared import clock
-from shared.aws import client, from_item
 
 STATUS_INDEX = "by-status"
 NON_TERMINAL = tuple(s for s in OrderStatus if s not in TERMINAL)

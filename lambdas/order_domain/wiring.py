@@ -1,26 +1,24 @@
-"""Builds domain services from settings (one place, so handlers stay three lines)."""
+"""Builds domain services from settings (one place, so handlers stay three lines).
+
+Each builder imports the modules it needs: a handler's cold start loads only the service it uses.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from order_domain.attention import NeedsAttentionNotifier
-from order_domain.intake import IntakeService
-from order_domain.inventory import InventoryService
+from lambda_resilience.exceptions import ConfigurationError
 from order_domain.orders import OrderRepository
-from order_domain.payments import PaymentService
-from order_domain.ports import Carrier, PaymentProvider
-from order_domain.providers import LambdaCarrier, LambdaPaymentProvider
-from order_domain.saga_start import SagaStarter
-from order_domain.shipping import ShippingService
-from order_domain.status import OrderStatus
-from shared.config import Settings
-from shared.correlation import current_correlation_id
-from shared.exceptions import ConfigurationError
+from order_domain.settings import Settings
 
 if TYPE_CHECKING:
     from order_domain.https_providers import HttpsJsonClient
+    from order_domain.intake import IntakeService
+    from order_domain.inventory import InventoryService
+    from order_domain.payments import PaymentService
+    from order_domain.ports import Carrier, PaymentProvider
+    from order_domain.shipping import ShippingService
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -31,11 +29,16 @@ def _orders(settings: Settings) -> OrderRepository:
 
 
 def intake_service(settings: Settings) -> IntakeService:
+    from order_domain.intake import IntakeService
+    from order_domain.saga_start import SagaStarter
+
     assert settings.state_machine_arn
     return IntakeService(_orders(settings), SagaStarter(settings.state_machine_arn))
 
 
 def inventory_service(settings: Settings) -> InventoryService:
+    from order_domain.inventory import InventoryService
+
     assert settings.inventory_table
     return InventoryService(settings.inventory_table, _orders(settings))
 
@@ -55,6 +58,8 @@ def payment_provider(settings: Settings) -> PaymentProvider:
 
         return HttpsPaymentProvider(_https(settings.payment_api_url, settings.payment_api_secret_arn))
     if settings.payment_provider_function:
+        from order_domain.providers import LambdaPaymentProvider
+
         return LambdaPaymentProvider(settings.payment_provider_function)
     raise ConfigurationError("set PAYMENT_API_URL (+ PAYMENT_API_SECRET_ARN) or PAYMENT_PROVIDER_FUNCTION")
 
@@ -66,19 +71,29 @@ def carrier(settings: Settings) -> Carrier:
 
         return HttpsCarrier(_https(settings.carrier_api_url, settings.carrier_api_secret_arn))
     if settings.carrier_function:
+        from order_domain.providers import LambdaCarrier
+
         return LambdaCarrier(settings.carrier_function)
     raise ConfigurationError("set CARRIER_API_URL (+ CARRIER_API_SECRET_ARN) or CARRIER_FUNCTION")
 
 
 def payment_service(settings: Settings) -> PaymentService:
+    from order_domain.payments import PaymentService
+
     return PaymentService(payment_provider(settings), _orders(settings))
 
 
 def shipping_service(settings: Settings) -> ShippingService:
+    from order_domain.shipping import ShippingService
+
     return ShippingService(carrier(settings), _orders(settings))
 
 
 def finalize_action(settings: Settings) -> Action:
+    from lambda_resilience.correlation import current_correlation_id
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.status import OrderStatus
+
     orders = _orders(settings)
     notifier = NeedsAttentionNotifier(settings.needs_attention_queue_url)
 

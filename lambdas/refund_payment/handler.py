@@ -1,7 +1,7 @@
 """RefundPayment (compensation) saga step."""
 
+from order_domain.step import build_step_handler
 from order_domain.wiring import payment_service
-from shared.step import build_step_handler
 
 handler = build_step_handler(
     "refund-payment",

@@ -3,8 +3,8 @@
 from typing import Any
 
 from order_domain.saga_start import CompensationRequested, compensation_requested
+from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
-from shared.step import build_step_handler
 
 _reserve = build_step_handler(
     "reserve-inventory",

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.aws import client, error_code, from_item, to_item
+from lambda_resilience.aws import client, error_code, from_item, to_item
 
 OP_SK = "op"
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from lambda_resilience.aws import cancelled_only_by_conditions, client, error_code
 from sandbox import REFUND_FLAKY_FAILURES, token_profile
 from sandbox.ledger import Ledger
-from shared.aws import cancelled_only_by_conditions, client, error_code
 
 PROVIDER = "payment"
 MONEY_MOVED = ("captured", "partially_captured")

@@ -6,12 +6,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lambda_resilience.correlation import correlation_scope, from_payload
+from lambda_resilience.tracing import traced
+from order_domain.logs import get_logger
+from order_domain.settings import Settings
 from sandbox import carrier
 from sandbox.ledger import Ledger
-from shared.config import Settings
-from shared.correlation import correlation_scope, from_payload
-from shared.logs import get_logger
-from shared.tracing import traced
 
 settings = Settings.from_env(required=("LEDGER_TABLE_NAME",))
 logger = get_logger()

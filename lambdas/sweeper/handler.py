@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from lambda_resilience.correlation import correlation_scope, new_correlation_id
+from lambda_resilience.tracing import traced
+from order_domain.logs import get_logger
+from order_domain.settings import Settings
 from order_domain.sweeper import find_stuck
-from shared.config import Settings
-from shared.correlation import correlation_scope, new_correlation_id
-from shared.logs import get_logger
-from shared.tracing import traced
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

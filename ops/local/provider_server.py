@@ -134,10 +134,10 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, ledger_table: str, api_key: str) -> None:
         super().__init__((HOST, 0), _Handler)
         ensure_importable()
+        from lambda_resilience.correlation import correlation_scope, from_payload
+        from order_domain.logs import get_logger
         from sandbox import carrier, payment
         from sandbox.ledger import Ledger
-        from shared.correlation import correlation_scope, from_payload
-        from shared.logs import get_logger
 
         self.api_key = api_key
         self._ledger = Ledger(ledger_table)

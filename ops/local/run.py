@@ -551,12 +551,12 @@ def serve_local_providers(run: PipelineRun) -> Iterator[None]:
 
 @contextmanager
 def handler_clock(run: PipelineRun) -> Iterator[None]:
-    """The handlers' wall clock (``shared.clock``: order stamps, the sweeper's cutoff) follows the run's clock."""
+    """The handlers' wall clock (``order_domain.clock``: order stamps, the sweeper's cutoff) follows the run's clock."""
     for fn in run.deployment.functions.values():
         ensure_on_path(*fn.layer_dirs)
-    import shared.clock
+    import order_domain.clock
 
-    with mock.patch.object(shared.clock, "now", run.clock.now):
+    with mock.patch.object(order_domain.clock, "now", run.clock.now):
         yield
 
 

@@ -132,7 +132,7 @@ def moto_server_in_process(port: int) -> Iterator[str]:
 
 def _reset_handler_clients() -> None:
     """Forget boto3 clients the handlers' shared layer cached (they name an endpoint)."""
-    shared_aws = sys.modules.get("shared.aws")
+    shared_aws = sys.modules.get("lambda_resilience.aws")
     if shared_aws is not None:
         shared_aws.reset_clients()
 

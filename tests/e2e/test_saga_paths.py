@@ -31,7 +31,7 @@ def submit_and_drain(run: PipelineRun, *orders: tuple[dict[str, Any], str | None
 
 def order_item(run: PipelineRun, order_id: str) -> dict[str, Any]:
     item = boto3.client("dynamodb").get_item(TableName=run.orders_table, Key={"order_id": {"S": order_id}})["Item"]
-    from shared.aws import from_item
+    from lambda_resilience.aws import from_item
 
     return from_item(item)
 
@@ -142,7 +142,7 @@ def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -
             "history": {"L": []},
         },
     )
-    from shared.aws import to_item
+    from lambda_resilience.aws import to_item
 
     boto3.client("dynamodb").update_item(
         TableName=pipeline.orders_table,
@@ -288,7 +288,7 @@ def test_saga_repair_compensate_goes_straight_to_the_compensations(pipeline: Pip
     """``ops repair --action compensate`` on an order stuck before any step ran: no Route state any more,
     ReserveInventory refuses the request before its idempotency record and the catch runs the compensations."""
     order = new_order("path-undo", "ok")
-    from shared.aws import to_item
+    from lambda_resilience.aws import to_item
 
     item = {
         "order_id": "path-undo",

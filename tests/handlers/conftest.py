@@ -27,7 +27,7 @@ import pytest
 from aws_lambda_powertools.utilities.validation import validate
 from moto import mock_aws
 
-import shared.aws
+import lambda_resilience.aws as aws_clients
 from ops.local.lambda_runtime import FakeLambdaContext, invoke_json, load_handler
 from order_domain import saga_start
 from order_domain.inventory import reservation_key
@@ -56,10 +56,10 @@ _ids = itertools.count(1)
 @pytest.fixture
 def aws() -> Iterator[None]:
     """Every AWS call of the test goes to moto; no cached client survives into or out of it."""
-    shared.aws.reset_clients()
+    aws_clients.reset_clients()
     with mock_aws():
         yield
-    shared.aws.reset_clients()
+    aws_clients.reset_clients()
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class NeedsAttentionQueue:
 
     def messages(self) -> list[dict[str, Any]]:
         """Every message currently in the queue (bodies parsed), without hiding them from a later read."""
-        response = shared.aws.client("sqs").receive_message(
+        response = aws_clients.client("sqs").receive_message(
             QueueUrl=self.url,
             MaxNumberOfMessages=10,
             MessageAttributeNames=["All"],
@@ -163,7 +163,7 @@ def needs_attention_queue(aws: None) -> NeedsAttentionQueue:
 
 @pytest.fixture
 def pipeline_env(tables: Tables, state_machine: str, needs_attention_queue: NeedsAttentionQueue) -> dict[str, str]:
-    """Environment variables the stack gives the functions (shared/config.py names)."""
+    """Environment variables the stack gives the functions (order_domain/settings.py names)."""
     return {
         "IDEMPOTENCY_TABLE_NAME": tables.idempotency,
         "ORDERS_TABLE_NAME": tables.orders,
@@ -324,11 +324,11 @@ class FakeLambdaClient:
 
 @pytest.fixture
 def providers(load: Callable[..., Handler], monkeypatch: pytest.MonkeyPatch) -> FakeLambdaClient:
-    """The sandbox payment provider and carrier, reachable through ``shared.aws.client("lambda")``."""
+    """The sandbox payment provider and carrier, reachable through ``aws_clients.client("lambda")``."""
     fake = FakeLambdaClient(
         functions={PAYMENT_FUNCTION: load("sandbox_payment"), CARRIER_FUNCTION: load("sandbox_carrier")}
     )
-    monkeypatch.setitem(shared.aws._clients, "lambda", fake)
+    monkeypatch.setitem(aws_clients._clients, "lambda", fake)
     return fake
 
 
@@ -473,21 +473,21 @@ class Inventory:
     table: str
 
     def seed(self, **available: int) -> None:
-        ddb = shared.aws.client("dynamodb")
+        ddb = aws_clients.client("dynamodb")
         for sku, count in available.items():
-            ddb.put_item(TableName=self.table, Item=shared.aws.to_item({"pk": f"sku#{sku}", "available": count}))
+            ddb.put_item(TableName=self.table, Item=aws_clients.to_item({"pk": f"sku#{sku}", "available": count}))
 
     def available(self, sku: str) -> int | None:
-        response = shared.aws.client("dynamodb").get_item(
-            TableName=self.table, Key=shared.aws.to_item({"pk": f"sku#{sku}"}), ConsistentRead=True
+        response = aws_clients.client("dynamodb").get_item(
+            TableName=self.table, Key=aws_clients.to_item({"pk": f"sku#{sku}"}), ConsistentRead=True
         )
-        return shared.aws.from_item(response["Item"])["available"] if "Item" in response else None
+        return aws_clients.from_item(response["Item"])["available"] if "Item" in response else None
 
     def reservation(self, order_id: str, attempt: int = 1) -> dict[str, Any] | None:
-        response = shared.aws.client("dynamodb").get_item(
+        response = aws_clients.client("dynamodb").get_item(
             TableName=self.table, Key=reservation_key(order_id, attempt), ConsistentRead=True
         )
-        return shared.aws.from_item(response["Item"]) if "Item" in response else None
+        return aws_clients.from_item(response["Item"]) if "Item" in response else None
 
 
 @pytest.fixture
@@ -496,12 +496,12 @@ def inventory(tables: Tables) -> Inventory:
 
 
 def scan(table: str) -> list[dict[str, Any]]:
-    ddb = shared.aws.client("dynamodb")
+    ddb = aws_clients.client("dynamodb")
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = ddb.scan(**kwargs)
-        items.extend(shared.aws.from_item(i) for i in page.get("Items", []))
+        items.extend(aws_clients.from_item(i) for i in page.get("Items", []))
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -540,14 +540,14 @@ class IdempotencyView:
         return scan(self.table)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        response = shared.aws.client("dynamodb").get_item(
-            TableName=self.table, Key=shared.aws.to_item({"id": key}), ConsistentRead=True
+        response = aws_clients.client("dynamodb").get_item(
+            TableName=self.table, Key=aws_clients.to_item({"id": key}), ConsistentRead=True
         )
-        return shared.aws.from_item(response["Item"]) if "Item" in response else None
+        return aws_clients.from_item(response["Item"]) if "Item" in response else None
 
     def forget(self, key: str) -> None:
         """Delete a record: as if it expired, or the function crashed after its effect but before saving."""
-        shared.aws.client("dynamodb").delete_item(TableName=self.table, Key=shared.aws.to_item({"id": key}))
+        aws_clients.client("dynamodb").delete_item(TableName=self.table, Key=aws_clients.to_item({"id": key}))
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 from order_domain.model import MAX_BODY_BYTES, MAX_ITEMS, MAX_PAYMENT_ATTEMPT, parse_order
 from order_domain.saga_start import execution_name, saga_input
-from shared.step import MAX_ERROR_CHARS
+from order_domain.step import MAX_ERROR_CHARS
 
 DYNAMODB_ITEM_LIMIT = 400 * 1024  # DynamoDB Developer Guide, "Quotas in Amazon DynamoDB" (400 KB)
 SFN_PAYLOAD_LIMIT = 256 * 1024  # Step Functions Developer Guide, service quotas (256 KiB)

@@ -1,4 +1,4 @@
-"""shared.exceptions.classify: permanent, transient, or unknown (probably a bug)."""
+"""lambda_resilience classify: permanent, transient, or unknown (probably a bug)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from shared.exceptions import (
-    AttemptInProgress,
-    InsufficientStock,
-    InvalidOrder,
-    OperationInProgress,
-    PaymentDeclined,
-    ProviderUnavailable,
-    TransientStepError,
-    UnknownStepError,
-    classify,
-)
+from lambda_resilience.classification import classify
+from lambda_resilience.exceptions import OperationInProgress, TransientStepError, UnknownStepError
+from order_domain.errors import AttemptInProgress, InsufficientStock, InvalidOrder, PaymentDeclined, ProviderUnavailable
 
 
 def _client_error(code: str, status: int = 400) -> ClientError:

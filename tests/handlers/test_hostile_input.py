@@ -16,11 +16,11 @@ from typing import Any
 import boto3
 import pytest
 
-import shared.aws
+import lambda_resilience.aws as aws_clients
+from lambda_resilience.logs import MAX_LINE_BYTES
+from order_domain.errors import InvalidOrder, UnknownOrder
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
-from shared.exceptions import InvalidOrder, UnknownOrder
-from shared.logs import MAX_LINE_BYTES
 
 from .conftest import REGION, FakeLambdaClient, Inventory, LogCapture
 
@@ -62,7 +62,7 @@ class Dlq:
 
     def messages(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        sqs = shared.aws.client("sqs")
+        sqs = aws_clients.client("sqs")
         while True:
             batch = sqs.receive_message(
                 QueueUrl=self.url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=30
@@ -72,10 +72,10 @@ class Dlq:
             out.extend(batch)
 
     def failure(self, message_id: str) -> dict[str, Any] | None:
-        item = shared.aws.client("dynamodb").get_item(
+        item = aws_clients.client("dynamodb").get_item(
             TableName=self.failures_table, Key={"message_id": {"S": message_id}}
         )
-        return shared.aws.from_item(item["Item"]) if "Item" in item else None
+        return aws_clients.from_item(item["Item"]) if "Item" in item else None
 
 
 @pytest.fixture
@@ -392,12 +392,12 @@ def test_reserve_refuses_a_non_positive_quantity_even_from_the_table(
     order = order_factory()
     seed_order(order)
     bad_items = [{"sku": "SKU-A", "quantity": -5, "unit_price_cents": 1}]
-    shared.aws.client("dynamodb").update_item(
+    aws_clients.client("dynamodb").update_item(
         TableName=orders.table_name,
         Key={"order_id": {"S": order["order_id"]}},
         UpdateExpression="SET #o.#i = :i",
         ExpressionAttributeNames={"#o": "order", "#i": "items"},
-        ExpressionAttributeValues=shared.aws.to_item({":i": bad_items}),
+        ExpressionAttributeValues=aws_clients.to_item({":i": bad_items}),
     )
 
     with pytest.raises(InvalidOrder):

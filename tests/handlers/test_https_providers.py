@@ -15,18 +15,12 @@ from typing import Any
 import boto3
 import pytest
 
+from lambda_resilience.classification import classify
+from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch, TransientStepError
 from ops.local.provider_server import ProviderEndpoints, serve_sandbox
+from order_domain.errors import PaymentDeclined, ProviderRejected, ProviderUnavailable
 from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, check_base_url
 from order_domain.status import OrderStatus
-from shared.exceptions import (
-    ConfigurationError,
-    PayloadMismatch,
-    PaymentDeclined,
-    ProviderRejected,
-    ProviderUnavailable,
-    TransientStepError,
-    classify,
-)
 
 from .conftest import REGION, LedgerView, LogCapture, Tables
 

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-import shared.aws
+import lambda_resilience.aws as aws_clients
+from lambda_resilience.exceptions import TransientStepError
 from ops.local.lambda_runtime import invoke_json
+from order_domain.errors import InsufficientStock, InvalidTransition
 from order_domain.status import OrderStatus
-from shared.exceptions import InsufficientStock, InvalidTransition, TransientStepError
 
 from .conftest import IdempotencyView, Inventory, LogCapture
 
@@ -128,7 +129,7 @@ def test_reserve_transient_dynamodb_error_surfaces_as_transient_step_error(
     inventory.seed(**{"SKU-A": 10, "SKU-B": 3})
     order = order_factory()
     seed_order(order)
-    real = shared.aws.client("dynamodb")
+    real = aws_clients.client("dynamodb")
 
     class Throttled:
         def __getattr__(self, name: str) -> Any:
@@ -143,7 +144,7 @@ def test_reserve_transient_dynamodb_error_surfaces_as_transient_step_error(
                 "TransactWriteItems",
             )
 
-    monkeypatch.setitem(shared.aws._clients, "dynamodb", Throttled())
+    monkeypatch.setitem(aws_clients._clients, "dynamodb", Throttled())
     with pytest.raises(TransientStepError) as raised:
         reserve(saga_input(order), lambda_context)
     assert "ThrottlingException" in str(raised.value)
@@ -151,7 +152,7 @@ def test_reserve_transient_dynamodb_error_surfaces_as_transient_step_error(
     assert failed["category"] == "transient"
     assert idempotency_records.get(f"{order['order_id']}#reserve-inventory#attempt-1") is None
 
-    monkeypatch.setitem(shared.aws._clients, "dynamodb", real)
+    monkeypatch.setitem(aws_clients._clients, "dynamodb", real)
     assert reserve(saga_input(order), lambda_context)["status"] == "reserved"  # the retry runs
     assert inventory.available("SKU-A") == 8
 
@@ -226,9 +227,9 @@ def test_release_when_partly_reserved_gives_back_exactly_what_was_reserved(
     inventory.seed(**{"SKU-A": 4, "SKU-B": 5})  # 1 x SKU-A already taken by the reservation below
     order = order_factory()
     seed_order(order, OrderStatus.INVENTORY_RESERVED)
-    shared.aws.client("dynamodb").put_item(
+    aws_clients.client("dynamodb").put_item(
         TableName=inventory.table,
-        Item=shared.aws.to_item(
+        Item=aws_clients.to_item(
             {
                 "pk": f"reservation#{order['order_id']}#attempt-1",
                 "status": "RESERVED",

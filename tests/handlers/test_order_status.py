@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from order_domain.errors import InvalidTransition, UnknownOrder
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
-from shared.exceptions import InvalidTransition, UnknownOrder
 
 from .conftest import IdempotencyView, LedgerView
 

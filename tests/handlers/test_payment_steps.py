@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-import shared.aws
+import lambda_resilience.aws as aws_clients
+from lambda_resilience.exceptions import TransientStepError
+from order_domain.errors import PaymentDeclined, PaymentIncomplete
 from order_domain.model import order_total_cents
 from order_domain.status import OrderStatus
-from shared.exceptions import PaymentDeclined, PaymentIncomplete, TransientStepError
 
 from .conftest import PAYMENT_FUNCTION, FakeLambdaClient, IdempotencyView, LedgerView, LogCapture
 
@@ -483,6 +484,6 @@ def test_refund_transaction_passes_dynamodb_expression_validation(
     event = saga_input(order)
     with contextlib.suppress(PaymentIncomplete):
         charge(event, lambda_context)
-    monkeypatch.setitem(shared.aws._clients, "dynamodb", StrictTransactions(shared.aws.client("dynamodb")))
+    monkeypatch.setitem(aws_clients._clients, "dynamodb", StrictTransactions(aws_clients.client("dynamodb")))
 
     assert refund(event, lambda_context)["status"] == status

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from order_domain.errors import PaymentIncomplete
 from order_domain.status import OrderStatus
-from shared.exceptions import PaymentIncomplete
 
 from .conftest import Inventory, LedgerView, LogCapture
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lambda_resilience.exceptions import ConfigurationError
+from order_domain.errors import ShippingUnavailable
 from order_domain.status import OrderStatus
-from shared.exceptions import ConfigurationError, ShippingUnavailable
 
 from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture, NeedsAttentionQueue
 

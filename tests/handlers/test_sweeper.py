@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-import shared.aws
+import lambda_resilience.aws as aws_clients
 from order_domain.status import OrderStatus
 from order_domain.sweeper import find_stuck
 
@@ -38,11 +38,11 @@ def _iso(epoch: float) -> str:
 
 
 def _set_updated_at(tables: Tables, order_id: str, updated_at: str) -> None:
-    shared.aws.client("dynamodb").update_item(
+    aws_clients.client("dynamodb").update_item(
         TableName=tables.orders,
-        Key=shared.aws.to_item({"order_id": order_id}),
+        Key=aws_clients.to_item({"order_id": order_id}),
         UpdateExpression="SET updated_at = :u",
-        ExpressionAttributeValues=shared.aws.to_item({":u": updated_at}),
+        ExpressionAttributeValues=aws_clients.to_item({":u": updated_at}),
     )
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from shared.tracing import tracing_enabled
+from lambda_resilience.tracing import tracing_enabled
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "traced_intake.py"
 TRACE_HEADER = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"

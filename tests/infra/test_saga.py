@@ -18,7 +18,7 @@ from moto import mock_aws
 from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS
 from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
 from order_domain.status import OrderStatus, sources_of
-from shared.step import step_payload
+from order_domain.step import step_payload
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
@@ -341,7 +341,7 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
 
 
 def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:
-    """MarkNeedsAttention builds its own payload: it must still carry what shared.step.step_payload requires."""
+    """MarkNeedsAttention builds its own payload: it must still carry what order_domain.step.step_payload requires."""
     failure = {"Error": "ProviderUnavailable", "Cause": "boom"}
     state_document = {**SAGA_INPUT, "reservation": {}, "error": failure, "compensation_error": failure}
     rendered = _render_parameters(saga_definition["States"]["MarkNeedsAttention"]["Parameters"], state_document)

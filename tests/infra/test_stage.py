@@ -29,7 +29,7 @@ from tests.infra.conftest import (
 )
 
 SANDBOX_FUNCTION_DIRS = ("sandbox_payment", "sandbox_carrier")
-#: The runtime contract of the HTTPS adapters (lambdas/shared/config.py reads these).
+#: The runtime contract of the HTTPS adapters (lambdas/order_domain/settings.py reads these).
 PAYMENT_ENV = ("PAYMENT_API_URL", "PAYMENT_API_SECRET_ARN")
 CARRIER_ENV = ("CARRIER_API_URL", "CARRIER_API_SECRET_ARN")
 SANDBOX_ENV = ("PAYMENT_PROVIDER_FUNCTION", "CARRIER_FUNCTION", "LEDGER_TABLE_NAME")
@@ -206,7 +206,7 @@ def test_prod_assets_and_layers_contain_no_sandbox_code(prod: SynthResult) -> No
             assert "sandbox" not in path.relative_to(directory).parts, path
             assert not path.name.startswith("sandbox"), path
     layer_packages = {p.name for d in dirs if (d / "python").is_dir() for p in (d / "python").iterdir()}
-    assert {"shared", "order_domain"} <= layer_packages
+    assert {"lambda_resilience", "order_domain"} <= layer_packages
     assert "sandbox" not in layer_packages
 
 

@@ -14,10 +14,10 @@ import pytest
 from aws_lambda_powertools import Logger, Metrics
 from moto import mock_aws
 
+from lambda_resilience.aws import reset_clients
 from ops.local.capture import LineCapture
 from ops.local.lambda_runtime import FakeLambdaContext
 from ops.local.moto_patches import atomic_dynamodb
-from shared.aws import reset_clients
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""Idempotency middleware specs: duplicates, races, crashes, tampering - on moto."""
+"""lambda_resilience.idempotency specs: duplicates, races, crashes, tampering - on moto."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -10,10 +12,10 @@ from typing import Any
 import boto3
 import pytest
 
+from lambda_resilience.correlation import correlation_scope
+from lambda_resilience.exceptions import MissingIdempotencyKey, OperationInProgress, PayloadMismatch
+from lambda_resilience.idempotency import IdempotentOperation, InProgressExpiry, business_key
 from ops.local.lambda_runtime import FakeLambdaContext
-from shared.correlation import correlation_scope
-from shared.exceptions import MissingIdempotencyKey, OperationInProgress, PayloadMismatch
-from shared.idempotency import IdempotentOperation, business_key, make_persistence
 
 from .conftest import Observed
 
@@ -47,9 +49,18 @@ class SideEffect:
 def guarded(
     observed: Observed, table: str, effect: SideEffect, *, floor: float = 5.0
 ) -> Callable[[dict[str, Any], FakeLambdaContext | None], Any]:
-    persistence = make_persistence(table, in_progress_floor_seconds=floor)
-    op = IdempotentOperation(persistence=persistence, ttl_seconds=TTL, logger=observed.logger, metrics=observed.metrics)
+    op = IdempotentOperation(
+        table,
+        ttl_seconds=TTL,
+        logger=observed.logger,
+        metrics=observed.metrics,
+        in_progress=InProgressExpiry(floor_seconds=floor),
+    )
     return op(effect.run)
+
+
+def payload_hash(payload: dict[str, Any]) -> str:
+    return hashlib.md5(json.dumps(payload, sort_keys=True).encode()).hexdigest()  # Powertools' default hash
 
 
 def command(amount: int = 100, key: str | None = None) -> dict[str, Any]:
@@ -70,17 +81,26 @@ def test_idempotency_same_event_ten_times_runs_once(
     assert effect.calls == 1
     assert all(r == results[0] for r in results)
     assert observed.metric("DuplicatesSuppressed") == 9
+    duplicates = [line for line in observed.logs() if line["message"] == "duplicate suppressed"]
+    assert len(duplicates) == 9
+    assert {(line["idempotency_key"], line["correlation_id"]) for line in duplicates} == {
+        ("order-1#charge-payment#attempt-1", "cid-ten")
+    }
 
 
 def test_idempotency_key_is_readable_business_identity(
     idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
 ) -> None:
     run = guarded(observed, idempotency_table, SideEffect())
-    before = time.time()
-    run(command(), lambda_context)
+    assert business_key("order-1", "charge-payment", 1) == "order-1#charge-payment#attempt-1"
+    before = int(time.time())
+    result = run(command(), lambda_context)
+    after = int(time.time())
     item = record(idempotency_table, "order-1#charge-payment#attempt-1")
     assert item["status"]["S"] == "COMPLETED"
-    assert before + TTL - 5 <= int(item["expiration"]["N"]) <= time.time() + TTL + 5
+    assert before + TTL <= int(item["expiration"]["N"]) <= after + TTL
+    assert json.loads(item["data"]["S"]) == result
+    assert item["validation"]["S"] == payload_hash({"amount": 100})
 
 
 def test_idempotency_sixteen_concurrent_deliveries_one_side_effect(
@@ -146,8 +166,9 @@ def test_idempotency_abrupt_end_next_attempt_after_expiry_takes_over(
 def test_idempotency_in_progress_expiry_clamped_to_floor_and_ceiling(
     idempotency_table: str, observed: Observed
 ) -> None:
-    persistence = make_persistence(idempotency_table, in_progress_floor_seconds=10, in_progress_ceiling_seconds=60)
-    op = IdempotentOperation(persistence=persistence, ttl_seconds=TTL, logger=observed.logger)
+    op = IdempotentOperation(
+        idempotency_table, ttl_seconds=TTL, logger=observed.logger, in_progress=InProgressExpiry(10, 60)
+    )
     for timeout, key, expected in ((0.5, "k#short#attempt-1", 10), (900, "k#long#attempt-1", 60)):
         run = op(SideEffect(crash_first=True).run)
         start_ms = time.time() * 1000
@@ -160,36 +181,56 @@ def test_idempotency_in_progress_expiry_clamped_to_floor_and_ceiling(
 def test_idempotency_tampered_payload_rejected_with_both_hashes(
     idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
 ) -> None:
-    run = guarded(observed, idempotency_table, SideEffect())
+    effect = SideEffect()
+    run = guarded(observed, idempotency_table, effect)
     with correlation_scope(observed.logger, "cid-tamper"):
         run(command(amount=100), lambda_context)
         with pytest.raises(PayloadMismatch):
             run(command(amount=999), lambda_context)
-    errors = [line for line in observed.logs() if line["level"] == "ERROR"]
-    assert errors and errors[0]["stored_payload_hash"] != errors[0]["received_payload_hash"]
-    assert errors[0]["correlation_id"] == "cid-tamper"
+    (error,) = [line for line in observed.logs() if line["level"] == "ERROR"]
+    assert error["message"] == "idempotency key reused with a different payload"
+    assert error["idempotency_key"] == "order-1#charge-payment#attempt-1"
+    assert error["stored_payload_hash"] == payload_hash({"amount": 100})
+    assert error["received_payload_hash"] == payload_hash({"amount": 999})
+    assert error["correlation_id"] == "cid-tamper"
     assert observed.metric("PayloadMismatches") == 1
+    assert effect.calls == 1
+    assert record(idempotency_table, "order-1#charge-payment#attempt-1")["status"]["S"] == "COMPLETED"
 
 
+@pytest.mark.parametrize(
+    "bad_command",
+    [
+        {"payload": {"amount": 1}},
+        {"idempotency_key": "", "payload": {"amount": 1}},
+        {"idempotency_key": "   ", "payload": {"amount": 1}},
+        {"idempotency_key": 42, "payload": {"amount": 1}},
+    ],
+)
 def test_idempotency_missing_key_rejected(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext, bad_command: dict[str, Any]
 ) -> None:
     effect = SideEffect()
     run = guarded(observed, idempotency_table, effect)
     with pytest.raises(MissingIdempotencyKey):
-        run({"payload": {"amount": 1}}, lambda_context)
-    with pytest.raises(MissingIdempotencyKey):
-        business_key("", "charge-payment")
+        run(bad_command, lambda_context)
     assert effect.calls == 0
+    assert boto3.client("dynamodb").scan(TableName=idempotency_table)["Items"] == []
+
+
+@pytest.mark.parametrize(("entity", "operation", "attempt"), [("", "charge", 1), ("o-1", "", 1), ("o-1", "charge", 0)])
+def test_idempotency_business_key_refuses_incomplete_identity(entity: str, operation: str, attempt: int) -> None:
+    with pytest.raises(MissingIdempotencyKey):
+        business_key(entity, operation, attempt)
 
 
 def test_idempotency_dynamodb_calls_two_per_new_event_one_per_duplicate(
     idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
 ) -> None:
-    persistence = make_persistence(idempotency_table)
+    op = IdempotentOperation(idempotency_table, ttl_seconds=TTL, logger=observed.logger)
     calls: list[str] = []
-    persistence.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
-    run = IdempotentOperation(persistence=persistence, ttl_seconds=TTL, logger=observed.logger)(SideEffect().run)
+    op.persistence.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    run = op(SideEffect().run)
     run(command(), lambda_context)
     assert calls == ["PutItem", "UpdateItem"]
     calls.clear()

@@ -7,12 +7,13 @@ import json
 import uuid
 from typing import Any
 
-from shared.logs import MAX_LINE_BYTES, get_logger
+from lambda_resilience.logs import DEFAULT_SENSITIVE_KEYS, MAX_LINE_BYTES, get_logger
 
 
-def _logger() -> tuple[Any, io.StringIO]:
+def _logger(sensitive_keys: frozenset[str] = DEFAULT_SENSITIVE_KEYS) -> tuple[Any, io.StringIO]:
     stream = io.StringIO()
-    return get_logger(service=f"safe-logs-{uuid.uuid4().hex[:8]}", logger_handler=_handler(stream)), stream
+    service = f"safe-logs-{uuid.uuid4().hex[:8]}"
+    return get_logger(sensitive_keys=sensitive_keys, service=service, logger_handler=_handler(stream)), stream
 
 
 def _handler(stream: io.StringIO) -> Any:
@@ -25,8 +26,8 @@ def _lines(stream: io.StringIO) -> list[str]:
     return [line for line in stream.getvalue().splitlines() if line]
 
 
-def test_safe_logs_customer_data_keys_are_erased_at_any_depth():
-    logger, stream = _logger()
+def test_safe_logs_caller_sensitive_keys_are_erased_at_any_depth():
+    logger, stream = _logger(frozenset({"payment_token", "shipping_address", "name", "line1"}))
 
     logger.info(
         "request",
@@ -77,3 +78,13 @@ def test_safe_logs_small_line_is_unchanged():
 
     parsed = json.loads(_lines(stream)[0])
     assert (parsed["message"], parsed["order_id"], parsed["count"]) == ("hello", "o-2", 3)
+
+
+def test_safe_logs_default_keys_erase_generic_personal_data():
+    logger, stream = _logger()
+
+    logger.info("signup", extra={"user": {"email": "ada@example.com", "password": "hunter2"}, "plan": "pro"})
+
+    parsed = json.loads(_lines(stream)[0])
+    assert "ada@example.com" not in json.dumps(parsed) and "hunter2" not in json.dumps(parsed)
+    assert parsed["plan"] == "pro"

@@ -242,8 +242,8 @@ def test_orders_each_carry_their_own_token_name_and_address() -> None:
 @pytest.fixture
 def ledger() -> Iterator[Any]:
     ensure_importable()
+    from lambda_resilience.aws import reset_clients
     from sandbox.ledger import Ledger
-    from shared.aws import reset_clients
 
     with mock_aws():
         reset_clients()

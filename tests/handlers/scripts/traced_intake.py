@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path[:0] = [str(ROOT), str(ROOT / "lambdas"), str(ROOT / "lambdas" / "intake")]
+sys.path[:0] = [
+    str(ROOT),
+    str(ROOT / "packages" / "lambda_resilience" / "src"),
+    str(ROOT / "lambdas"),
+    str(ROOT / "lambdas" / "intake"),
+]
 
 import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402

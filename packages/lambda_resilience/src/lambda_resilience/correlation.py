@@ -1,7 +1,7 @@
-"""Correlation IDs: minted at the entry point, carried in SQS attributes, saga input and logs.
+"""Correlation IDs: minted at the entry point, carried in SQS attributes, workflow input and logs.
 
 Why hand-written: Powertools Logger can set *one* correlation ID per invocation from a JMESPath
-path, but an SQS batch holds records of different orders; each record's log lines must carry
+path, but an SQS batch holds records of different requests; each record's log lines must carry
 that record's own ID. This module scopes the ID per record (thread-safe, so records may run
 concurrently) and reads/writes it where SQS and Step Functions carry it.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-#: Name of the SQS message attribute, the saga input field and the log key.
+#: Name of the SQS message attribute, the workflow input field and the log key.
 CORRELATION_ID = "correlation_id"
 #: Log key holding a producer's value that was outside the bounds below (a fresh ID was minted).
 PRODUCER_CORRELATION_ID = "producer_correlation_id"
@@ -57,7 +57,7 @@ def from_sqs_record(record: Mapping[str, Any]) -> Any:
 
 
 def from_payload(payload: Any) -> Any:
-    """The raw correlation ID from a saga input or a provider request (any JSON value), or None."""
+    """The raw correlation ID from a workflow input or a request payload (any JSON value), or None."""
     return payload.get(CORRELATION_ID) if isinstance(payload, Mapping) else None
 
 

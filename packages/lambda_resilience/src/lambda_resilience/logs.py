@@ -1,12 +1,12 @@
-"""Structured logs that are safe and bounded: no customer data, no line over 16 KB.
+"""Structured logs that are safe and bounded: no personal data, no line over 16 KB.
 
 Built on Powertools Logger: :class:`SafeLogFormatter` is a ``LambdaPowertoolsFormatter`` that
 overrides ``serialize`` (Powertools' documented extension point for custom formatters). Values
-under customer-data keys are erased with Powertools' data masking utility, imported only when a
+under sensitive keys are erased with Powertools' data masking utility, imported only when a
 log record carries such a key (it costs ~12 ms of import otherwise paid at every cold start).
 
-Why a line limit: CloudWatch Logs accepts events of up to 256 KB, but a 1.6 MB error line (an
-order with 10,000 lines embedded in an exception) is truncated by the service mid-JSON and lost
+Why a line limit: CloudWatch Logs accepts events of up to 256 KB, but a 1.6 MB error line (a
+message with a 10,000-entry list embedded in an exception) is truncated by the service mid-JSON and lost
 to every query. We cut error messages and tracebacks instead, never the whole line, and never
 log a payload in the first place.
 """
@@ -14,7 +14,7 @@ log a payload in the first place.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -32,19 +32,19 @@ MAX_VALUE_CHARS = 1024
 #: A structured (dict/list) extra larger than this, serialized, is replaced by a size note.
 MAX_STRUCTURED_BYTES = 4096
 
-#: Keys whose values are customer data wherever they appear in a log record (at any depth).
-SENSITIVE_KEYS = frozenset(
+#: Keys whose values are personal or secret data wherever they appear in a log record (at any
+#: depth), unless the caller passes its own set (``get_logger(sensitive_keys=...)``).
+DEFAULT_SENSITIVE_KEYS = frozenset(
     {
-        "payment_token",
+        "password",
+        "secret",
+        "token",
         "card_number",
         "cvc",
-        "shipping_address",
         "address",
         "name",
-        "customer_name",
-        "line1",
-        "line2",
-        "postcode",
+        "email",
+        "phone",
     }
 )
 #: Keys Powertools itself writes: never masked or dropped.
@@ -65,34 +65,34 @@ def _truncated_traceback(text: str) -> str:
     return f"{text[:MAX_EXCEPTION_HEAD_CHARS]}\n...[truncated {cut} chars]...\n{text[-MAX_EXCEPTION_TAIL_CHARS:]}"
 
 
-def _has_sensitive(value: Any, depth: int = 0) -> bool:
+def _has_sensitive(value: Any, keys: frozenset[str], depth: int = 0) -> bool:
     if depth > _MAX_WALK_DEPTH:
         return False
     if isinstance(value, Mapping):
-        return any(k in SENSITIVE_KEYS or _has_sensitive(v, depth + 1) for k, v in value.items())
+        return any(k in keys or _has_sensitive(v, keys, depth + 1) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(_has_sensitive(v, depth + 1) for v in value)
+        return any(_has_sensitive(v, keys, depth + 1) for v in value)
     return False
 
 
-def _masked(value: Any, erase: Any, depth: int = 0) -> Any:
+def _masked(value: Any, erase: Any, keys: frozenset[str], depth: int = 0) -> Any:
     if depth > _MAX_WALK_DEPTH:
         return "[omitted: nested too deep]"
     if isinstance(value, Mapping):
-        return {k: erase(v) if k in SENSITIVE_KEYS else _masked(v, erase, depth + 1) for k, v in value.items()}
+        return {k: erase(v) if k in keys else _masked(v, erase, keys, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_masked(v, erase, depth + 1) for v in value]
+        return [_masked(v, erase, keys, depth + 1) for v in value]
     return value
 
 
-def mask_customer_data(log: dict[str, Any]) -> dict[str, Any]:
-    """``log`` with every value under a :data:`SENSITIVE_KEYS` key erased (Powertools data masking)."""
-    if not _has_sensitive(log):
+def mask_sensitive(log: dict[str, Any], keys: frozenset[str] = DEFAULT_SENSITIVE_KEYS) -> dict[str, Any]:
+    """``log`` with every value under one of ``keys`` erased (Powertools data masking)."""
+    if not _has_sensitive(log, keys):
         return log
     from aws_lambda_powertools.utilities.data_masking import DataMasking
 
     masking = DataMasking()
-    return dict(_masked(log, masking.erase))
+    return dict(_masked(log, masking.erase, keys))
 
 
 def bound(log: dict[str, Any]) -> dict[str, Any]:
@@ -114,10 +114,14 @@ def bound(log: dict[str, Any]) -> dict[str, Any]:
 
 
 class SafeLogFormatter(LambdaPowertoolsFormatter):
-    """Powertools' JSON formatter; every line masked (customer data) and bounded (16 KB)."""
+    """Powertools' JSON formatter; every line masked (values under ``sensitive_keys``) and bounded (16 KB)."""
+
+    def __init__(self, *, sensitive_keys: Iterable[str] = DEFAULT_SENSITIVE_KEYS, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sensitive_keys = frozenset(sensitive_keys)
 
     def serialize(self, log: dict[str, Any]) -> str:  # type: ignore[override]
-        safe = bound(mask_customer_data(log))
+        safe = bound(mask_sensitive(log, self.sensitive_keys))
         line = super().serialize(safe)
         if len(line.encode("utf-8")) <= MAX_LINE_BYTES:
             return line
@@ -131,6 +135,6 @@ class SafeLogFormatter(LambdaPowertoolsFormatter):
         return super().serialize(core)
 
 
-def get_logger(**kwargs: Any) -> Logger:
-    """A Powertools Logger whose lines go through :class:`SafeLogFormatter`."""
-    return Logger(logger_formatter=SafeLogFormatter(), **kwargs)
+def get_logger(*, sensitive_keys: Iterable[str] = DEFAULT_SENSITIVE_KEYS, **kwargs: Any) -> Logger:
+    """A Powertools Logger whose lines go through :class:`SafeLogFormatter` (``kwargs``: Logger's)."""
+    return Logger(logger_formatter=SafeLogFormatter(sensitive_keys=sensitive_keys), **kwargs)

@@ -1,5 +1,5 @@
 """X-Ray tracing with Powertools Tracer: AWS SDK and provider HTTPS calls as subsegments, the
-correlation ID and order ID as annotations (searchable in the X-Ray console).
+correlation ID and the caller's own keys as annotations (searchable in the X-Ray console).
 
 Cost at cold start: Powertools imports the X-Ray SDK and patches ``botocore`` and ``httplib``
 (urllib3, which the HTTPS provider adapters use, runs on ``http.client``) only when tracing is
@@ -7,7 +7,7 @@ on; measured by ``make bench`` (``tracer_import_ms``). ``POWERTOOLS_TRACE_DISABL
 local run and the tests) skips all of it, import included. Responses are never captured as trace metadata
 (``capture_response=False``): a trace must not carry customer data.
 
-The records of an SQS batch run on a thread pool (``shared.batch``); the X-Ray SDK keeps its
+The records of an SQS batch run on a thread pool (``lambda_resilience.batch``); the X-Ray SDK keeps its
 current entity per thread, so :func:`in_worker` hands the handler's entity to each worker (the
 SDK's documented pattern for threads: ``get_trace_entity`` / ``set_trace_entity``).
 """

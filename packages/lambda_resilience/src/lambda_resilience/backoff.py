@@ -2,10 +2,10 @@
 
 A record failed by a throttle (StartExecution's token bucket, Lambda concurrency, DynamoDB
 capacity) comes back after the visibility timeout, and after ``maxReceiveCount`` receives the
-redrive policy moves it to the DLQ: a traffic spike would dead-letter valid orders. Instead the
+redrive policy moves it to the DLQ: a traffic spike would dead-letter valid messages. Instead the
 record is sent again to its own queue with a delay (exponential, jittered) and a
 ``throttle_requeues`` attribute, and the original is acknowledged. The copy is a new message
-(receive count 1); intake is idempotent on the order, so a copy sent twice (a crash between the
+(receive count 1); the consumer must be idempotent, so a copy sent twice (a crash between the
 send and the acknowledgement) does nothing twice. After ``max_requeues`` the record fails as
 before (its receive count, then the DLQ as ``transient``, replayable).
 """
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from shared.aws import error_code
+from lambda_resilience.aws import error_code
 
 #: AWS error codes that say "too fast" (a quota), not "broken".
 THROTTLE_CODES = frozenset(
@@ -59,16 +58,34 @@ def requeues_of(record: dict[str, Any]) -> int:
         return 0
 
 
-@dataclass(frozen=True)
 class ThrottleBackoff:
-    """Requeue throttled records of ``queue_url`` with a delay of ``base * 2^n`` (capped, equal jitter)."""
+    """Requeue throttled records of ``queue_url`` with a delay of ``base * 2^n`` (capped, equal jitter).
 
-    queue_url: str
-    client: Callable[[str], Any]
-    base_seconds: int = 5
-    max_seconds: int = 60
-    max_requeues: int = 100
-    rng: random.Random = field(default_factory=random.Random)
+    Args:
+        queue_url: the queue the records came from (they are sent back to it).
+        client: ``client(service)`` returns a boto3 client.
+        base_seconds, max_seconds: the first delay and the largest (SQS allows at most 900 s).
+        max_requeues: after this many requeues a throttled record fails as before.
+        rng: the jitter's random source.
+    """
+
+    __slots__ = ("base_seconds", "client", "max_requeues", "max_seconds", "queue_url", "rng")
+
+    def __init__(
+        self,
+        queue_url: str,
+        client: Callable[[str], Any],
+        base_seconds: int = 5,
+        max_seconds: int = 60,
+        max_requeues: int = 100,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.queue_url = queue_url
+        self.client = client
+        self.base_seconds = base_seconds
+        self.max_seconds = max_seconds
+        self.max_requeues = max_requeues
+        self.rng = rng or random.Random()
 
     def delay(self, requeues: int) -> int:
         ceiling = min(self.max_seconds, MAX_DELAY_SECONDS, self.base_seconds * 2 ** min(requeues, 10))

@@ -1,0 +1,57 @@
+"""The order domain's business errors, in the middleware's tree (so they are classified).
+
+Permanent: the same message fails the same way every time (dead-lettered at once, or caught by
+the saga by name). Transient: retried.
+"""
+
+from __future__ import annotations
+
+from lambda_resilience.exceptions import PermanentError, TransientError
+
+
+class InvalidOrder(PermanentError):
+    """Malformed JSON or a payload that violates the order schema."""
+
+
+class InvalidTransition(PermanentError):
+    """An order status change that would skip a state or move backwards."""
+
+
+class UnknownOrder(PermanentError):
+    """A step referenced an order that does not exist."""
+
+
+class StaleAttempt(PermanentError):
+    """A step or message names a payment attempt that a newer attempt has replaced."""
+
+
+class OrderClosed(PermanentError):
+    """A new payment attempt for an order that can take none (completed, or parked for an operator)."""
+
+
+class InsufficientStock(PermanentError):
+    """ReserveInventory could not reserve every item."""
+
+
+class PaymentDeclined(PermanentError):
+    """The payment provider declined the charge."""
+
+
+class PaymentIncomplete(PermanentError):
+    """Money may have moved but the charge is not complete (partly captured, or only authorised)."""
+
+
+class ShippingUnavailable(PermanentError):
+    """The carrier rejected the shipment."""
+
+
+class ProviderRejected(PermanentError):
+    """An external provider refused the request (HTTP 4xx other than 409 and 429): it will refuse it again."""
+
+
+class ProviderUnavailable(TransientError):
+    """An external provider failed or timed out; its outcome may be unknown."""
+
+
+class AttemptInProgress(TransientError):
+    """An earlier payment attempt of the same order is still running: wait for it, then retry."""

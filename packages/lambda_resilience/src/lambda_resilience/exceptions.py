@@ -1,0 +1,65 @@
+"""The package's one exception tree.
+
+Every error raised on purpose derives from :class:`ResilienceError` and carries a ``category``
+(see :mod:`lambda_resilience.classification`). Applications derive their own business errors
+from :class:`PermanentError` or :class:`TransientError` so that batch processing, DLQ routing and
+step handlers treat them correctly without knowing them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+Category = Literal["transient", "permanent", "unknown"]
+TRANSIENT: Category = "transient"
+PERMANENT: Category = "permanent"
+UNKNOWN: Category = "unknown"
+CATEGORIES: tuple[Category, ...] = (PERMANENT, TRANSIENT, UNKNOWN)
+
+
+class ResilienceError(Exception):
+    """Base of every error raised on purpose (by this package or by an application built on it)."""
+
+    category: ClassVar[Category] = PERMANENT
+
+
+class PermanentError(ResilienceError):
+    """Retrying will not help: dead-letter the message / compensate."""
+
+    category: ClassVar[Category] = PERMANENT
+
+
+class TransientError(ResilienceError):
+    """Retrying may help: let the redrive policy / Step Functions Retry do its work."""
+
+    category: ClassVar[Category] = TRANSIENT
+
+
+class ConfigurationError(PermanentError):
+    """A required setting is missing or invalid."""
+
+
+class MissingIdempotencyKey(PermanentError):
+    """No idempotency key could be derived: processing would not be idempotent."""
+
+
+class PayloadMismatch(PermanentError):
+    """The same idempotency key arrived with a different payload."""
+
+
+class InvalidStepInput(PermanentError):
+    """A workflow step's input is not the object the step documents."""
+
+
+class OperationInProgress(TransientError):
+    """Another invocation holds the idempotency record; retry after it finishes or expires."""
+
+
+class TransientStepError(TransientError):
+    """The one error name workflow steps raise for transient failures (Step Functions retries it)."""
+
+
+class UnknownStepError(ResilienceError):
+    """The error name workflow steps raise for unexpected failures (a bug?): retried, then compensated."""
+
+    category: ClassVar[Category] = UNKNOWN

@@ -1,0 +1,83 @@
+"""Step Functions task handlers: correlation from the input, idempotency per business operation,
+and failures renamed so that a state machine's ``Retry`` / ``Catch`` can tell them apart.
+
+- a **transient** failure is raised as :class:`TransientStepError` (the one name to retry);
+- an **unknown** failure (a bug?) as :class:`UnknownStepError` (retried, then caught);
+- a **permanent** failure keeps its own type name, so ``Catch`` can route business errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
+from lambda_resilience.correlation import correlation_scope, from_payload
+from lambda_resilience.exceptions import TransientStepError, UnknownStepError
+from lambda_resilience.tracing import annotate, traced
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from lambda_resilience.idempotency import IdempotentOperation
+
+#: A step's action: ``action(payload) -> result`` (the payload :class:`StepInput` names).
+StepAction = Callable[[dict[str, Any]], dict[str, Any]]
+Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """What a step's input means: the operation's idempotency key, the payload the action gets
+    (hashed for mismatch checks) and fields for log lines and trace annotations."""
+
+    idempotency_key: str
+    payload: dict[str, Any]
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def step_handler(
+    operation: str,
+    action: StepAction,
+    *,
+    parse: Callable[[Any], StepInput],
+    idempotent: IdempotentOperation,
+    logger: Logger,
+    metrics: Metrics | None = None,
+    describe: Callable[[Any], Mapping[str, Any]] = lambda event: {},
+) -> Handler:
+    """A Lambda handler running ``action`` at most once per ``parse(event).idempotency_key``.
+
+    ``parse`` validates the input (raise a permanent error, e.g. ``InvalidStepInput``, if bad);
+    ``describe`` picks log fields from any input, valid or not (for the failure line).
+    """
+
+    @idempotent
+    def run(command: dict[str, Any]) -> dict[str, Any]:
+        return action(command["payload"])
+
+    def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+        with correlation_scope(logger, from_payload(event)) as cid:
+            known = dict(describe(event))
+            annotate(correlation_id=cid, operation=operation, **{k: v for k, v in known.items() if isinstance(v, str)})
+            try:
+                step = parse(event)
+                logger.info(f"{operation} started", extra=dict(step.fields))
+                result = run({"idempotency_key": step.idempotency_key, "payload": step.payload}, context)
+                logger.info(f"{operation} done", extra={**known, "result": result})
+                return result
+            except Exception as exc:
+                category = classify(exc)
+                logger.exception(
+                    f"{operation} failed", extra={**known, "error_type": type(exc).__name__, "category": category}
+                )
+                if category == TRANSIENT and not isinstance(exc, TransientStepError):
+                    raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
+                if category == UNKNOWN and not isinstance(exc, UnknownStepError):
+                    raise UnknownStepError(f"{type(exc).__name__}: {exc}") from exc
+                raise
+
+    traced_handler = traced(handler)
+    return metrics.log_metrics(traced_handler) if metrics is not None else traced_handler
