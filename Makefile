@@ -42,8 +42,8 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: setup ## mypy on the app, constructs, handlers and ops
-	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages
+typecheck: setup ## mypy on the app, constructs, handlers, the middleware package, ops, examples and tests
+	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages tests
 
 unit: setup ## fast tests: infrastructure assertions, middleware and handlers on moto, operator CLI
 	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e"

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 import pytest
@@ -553,3 +553,12 @@ class IdempotencyView:
 @pytest.fixture
 def idempotency_records(tables: Tables) -> IdempotencyView:
     return IdempotencyView(tables.idempotency)
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """``value``, asserted not None: the test expects the item to exist."""
+    assert value is not None
+    return value

@@ -21,6 +21,7 @@ from ops.local.provider_server import ProviderEndpoints, serve_sandbox
 from order_domain.errors import PaymentDeclined, ProviderRejected, ProviderUnavailable
 from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, check_base_url
 from order_domain.status import OrderStatus
+from tests.handlers.conftest import present
 
 from .conftest import REGION, LedgerView, LogCapture, Tables
 
@@ -86,7 +87,7 @@ def test_https_ship_goes_through_the_carrier_adapter(
     result = ship(saga_input(order), lambda_context)
 
     assert result["status"] == "shipped" and result["tracking_id"].startswith("trk_")
-    assert ledger.op("carrier", _key(order, "ship-order"))["status"] == "shipped"
+    assert present(ledger.op("carrier", _key(order, "ship-order")))["status"] == "shipped"
 
 
 def test_https_declined_card_is_payment_declined(
@@ -148,7 +149,7 @@ def test_https_same_key_with_another_amount_is_payload_mismatch(aws, sandbox_htt
 
     with pytest.raises(PayloadMismatch):
         provider.charge(key, order_id="o-2", amount_cents=999, currency="EUR", payment_token="tok_visa")
-    assert provider.find_charge(key).captured_cents == 100  # lookup by key
+    assert present(provider.find_charge(key)).captured_cents == 100  # lookup by key
     assert provider.find_charge("o-2#charge-payment#attempt-9") is None
 
 

@@ -12,6 +12,7 @@ from lambda_resilience.exceptions import TransientStepError
 from ops.local.lambda_runtime import invoke_json
 from order_domain.errors import InsufficientStock, InvalidTransition
 from order_domain.status import OrderStatus
+from tests.handlers.conftest import present
 
 from .conftest import IdempotencyView, Inventory, LogCapture
 
@@ -41,7 +42,7 @@ def test_reserve_three_invocations_decrement_stock_once(
     assert results[2] == results[0]
     assert inventory.available("SKU-A") == 8
     assert inventory.available("SKU-B") == 2
-    assert inventory.reservation(order["order_id"])["status"] == "RESERVED"
+    assert present(inventory.reservation(order["order_id"]))["status"] == "RESERVED"
     assert orders.get(order["order_id"])["status"] == OrderStatus.INVENTORY_RESERVED.value
     assert len(logs.find("duplicate suppressed")) == 2
     assert {line["correlation_id"] for line in logs.read()} == {"cid-reserve"}
@@ -204,7 +205,7 @@ def test_release_after_reserve_restores_stock_exactly_once(
     assert first == {"status": "released", "items": {"SKU-A": 2, "SKU-B": 1}}
     assert second == first
     assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)
-    assert inventory.reservation(order["order_id"])["status"] == "RELEASED"
+    assert present(inventory.reservation(order["order_id"]))["status"] == "RELEASED"
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
     idempotency_records.forget(f"{order['order_id']}#release-inventory#attempt-1")
@@ -245,7 +246,7 @@ def test_release_when_partly_reserved_gives_back_exactly_what_was_reserved(
     assert result == {"status": "released", "items": {"SKU-A": 1}}
     assert inventory.available("SKU-A") == 5  # the one reserved unit is back
     assert inventory.available("SKU-B") == 5  # never reserved, so nothing is added
-    assert inventory.reservation(order["order_id"])["status"] == "RELEASED"
+    assert present(inventory.reservation(order["order_id"]))["status"] == "RELEASED"
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
     idempotency_records.forget(f"{order['order_id']}#release-inventory#attempt-1")

@@ -14,6 +14,7 @@ from lambda_resilience.exceptions import TransientStepError
 from order_domain.errors import PaymentDeclined, PaymentIncomplete
 from order_domain.model import order_total_cents
 from order_domain.status import OrderStatus
+from tests.handlers.conftest import present
 
 from .conftest import PAYMENT_FUNCTION, FakeLambdaClient, IdempotencyView, LedgerView, LogCapture
 
@@ -42,7 +43,7 @@ def test_charge_declined_token_raises_payment_declined(
         charge(saga_input(order, "cid-decline"), lambda_context)
 
     assert type(raised.value).__name__ == "PaymentDeclined"
-    assert ledger.op("payment", _key(order, "charge-payment"))["status"] == "declined"
+    assert present(ledger.op("payment", _key(order, "charge-payment")))["status"] == "declined"
     assert orders.get(order["order_id"])["status"] == OrderStatus.INVENTORY_RESERVED.value
     (failed,) = logs.find("charge-payment failed")
     assert failed["category"] == "permanent"
@@ -178,10 +179,10 @@ def test_refund_after_captured_charge_refunds_once_even_when_called_twice(
 
     assert first == {"status": "refunded", "amount_cents": charged["amount_cents"]}
     assert second == first
-    refund_op = ledger.op("payment", _key(order, "refund-payment"))
+    refund_op = present(ledger.op("payment", _key(order, "refund-payment")))
     assert refund_op["status"] == "refunded"
     assert refund_op["amount_cents"] == charged["amount_cents"]
-    assert ledger.op("payment", _key(order, "charge-payment"))["refunded"] is True
+    assert present(ledger.op("payment", _key(order, "charge-payment")))["refunded"] is True
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
     idempotency_records.forget(_key(order, "refund-payment"))
@@ -200,9 +201,9 @@ def test_refund_when_never_charged_is_nothing_to_refund(
     result = refund(saga_input(order), lambda_context)
 
     assert result == {"status": "nothing_to_refund", "amount_cents": 0}
-    assert ledger.op("payment", _key(order, "refund-payment"))["status"] == "nothing_to_refund"
+    assert present(ledger.op("payment", _key(order, "refund-payment")))["status"] == "nothing_to_refund"
     # the charge key is cancelled first, so a late charge cannot move money
-    assert ledger.op("payment", _key(order, "charge-payment"))["status"] == "cancelled"
+    assert present(ledger.op("payment", _key(order, "charge-payment")))["status"] == "cancelled"
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
 
@@ -260,7 +261,7 @@ def test_charge_partial_capture_raises_payment_incomplete(
 
     # not PaymentDeclined: the saga's States.ALL catcher routes it to RefundPayment, not only ReleaseInventory
     assert type(raised.value).__name__ == "PaymentIncomplete"
-    op = ledger.op("payment", _key(order, "charge-payment"))
+    op = present(ledger.op("payment", _key(order, "charge-payment")))
     assert (op["status"], op["captured_cents"], op["amount_cents"]) == ("partially_captured", 3499 // 2, 3499)
     assert orders.get(order["order_id"])["status"] == OrderStatus.INVENTORY_RESERVED.value
     (failed,) = logs.find("charge-payment failed")
@@ -276,7 +277,7 @@ def test_charge_auth_only_raises_payment_incomplete(
     with pytest.raises(PaymentIncomplete, match="authorized"):
         charge(saga_input(order), lambda_context)
 
-    op = ledger.op("payment", _key(order, "charge-payment"))
+    op = present(ledger.op("payment", _key(order, "charge-payment")))
     assert (op["status"], op["captured_cents"]) == ("authorized", 0)
     assert orders.get(order["order_id"])["status"] == OrderStatus.INVENTORY_RESERVED.value
 
@@ -293,9 +294,9 @@ def test_refund_after_partial_capture_refunds_exactly_captured_cents(
     result = refund(event, lambda_context)
 
     assert result == {"status": "refunded", "amount_cents": 1749}  # 3499 // 2, not the order total
-    refund_op = ledger.op("payment", _key(order, "refund-payment"))
+    refund_op = present(ledger.op("payment", _key(order, "refund-payment")))
     assert (refund_op["status"], refund_op["amount_cents"]) == ("refunded", 1749)
-    charge_op = ledger.op("payment", _key(order, "charge-payment"))
+    charge_op = present(ledger.op("payment", _key(order, "charge-payment")))
     assert charge_op["refunded"] is True
     assert charge_op["status"] == "partially_captured"
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
@@ -314,7 +315,7 @@ def test_refund_after_auth_only_voids_the_hold_and_moves_no_money(
     second = refund(event, lambda_context)
 
     assert first == second == {"status": "voided", "amount_cents": 0}
-    charge_op = ledger.op("payment", _key(order, "charge-payment"))
+    charge_op = present(ledger.op("payment", _key(order, "charge-payment")))
     assert (charge_op["status"], charge_op["refunded"]) == ("voided", True)
     refund_ops = [op for op in ledger.ops("payment") if op["action"] == "refund"]
     assert [(op["status"], op["amount_cents"]) for op in refund_ops] == [("voided", 0)]
@@ -350,14 +351,14 @@ def test_refund_after_unknown_charge_outcome_refunds_what_the_provider_captured(
         charge(event, lambda_context)
     monkeypatch.setattr(providers, "invoke", deliver)
 
-    assert ledger.op("payment", _key(order, "charge-payment"))["status"] == "captured"
+    assert present(ledger.op("payment", _key(order, "charge-payment")))["status"] == "captured"
     assert orders.get(order["order_id"])["status"] == OrderStatus.INVENTORY_RESERVED.value  # we never saw it
     assert idempotency_records.get(_key(order, "charge-payment")) is None
 
     result = refund(event, lambda_context)
 
     assert result == {"status": "refunded", "amount_cents": order_total_cents(order)}
-    assert ledger.op("payment", _key(order, "charge-payment"))["refunded"] is True
+    assert present(ledger.op("payment", _key(order, "charge-payment")))["refunded"] is True
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
 
@@ -415,7 +416,7 @@ def test_refund_broken_provider_always_raises_transient_step_error(
 
     assert [r["outcome"] for r in ledger.requests("payment", _key(order, "refund-payment"))] == ["error"] * 6
     assert [op for op in ledger.ops("payment") if op["action"] == "refund"] == []
-    charge_op = ledger.op("payment", _key(order, "charge-payment"))
+    charge_op = present(ledger.op("payment", _key(order, "charge-payment")))
     assert charge_op["status"] == "captured"
     assert "refunded" not in charge_op  # the money is still with the provider: the order must be parked
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value

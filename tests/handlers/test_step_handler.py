@@ -12,6 +12,7 @@ from ops.local.lambda_runtime import patched_environ
 from order_domain.errors import PaymentDeclined
 from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from order_domain.step import build_step_handler
+from tests.handlers.conftest import present
 
 from .conftest import IdempotencyView, LogCapture, route_powertools_logs
 
@@ -107,7 +108,11 @@ def test_step_unexpected_exception_is_raised_as_unknown_step_error(
 )
 def test_step_malformed_input_raises_invalid_step_input_and_logs_it(step_factory, lambda_context, logs, event):
     ran: list[dict[str, Any]] = []
-    handler = step_factory("any-step", lambda payload: ran.append(payload) or {"status": "done"})
+    def action(payload: dict[str, Any]) -> dict[str, Any]:
+        ran.append(payload)
+        return {"status": "done"}
+
+    handler = step_factory("any-step", action)
 
     with pytest.raises(InvalidStepInput):
         handler(event, lambda_context)
@@ -127,7 +132,7 @@ def test_step_idempotency_record_uses_settings_ttl(
     handler(saga_input(order), lambda_context)
     after = int(time.time())
 
-    record = idempotency_records.get(f"{order['order_id']}#ttl-step#attempt-3")
+    record = present(idempotency_records.get(f"{order['order_id']}#ttl-step#attempt-3"))
     assert record is not None
     assert before + TTL <= record["expiration"] <= after + TTL
 
@@ -141,6 +146,6 @@ def test_step_idempotency_default_ttl_outlives_dlq_retention(
     now = int(time.time())
     handler(saga_input(order), lambda_context)
 
-    record = idempotency_records.get(f"{order['order_id']}#default-ttl-step#attempt-1")
+    record = present(idempotency_records.get(f"{order['order_id']}#default-ttl-step#attempt-1"))
     assert abs(record["expiration"] - (now + DEFAULT_IDEMPOTENCY_TTL_SECONDS)) <= 5
     assert DEFAULT_IDEMPOTENCY_TTL_SECONDS > 14 * 24 * 3600

@@ -7,11 +7,12 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
 from lambda_resilience.aws import reset_clients
@@ -70,5 +71,10 @@ def observed() -> Iterator[Observed]:
 
 
 @pytest.fixture
-def lambda_context() -> FakeLambdaContext:
-    return FakeLambdaContext(function_name="spec", timeout_seconds=30)
+def lambda_context() -> LambdaContext:
+    return fake_context(function_name="spec", timeout_seconds=30)
+
+
+def fake_context(**fields: Any) -> LambdaContext:
+    """A :class:`FakeLambdaContext` typed as the Powertools ``LambdaContext`` it stands in for."""
+    return cast(LambdaContext, FakeLambdaContext(**fields))

@@ -8,11 +8,11 @@ import uuid
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambda_resilience.batch import DEFAULT_CONCURRENCY, process_sqs_batch
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import PermanentError
-from ops.local.lambda_runtime import FakeLambdaContext
 
 from .conftest import Observed
 
@@ -57,7 +57,7 @@ class Handler:
         return correlation_id
 
 
-def test_batch_one_bad_record_fails_only_itself(observed: Observed, lambda_context: FakeLambdaContext) -> None:
+def test_batch_one_bad_record_fails_only_itself(observed: Observed, lambda_context: LambdaContext) -> None:
     records = [sqs_record({"n": i, "bad": i == 3}, f"cid-{i}") for i in range(6)]
     handler = Handler(observed)
     response = process_sqs_batch({"Records": records}, lambda_context, handler, logger=observed.logger)
@@ -66,13 +66,13 @@ def test_batch_one_bad_record_fails_only_itself(observed: Observed, lambda_conte
     assert all(in_scope == given for in_scope, given in handler.seen.values())
 
 
-def test_batch_every_record_failing_reports_all(observed: Observed, lambda_context: FakeLambdaContext) -> None:
+def test_batch_every_record_failing_reports_all(observed: Observed, lambda_context: LambdaContext) -> None:
     records = [sqs_record("{not json", f"cid-{i}") for i in range(4)]
     response = process_sqs_batch({"Records": records}, lambda_context, Handler(observed), logger=observed.logger)
     assert sorted(f["itemIdentifier"] for f in response["batchItemFailures"]) == sorted(r["messageId"] for r in records)
 
 
-def test_batch_records_run_concurrently(observed: Observed, lambda_context: FakeLambdaContext) -> None:
+def test_batch_records_run_concurrently(observed: Observed, lambda_context: LambdaContext) -> None:
     """Every record waits for all the others: only a concurrent batch can succeed."""
     barrier = threading.Barrier(DEFAULT_CONCURRENCY, timeout=5)
 
@@ -85,7 +85,7 @@ def test_batch_records_run_concurrently(observed: Observed, lambda_context: Fake
     assert not barrier.broken
 
 
-def test_batch_each_record_logs_its_own_correlation_id(observed: Observed, lambda_context: FakeLambdaContext) -> None:
+def test_batch_each_record_logs_its_own_correlation_id(observed: Observed, lambda_context: LambdaContext) -> None:
     records = [sqs_record({"n": i, "bad": i % 4 == 0}, f"cid-{i}") for i in range(10)]
     handler = Handler(observed)
     process_sqs_batch({"Records": records}, lambda_context, handler, logger=observed.logger)
@@ -97,9 +97,7 @@ def test_batch_each_record_logs_its_own_correlation_id(observed: Observed, lambd
     assert {m: pair[0] for m, pair in handler.seen.items()} == by_message
 
 
-def test_batch_error_log_carries_category_and_correlation_id(
-    observed: Observed, lambda_context: FakeLambdaContext
-) -> None:
+def test_batch_error_log_carries_category_and_correlation_id(observed: Observed, lambda_context: LambdaContext) -> None:
     records = [sqs_record({"bad": True}, "cid-bad")]
     process_sqs_batch({"Records": records}, lambda_context, Handler(observed), logger=observed.logger)
     errors = [line for line in observed.logs() if line["level"] == "ERROR"]
@@ -109,7 +107,7 @@ def test_batch_error_log_carries_category_and_correlation_id(
     assert int(errors[0]["receive_count"]) == 1  # Powertools exposes ApproximateReceiveCount as a string
 
 
-def test_batch_mints_correlation_id_when_absent(observed: Observed, lambda_context: FakeLambdaContext) -> None:
+def test_batch_mints_correlation_id_when_absent(observed: Observed, lambda_context: LambdaContext) -> None:
     records = [sqs_record({"n": 1}), sqs_record({"n": 2})]
     process_sqs_batch({"Records": records}, lambda_context, Handler(observed), logger=observed.logger)
     ids = {line["correlation_id"] for line in observed.logs()}

@@ -11,11 +11,12 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambda_resilience.correlation import correlation_scope
 from lambda_resilience.exceptions import MissingIdempotencyKey, OperationInProgress, PayloadMismatch
 from lambda_resilience.idempotency import IdempotentOperation, InProgressExpiry, business_key
-from ops.local.lambda_runtime import FakeLambdaContext
+from tests.middleware.conftest import fake_context
 
 from .conftest import Observed
 
@@ -48,7 +49,7 @@ class SideEffect:
 
 def guarded(
     observed: Observed, table: str, effect: SideEffect, *, floor: float = 5.0
-) -> Callable[[dict[str, Any], FakeLambdaContext | None], Any]:
+) -> Callable[[dict[str, Any], LambdaContext | None], Any]:
     op = IdempotentOperation(
         table,
         ttl_seconds=TTL,
@@ -72,7 +73,7 @@ def record(table: str, key: str) -> dict[str, Any]:
 
 
 def test_idempotency_same_event_ten_times_runs_once(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     effect = SideEffect()
     run = guarded(observed, idempotency_table, effect)
@@ -89,7 +90,7 @@ def test_idempotency_same_event_ten_times_runs_once(
 
 
 def test_idempotency_key_is_readable_business_identity(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     run = guarded(observed, idempotency_table, SideEffect())
     assert business_key("order-1", "charge-payment", 1) == "order-1#charge-payment#attempt-1"
@@ -104,7 +105,7 @@ def test_idempotency_key_is_readable_business_identity(
 
 
 def test_idempotency_sixteen_concurrent_deliveries_one_side_effect(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     effect = SideEffect(delay=0.2)
     run = guarded(observed, idempotency_table, effect)
@@ -135,7 +136,7 @@ def test_idempotency_sixteen_concurrent_deliveries_one_side_effect(
 
 
 def test_idempotency_abrupt_end_redelivery_before_expiry_does_not_rerun(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     effect = SideEffect(crash_first=True)
     run = guarded(observed, idempotency_table, effect)
@@ -152,12 +153,12 @@ def test_idempotency_abrupt_end_next_attempt_after_expiry_takes_over(
 ) -> None:
     effect = SideEffect(crash_first=True)
     run = guarded(observed, idempotency_table, effect, floor=0.0)
-    nearly_out_of_time = FakeLambdaContext(function_name="spec", timeout_seconds=0.2)
+    nearly_out_of_time = fake_context(function_name="spec", timeout_seconds=0.2)
     with correlation_scope(observed.logger, "cid-takeover"), pytest.raises(SimulatedCrash):
         run(command(), nearly_out_of_time)
     time.sleep(0.3)  # the in-progress expiry (remaining time 0.2 s) has passed
     with correlation_scope(observed.logger, "cid-takeover"):
-        result = run(command(), FakeLambdaContext(function_name="spec", timeout_seconds=30))
+        result = run(command(), fake_context(function_name="spec", timeout_seconds=30))
     assert effect.calls == 2 and result["run"] == 2
     assert observed.metric("IdempotencyTakeovers") == 1
     assert any("took over" in line["message"] for line in observed.logs())
@@ -173,13 +174,13 @@ def test_idempotency_in_progress_expiry_clamped_to_floor_and_ceiling(
         run = op(SideEffect(crash_first=True).run)
         start_ms = time.time() * 1000
         with pytest.raises(SimulatedCrash):
-            run(command(key=key), FakeLambdaContext(function_name="spec", timeout_seconds=timeout))
+            run(command(key=key), fake_context(function_name="spec", timeout_seconds=timeout))
         expiry = int(record(idempotency_table, key)["in_progress_expiration"]["N"])
         assert abs(expiry - start_ms - expected * 1000) < 2000
 
 
 def test_idempotency_tampered_payload_rejected_with_both_hashes(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     effect = SideEffect()
     run = guarded(observed, idempotency_table, effect)
@@ -208,7 +209,7 @@ def test_idempotency_tampered_payload_rejected_with_both_hashes(
     ],
 )
 def test_idempotency_missing_key_rejected(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext, bad_command: dict[str, Any]
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext, bad_command: dict[str, Any]
 ) -> None:
     effect = SideEffect()
     run = guarded(observed, idempotency_table, effect)
@@ -225,7 +226,7 @@ def test_idempotency_business_key_refuses_incomplete_identity(entity: str, opera
 
 
 def test_idempotency_dynamodb_calls_two_per_new_event_one_per_duplicate(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     op = IdempotentOperation(idempotency_table, ttl_seconds=TTL, logger=observed.logger)
     calls: list[str] = []
@@ -239,7 +240,7 @@ def test_idempotency_dynamodb_calls_two_per_new_event_one_per_duplicate(
 
 
 def test_idempotency_every_log_line_has_correlation_id(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     effect = SideEffect()
     run = guarded(observed, idempotency_table, effect)

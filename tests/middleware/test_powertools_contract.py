@@ -19,10 +19,11 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambda_resilience.idempotency import IdempotentOperation, InProgressExpiry
 from lambda_resilience.idempotency.persistence import BusinessKeyPersistenceLayer, payload_hash
-from ops.local.lambda_runtime import FakeLambdaContext
+from tests.middleware.conftest import fake_context
 
 from .conftest import Observed
 
@@ -46,7 +47,7 @@ def test_powertools_contract_hashed_key_method_has_the_signature_we_override() -
 
 
 def test_powertools_contract_record_id_is_verbatim_through_put_update_get_and_delete(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     """Every persistence operation Powertools runs goes through the overridden key method."""
     op = IdempotentOperation(idempotency_table, ttl_seconds=3600, logger=observed.logger)
@@ -69,7 +70,7 @@ def test_powertools_contract_record_id_is_verbatim_through_put_update_get_and_de
 
 
 def test_powertools_contract_payload_hash_matches_stored_validation(
-    idempotency_table: str, observed: Observed, lambda_context: FakeLambdaContext
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     payload = {"b": [1, 2, {"c": "é"}], "a": None, "n": 12345678901234567890, "t": True, "s": "x y"}
     IdempotentOperation(idempotency_table, ttl_seconds=3600, logger=observed.logger)(lambda command: {})(
@@ -98,7 +99,7 @@ def test_powertools_contract_in_progress_expiry_comes_from_the_registered_contex
     import time
 
     start_ms = time.time() * 1000
-    op(effect)({"idempotency_key": "p#op#attempt-1", "payload": {}}, FakeLambdaContext(timeout_seconds=300))
+    op(effect)({"idempotency_key": "p#op#attempt-1", "payload": {}}, fake_context(timeout_seconds=300))
     assert len(seen) == 1 and abs(seen[0] - start_ms - 7000) < 2000
 
 
