@@ -324,6 +324,74 @@ def import_ratio() -> dict[str, float]:
     }
 
 
+#: The pipeline runs behind the per-order figures: every order on the happy path, and the business
+#: mix of ``make chaos`` (declines, undeliverable addresses, refunds that keep failing) without its
+#: infrastructure faults (what a normal day costs).
+PIPELINE_ORDERS = 100
+HAPPY_MIX = (
+    "--decline-rate",
+    "0",
+    "--ship-fail-rate",
+    "0",
+    "--out-of-stock-rate",
+    "0",
+    "--partial-capture-rate",
+    "0",
+    "--auth-only-rate",
+    "0",
+    "--refund-flaky-rate",
+    "0",
+    "--refund-fail-rate",
+    "0",
+)
+BUSINESS_MIX = ("--decline-rate", "0.1", "--ship-fail-rate", "0.1", "--refund-fail-rate", "0.03")
+
+
+def _pipeline_run(mix: tuple[str, ...], name: str) -> dict[str, Any]:
+    """``python -m ops local run`` (the whole pipeline on moto, in a subprocess) and its report."""
+    report_file = REPO / ".build" / f"bench-{name}.json"
+    report_file.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "ops",
+        "local",
+        "run",
+        "--orders",
+        str(PIPELINE_ORDERS),
+        "--seed",
+        "13",
+        *mix,
+        "--check",
+        "--report-file",
+        str(report_file),
+    ]
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    report: dict[str, Any] = json.loads(report_file.read_text())
+    return report
+
+
+def pipeline_figures() -> dict[str, Any]:
+    """Lambda invocations and state transitions per completed order, and USD per million orders."""
+    happy, mixed = _pipeline_run(HAPPY_MIX, "happy"), _pipeline_run(BUSINESS_MIX, "mix")
+
+    def per_completed(report: dict[str, Any], unit: str) -> float:
+        orders = report["orders"]
+        return float(report["cost"]["per_order"][unit]) * orders["submitted"] / max(1, orders["completed"])
+
+    usd = mixed["cost"]["usd_per_million_orders"]
+    return {
+        "lambda_invocations_per_order": round(per_completed(happy, "lambda_invocations"), 2),
+        "state_transitions_per_order": round(per_completed(happy, "state_transitions"), 2),
+        "lambda_invocations_per_order_mix": round(float(mixed["cost"]["per_order"]["lambda_invocations"]), 2),
+        "state_transitions_per_order_mix": round(float(mixed["cost"]["per_order"]["state_transitions"]), 2),
+        "usd_per_million_orders_standard": usd["standard_workflow"],
+        "usd_per_million_orders_express": usd["express_workflow"],
+        "usd_detail": usd,
+        "orders": {"happy": happy["orders"], "mix": mixed["orders"]},
+    }
+
+
 def main() -> None:
     results: dict[str, Any] = {}
     with mock_aws(), atomic_dynamodb():
@@ -334,13 +402,24 @@ def main() -> None:
         overhead = overhead_ratio()
     batches = [batch_ratio() for _ in range(BATCH_RUNS)]  # consecutive runs, no emulator involved
     imports = import_ratio()
+    pipeline = pipeline_figures()
     results["overhead_ratio_vs_powertools"] = round(overhead["ratio"], 3)
     results["batch_latency_ratio_runs"] = [round(b["ratio"], 3) for b in batches]
     results["batch_latency_ratio_vs_powertools"] = max(results["batch_latency_ratio_runs"])
     results["import_time_ratio_vs_boto3"] = round(imports["ratio"], 3)
     results["import_time_ratio_vs_boto3_traced"] = round(imports["traced_ratio"], 3)
     results["tracer_cold_start_ms"] = round(imports["tracer_cold_start_ms"], 1)
+    for key in (
+        "lambda_invocations_per_order",
+        "state_transitions_per_order",
+        "lambda_invocations_per_order_mix",
+        "state_transitions_per_order_mix",
+        "usd_per_million_orders_standard",
+        "usd_per_million_orders_express",
+    ):
+        results[key] = pipeline[key]
     results["details"] = {
+        "pipeline": {"usd": pipeline["usd_detail"], "orders": pipeline["orders"]},
         "overhead": {k: round(v, 3) for k, v in overhead.items()},
         "batch_runs": [{k: round(v, 3) for k, v in batch.items()} for batch in batches],
         "imports": {k: round(v, 3) for k, v in imports.items()},
@@ -359,6 +438,12 @@ def main() -> None:
         "import_time_ratio_vs_boto3",
         "import_time_ratio_vs_boto3_traced",
         "tracer_cold_start_ms",
+        "lambda_invocations_per_order",
+        "state_transitions_per_order",
+        "lambda_invocations_per_order_mix",
+        "state_transitions_per_order_mix",
+        "usd_per_million_orders_standard",
+        "usd_per_million_orders_express",
     ):
         print(f"{key:<36} {results[key]}")
     print(json.dumps(results["details"], indent=2))
