@@ -10,15 +10,32 @@ from typing import Any
 from unittest import mock
 from urllib.parse import urlparse
 
+_outside = threading.local()
+
+
+@contextmanager
+def outside_the_pipeline() -> Iterator[None]:
+    """Calls made in this block (this thread) are not the pipeline's: the local stand-in for a
+    third-party provider (ops/local/provider_server.py) bills its own AWS account, not ours."""
+    previous = getattr(_outside, "active", False)
+    _outside.active = True
+    try:
+        yield
+    finally:
+        _outside.active = previous
+
 
 class CallCounter:
+    """The pipeline's AWS calls by (service, operation); a provider stand-in's calls apart."""
+
     def __init__(self) -> None:
         self.calls: Counter[tuple[str, str]] = Counter()
+        self.outside: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
 
     def add(self, service: str, operation: str) -> None:
         with self._lock:
-            self.calls[(service, operation)] += 1
+            (self.outside if getattr(_outside, "active", False) else self.calls)[(service, operation)] += 1
 
     def by_service(self) -> dict[str, int]:
         out: Counter[str] = Counter()

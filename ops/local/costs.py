@@ -98,6 +98,15 @@ def dollars_per_million_orders(units: PerOrder) -> dict[str, Any]:
         "express_workflow": round(common + express, 2),
         "of_which_step_functions": {"standard": round(standard, 2), "express": round(express, 2)},
         "of_which_lambda": {arch: round(usd, 2) for arch, usd in lambda_usd.items()},
+        "by_service": {
+            "lambda": round(lambda_usd[LAMBDA_ARCHITECTURE], 2),
+            "dynamodb": round(
+                units.dynamodb_wru * DYNAMODB_PER_MILLION_WRU + units.dynamodb_rru * DYNAMODB_PER_MILLION_RRU, 2
+            ),
+            "sqs": round(units.sqs_requests * SQS_PER_MILLION_REQUESTS, 2),
+            "step_functions_standard": round(standard, 2),
+            "step_functions_express": round(express, 2),
+        },
         # The same orders with every function on x86_64: what arm64 saves.
         "x86_64_for_comparison": {
             "standard_workflow": round(x86 + standard, 2),

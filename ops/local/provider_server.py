@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ops.lambda_packages import ensure_importable
+from ops.local.calls import outside_the_pipeline
 
 HOST = "127.0.0.1"  # loopback only
 MAX_BODY_BYTES = 1024 * 1024
@@ -101,7 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             self._answer(404, {"error": "no such route"})
             return
-        result = self.server.dispatch(provider, request)
+        with outside_the_pipeline():  # the provider's own AWS calls are not the pipeline's cost
+            result = self.server.dispatch(provider, request)
         self._answer(*_http(result))
 
 

@@ -629,6 +629,8 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             "by_service": calls.by_service(),
             "by_operation": calls.operations(),
             "per_order": round(sum(calls.calls.values()) / max(1, len(orders)), 2),
+            # The provider stand-in's own calls (its ledger): someone else's bill, not counted above.
+            "provider_stand_in_excluded": sum(calls.outside.values()),
         }
         if options.replay_transient:
             report["replay"] = _replay_transient(run, report)

@@ -37,3 +37,28 @@ def test_costs_report_shows_arm64_saving_over_x86() -> None:
     assert usd["of_which_lambda"]["x86_64"] > usd["of_which_lambda"]["arm64"]
     # the Step Functions part does not depend on the architecture
     assert usd["of_which_step_functions"]["standard"] == 125.0
+
+
+def test_costs_by_service_adds_up_to_each_workflow_total() -> None:
+    usd = dollars_per_million_orders(UNITS)
+    by = usd["by_service"]
+    common = by["lambda"] + by["dynamodb"] + by["sqs"]
+    assert common + by["step_functions_standard"] == pytest.approx(usd["standard_workflow"], abs=0.02)
+    assert common + by["step_functions_express"] == pytest.approx(usd["express_workflow"], abs=0.02)
+    assert by["step_functions_standard"] == pytest.approx(5.0 * 0.025 * 1000)  # $0.025 per 1,000 transitions
+
+
+def test_call_counter_keeps_the_provider_stand_ins_calls_apart() -> None:
+    import threading
+
+    from ops.local.calls import CallCounter, outside_the_pipeline
+
+    counter = CallCounter()
+    counter.add("dynamodb", "PutItem")
+    with outside_the_pipeline():
+        counter.add("dynamodb", "PutItem")
+        other = threading.Thread(target=counter.add, args=("sqs", "SendMessage"))  # another thread: pipeline's
+        other.start()
+        other.join()
+    assert counter.calls == {("dynamodb", "PutItem"): 1, ("sqs", "SendMessage"): 1}
+    assert counter.outside == {("dynamodb", "PutItem"): 1}
