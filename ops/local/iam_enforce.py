@@ -335,8 +335,8 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     import botocore.client
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
-    from ops.local.deploy import LocalFunction
     from ops.local.event_sources import SqsPoller
+    from ops.local.lambda_runtime import LocalFunction
 
     enforcer = IamEnforcer(deployment)
     enforcer.deployed()

@@ -21,7 +21,8 @@ from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.iam_enforce import merge_reports as merge_iam
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
-from ops.local.run import RunOptions, load_assembly
+from ops.local.options import RunOptions
+from ops.local.synth import load_assembly
 
 #: Fields whose shard values are not summed.
 _NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls")
