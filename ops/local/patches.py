@@ -177,6 +177,17 @@ PATCHES: tuple[Patch, ...] = (
         "ops.local.calls.count_aws_calls",
         "test_canary_count_aws_calls_counts_each_moto_request",
     ),
+    Patch(
+        "emf_print",
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch:print",
+        "observation",
+        "Powertools prints EMF documents with the builtin print to sys.stdout at flush time; pytest puts its "
+        "own sys.stdout back between the tests that share a module-scoped pipeline, so metrics would be lost. "
+        "Shadowing print in that one module (create=True: a module global, not an existing attribute) keeps "
+        "them in the capture.",
+        "ops.local.capture.capture_stdout",
+        "test_canary_emf_flush_prints_through_the_module_print",
+    ),
     # -- speed (measured; switch off with OPS_LOCAL_DISABLE_PATCHES to measure again) -----------------
     Patch(
         "backend_lookup",
