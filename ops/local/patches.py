@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["correctness", "emulation", "simulated-time", "fault-injection", "observation", "speed"]
+Kind = Literal["correctness", "emulation", "simulated-time", "fault-injection", "observation", "speed", "speed-read"]
 CANARIES = "tests/ops/test_patch_canaries.py"
 
 
@@ -214,6 +214,16 @@ PATCHES: tuple[Patch, ...] = (
         "test_canary_asl_parse_is_a_pure_static_method",
     ),
     Patch(
+        "sfn_history_read",
+        "moto.stepfunctions.responses:get_backend",
+        "speed-read",
+        "Not a patch: the report reads execution histories from moto's in-process backend instead of through "
+        "GetExecutionHistory (moto's generic serializer plus botocore's parser, about 0.1 s per history), and "
+        "reads them once for both the customer-data scan and the state-transition count.",
+        "ops.local.histories.execution_histories",
+        "test_canary_backend_history_equals_the_api_history",
+    ),
+    Patch(
         "transaction_snapshot",
         "moto.dynamodb.models:copy + DynamoDBBackend.transact_write_items",
         "speed",
@@ -267,3 +277,12 @@ def resolve(module: str, attribute: str) -> Any:
     for part in attribute.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def markdown_rows() -> str:
+    """The README table's rows (``tests/ops/test_patch_canaries.py`` checks the README holds them)."""
+    rows = []
+    for p in PATCHES:
+        why = p.why + (f" Measured: {p.measured}" if p.measured else "")
+        rows.append(f"| `{p.name}` | `{p.target}` | {p.kind} | {why} | `{p.canary}` |")
+    return "\n".join(rows)

@@ -11,6 +11,7 @@ from ops.local.calls import CallCounter
 from ops.local.chaos import DeliveryPlan
 from ops.local.clients import aws
 from ops.local.costs import dollars_per_million_orders, per_order
+from ops.local.histories import History, execution_histories, transitions_per_execution
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
@@ -124,30 +125,18 @@ def dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]
 
 def state_transitions(run: PipelineRun, sample: int = 100) -> float:
     """Average state transitions per execution, from a sample of execution histories."""
-    sfn = aws("stepfunctions")
-    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn, maxResults=sample)["executions"]
-    if not executions:
-        return 0.0
-    total = 0
-    for e in executions:
-        events = sfn.get_execution_history(executionArn=e["executionArn"], maxResults=1000)["events"]
-        total += sum(1 for ev in events if ev["type"].endswith("StateEntered"))
-    return total / len(executions)
+    return transitions_per_execution(execution_histories(run.state_machine_arn), sample)
 
 
-def pii_findings(run: PipelineRun, dlq_messages: list[Any]) -> dict[str, Any]:
+def pii_findings(run: PipelineRun, dlq_messages: list[Any], histories: list[History] | None = None) -> dict[str, Any]:
     """Generated orders' tokens, names and address lines in captured log lines, in every
     execution's history, in DLQ message attributes (none may be anywhere)."""
     findings = PiiFindings()
     for line in run.capture.lines:
         findings.scan("log_lines", line, PII_PATTERN)
-    sfn = aws("stepfunctions")
-    histories = sfn.get_paginator("get_execution_history")
-    for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=run.state_machine_arn):
-        for execution in page["executions"]:
-            for history in histories.paginate(executionArn=execution["executionArn"]):
-                for event in history["events"]:
-                    findings.scan("execution_history_events", json.dumps(event, default=str), PII_PATTERN)
+    for _, events in histories if histories is not None else execution_histories(run.state_machine_arn):
+        for event in events:
+            findings.scan("execution_history_events", json.dumps(event, default=str), PII_PATTERN)
     for _, message in dlq_messages:
         findings.scan("dlq_message_attributes", json.dumps(message.attributes), PII_PATTERN)
     return findings.as_dict()
@@ -188,7 +177,8 @@ def finish_report(
     )
     in_dlq = {body_order_id(m.body) for _, m in messages}
     report.update(hostile_report(run, plan, messages))
-    report["pii"] = pii_findings(run, messages)
+    histories = execution_histories(run.state_machine_arn)  # read once: the scan and the transitions
+    report["pii"] = pii_findings(run, messages, histories)
     report["logs"].update(line_sizes(run.capture.lines))
     lost = [
         d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
@@ -201,7 +191,7 @@ def finish_report(
     ledger = report["ledger"]
     report["side_effects"] = {k: ledger[k] for k in SIDE_EFFECT_KEYS}
     report["duplicates_suppressed"] = int(report["metrics"].get("DuplicatesSuppressed", 0))
-    transitions = state_transitions(run)
+    transitions = transitions_per_execution(histories)
     lambda_invocations = sum(n for (service, _), n in calls.calls.items() if service == "lambda") + sum(
         p.stats.batches for p in run.pollers
     )

@@ -360,3 +360,35 @@ def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
             t.join()
     assert errors == []
     assert len(sqs.list_queues()["QueueUrls"]) == 8
+
+
+def test_registry_readme_lists_every_patch_as_registered() -> None:
+    readme = (OPS_LOCAL.parents[1] / "README.md").read_text()
+    assert patches.markdown_rows() in readme, "README's patch table is stale: paste patches.markdown_rows()"
+
+
+def test_canary_backend_history_equals_the_api_history() -> None:
+    """The report's direct read of moto's Step Functions backend returns what GetExecutionHistory returns."""
+    from ops.local.histories import _from_api, _from_backend, transitions_per_execution
+
+    definition = json.dumps(
+        {"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": True}}}
+    )
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(name="m", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/r")[
+            "stateMachineArn"
+        ]
+        for name in ("one", "two"):
+            arn = sfn.start_execution(stateMachineArn=machine, name=name, input='{"token": "x"}')["executionArn"]
+            deadline = time.monotonic() + 10
+            while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() < deadline:
+                time.sleep(0.01)
+        direct, api = _from_backend(machine), _from_api(machine)
+    assert [arn for arn, _ in direct] == [arn for arn, _ in api] and len(direct) == 2
+    for (_, mine), (_, theirs) in zip(direct, api, strict=True):
+        assert [(e["id"], e["type"]) for e in mine] == [(e["id"], e["type"]) for e in theirs]
+        assert [
+            json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in mine
+        ] == [json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in theirs]
+    assert transitions_per_execution(direct) == 2.0
