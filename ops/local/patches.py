@@ -196,6 +196,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto takes a process-wide lock and copies the account list on every backend lookup.",
         "ops.local.moto_patches.fast_backend_lookup",
         "test_canary_backend_dict_is_a_dict_of_accounts",
+        "150 chaos orders in one process: 50.7 CPU s without it, 46.6 with it (-8%).",
     ),
     Patch(
         "sfn_client_cache",
@@ -204,6 +205,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto's interpreter builds a new boto3 client (re-reading service models) for every task.",
         "ops.local.moto_patches.cached_step_functions_clients",
         "test_canary_boto_client_for_is_the_lambda_task_client_factory",
+        "150 chaos orders in one process: 51.5 CPU s without it, 46.6 with it (-10%).",
     ),
     Patch(
         "asl_parse_cache",
@@ -212,6 +214,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto re-parses the definition (ANTLR) for every execution; the parsed program is stateless.",
         "ops.local.moto_patches.cached_asl_parse",
         "test_canary_asl_parse_is_a_pure_static_method",
+        "150 chaos orders in one process: 56.3 CPU s without it, 46.6 with it (-17%).",
     ),
     Patch(
         "sfn_history_read",
