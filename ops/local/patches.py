@@ -225,6 +225,8 @@ PATCHES: tuple[Patch, ...] = (
         "reads them once for both the customer-data scan and the state-transition count.",
         "ops.local.histories.execution_histories",
         "test_canary_backend_history_equals_the_api_history",
+        "150 executions: 2.86 CPU s through the API, 0.03 s from the backend, same state-transition count "
+        "(6.21); the report had read them about 1.7 times.",
     ),
     Patch(
         "transaction_snapshot",
@@ -233,6 +235,7 @@ PATCHES: tuple[Patch, ...] = (
         "moto deep-copies whole tables before every TransactWriteItems; only the named items are snapshotted.",
         "ops.local.moto_patches.item_level_transaction_rollback",
         "test_canary_transact_write_items_rolls_back_only_named_items",
+        "150 chaos orders in one process: 48.9 CPU s without it, 46.1 with it (-6%); grows with table size.",
     ),
 )
 
