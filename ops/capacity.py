@@ -151,7 +151,8 @@ def load_template(assembly_dir: Path | None) -> CloudAssembly:
     import os
     from unittest import mock
 
-    from ops.local.run import DEFAULT_OUTDIR, FAKE_ENV, synthesize
+    from ops.local.environment import FAKE_ENV
+    from ops.local.synth import DEFAULT_OUTDIR, synthesize
 
     with mock.patch.dict(os.environ, FAKE_ENV):
         return synthesize(DEFAULT_OUTDIR, "dev")

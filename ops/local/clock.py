@@ -15,8 +15,9 @@ class SimClock:
         self._moved = threading.Condition()
 
     def now(self) -> float:
-        with self._lock:
-            return time.time() + self._offset
+        # No lock: reading one float attribute is atomic, and moto's SQS asks for the time once per
+        # message per queue scan (about 200,000 times in a 100-order chaos run).
+        return time.time() + self._offset
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:

@@ -15,11 +15,24 @@ from typing import Any
 import boto3
 
 from ops.local.clock import SimClock
-from ops.local.deploy import EventSourceSpec
+from ops.local.lambda_runtime import LocalFunction
 from ops.local.template import ACCOUNT, REGION
 
 #: SQS's maximum visibility timeout (12 h), used as the wall-clock one while we simulate time.
 WALL_CLOCK_VISIBILITY_SECONDS = 43200
+
+
+@dataclass
+class EventSourceSpec:
+    """One ``AWS::Lambda::EventSourceMapping`` from an SQS queue, as deployed."""
+
+    queue_url: str
+    queue_arn: str
+    function: LocalFunction
+    batch_size: int
+    report_batch_item_failures: bool
+    visibility_timeout: int
+    max_concurrency: int | None
 
 
 @dataclass
@@ -148,4 +161,4 @@ def queue_name_from_url(url: str) -> str:
     return url.rsplit("/", 1)[-1]
 
 
-__all__ = ["ACCOUNT", "PollStats", "SqsPoller", "queue_name_from_url"]
+__all__ = ["ACCOUNT", "EventSourceSpec", "PollStats", "SqsPoller", "queue_name_from_url"]

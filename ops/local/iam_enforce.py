@@ -340,8 +340,8 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     """Check every call of the deployment's functions and state machine against their roles."""
     import botocore.client
 
-    from ops.local.deploy import LocalFunction
     from ops.local.event_sources import SqsPoller
+    from ops.local.lambda_runtime import LocalFunction
     from ops.local.moto_patches import step_functions_client_modules
 
     enforcer = IamEnforcer(deployment)

@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest import mock
+
+from ops.local.capture import LineCapture, point_powertools_loggers_at
+from ops.local.clock import SimClock
 
 _env_lock = threading.RLock()
 _counter = itertools.count()
@@ -138,3 +142,74 @@ def invoke_json(fn: Callable[[Any, Any], Any], event: Any, context: FakeLambdaCo
         return json.dumps({"errorType": CRASH_ERROR_TYPE, "errorMessage": f"Task timed out ({crash})"}), True
     except Exception as exc:  # a Lambda handler's exception becomes an error payload
         return json.dumps(error_payload(exc)), True
+
+
+@dataclass
+class LocalFunction:
+    """A template function, run in-process from its own asset directory."""
+
+    logical_id: str
+    name: str
+    code_dir: Path
+    handler: str
+    env: dict[str, str]
+    timeout: float
+    memory: int
+    layer_dirs: list[Path]
+    clock: SimClock
+    capture: LineCapture | None = None
+    invocations: int = 0
+    errors: int = 0
+    _fn: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._fn is None:
+                ensure_on_path(*self.layer_dirs)
+                self._fn = load_handler(self.code_dir, self.handler, self.env)
+                if self.capture is not None:
+                    point_powertools_loggers_at(self.capture)
+            return self._fn
+
+    def invoke(self, event: Any) -> tuple[str, bool]:
+        """One invocation (a cold start first): returns (JSON result, errored)."""
+        fn = self._load()
+        context = FakeLambdaContext(
+            function_name=self.name, memory_limit_in_mb=self.memory, timeout_seconds=self.timeout, clock=self.clock.now
+        )
+        with self._lock:
+            self.invocations += 1
+        result, errored = invoke_json(fn, event, context)
+        if errored and CRASH_ERROR_TYPE in result:
+            # A crash is a timeout: the invocation's remaining time passes before anyone notices.
+            self.clock.advance(context.get_remaining_time_in_millis() / 1000)
+        if errored:
+            with self._lock:
+                self.errors += 1
+        return result, errored
+
+
+@contextmanager
+def route_invocations(functions: Mapping[str, LocalFunction]) -> Iterator[None]:
+    """Route moto's Lambda invocations (from Step Functions or boto3) to ``functions`` (by name).
+
+    Patch ``lambda_in_process`` (ops.local.patches): moto would run the function in Docker.
+    """
+    from moto.awslambda.models import LambdaFunction
+
+    def invoke_in_process(fn_self: Any, event: Any = None) -> tuple[str, bool, str]:
+        target = functions.get(fn_self.function_name)
+        if target is None:
+            return (
+                json.dumps({"errorType": "ResourceNotFoundException", "errorMessage": fn_self.function_name}),
+                True,
+                "",
+            )
+        if isinstance(event, (str, bytes)):
+            event = json.loads(event or "{}")
+        result, errored = target.invoke(event)
+        return result, errored, ""
+
+    with mock.patch.object(LambdaFunction, "_invoke_lambda", invoke_in_process):
+        yield

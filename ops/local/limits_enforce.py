@@ -259,8 +259,7 @@ def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
     from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
 
-    from ops.local.deploy import LocalFunction
-    from ops.local.lambda_runtime import error_payload
+    from ops.local.lambda_runtime import LocalFunction, error_payload
 
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke

@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-
-def _client(service: str) -> Any:
-    from ops.local.run import aws
-
-    return aws(service)
-
+from ops.local.clients import aws as _client
 
 TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
 

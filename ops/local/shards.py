@@ -21,7 +21,8 @@ from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.iam_enforce import merge_reports as merge_iam
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
-from ops.local.run import RunOptions, load_assembly
+from ops.local.options import RunOptions
+from ops.local.synth import load_assembly
 
 #: Fields whose shard values are not summed.
 _NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls")
@@ -67,6 +68,7 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
         "by_service": by_service,
         "by_operation": operations,
         "per_order": round(sum(operations.values()) / orders, 2),
+        "provider_stand_in_excluded": sum(r["aws_calls"].get("provider_stand_in_excluded", 0) for r in reports),
     }
     weights = [r["orders"]["submitted"] for r in reports]
     transitions = sum(r["cost"]["per_order"]["state_transitions"] * w for r, w in zip(reports, weights, strict=True))

@@ -31,20 +31,15 @@ from unittest import mock
 
 from ops.errors import UsageError
 from ops.local.clock import SimClock
+from ops.local.environment import local_aws
 from ops.local.limits import Quotas, esm_concurrency
+from ops.local.options import RunOptions
 from ops.local.orders import OrderMix, make_orders
+from ops.local.pipeline import PipelineRun, deployed_pipeline
 from ops.local.report import TERMINAL, order_statuses
-from ops.local.run import (
-    REPO_ROOT,
-    PipelineRun,
-    RunOptions,
-    _dlq_contents,
-    body_order_id,
-    deployed_pipeline,
-    load_assembly,
-    local_aws,
-    synthesize,
-)
+from ops.local.reporter import body_order_id
+from ops.local.reporter import dlq_contents as _dlq_contents
+from ops.local.synth import REPO_ROOT, load_assembly, synthesize
 from ops.local.template import CloudAssembly
 
 DEFAULT_PLOT = REPO_ROOT / "docs" / "spike.png"

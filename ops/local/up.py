@@ -34,7 +34,7 @@ from ops.errors import OpsError
 from ops.local.orders import OrderMix
 
 if TYPE_CHECKING:
-    from ops.local.run import PipelineRun
+    from ops.local.pipeline import PipelineRun
 
 HOST = "127.0.0.1"  # loopback only: nothing outside this machine can reach the endpoint
 DEFAULT_PORT = 4566
@@ -146,7 +146,7 @@ def endpoint_environment(endpoint: str) -> Iterator[None]:
     """
     from unittest import mock
 
-    from ops.local.run import FAKE_ENV
+    from ops.local.environment import FAKE_ENV
 
     port = endpoint.rsplit(":", 1)[-1]
     no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), HOST, "localhost"]))
@@ -308,8 +308,11 @@ def serve(
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
     from ops.local.clock import SimClock
+    from ops.local.environment import moto_behaviour
+    from ops.local.options import RunOptions
     from ops.local.orders import make_orders
-    from ops.local.run import RunOptions, deployed_pipeline, load_assembly, moto_behaviour
+    from ops.local.pipeline import deployed_pipeline
+    from ops.local.synth import load_assembly
     from ops.local.template import REGION
 
     stop = stop or threading.Event()

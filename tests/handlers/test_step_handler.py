@@ -108,6 +108,7 @@ def test_step_unexpected_exception_is_raised_as_unknown_step_error(
 )
 def test_step_malformed_input_raises_invalid_step_input_and_logs_it(step_factory, lambda_context, logs, event):
     ran: list[dict[str, Any]] = []
+
     def action(payload: dict[str, Any]) -> dict[str, Any]:
         ran.append(payload)
         return {"status": "done"}

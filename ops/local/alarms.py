@@ -1,0 +1,77 @@
+"""CloudWatch alarm evaluation, emulated: moto stores alarms but never evaluates them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ops.local.capture import LineCapture
+from ops.local.clients import aws
+
+
+class AlarmEvaluator:
+    """Evaluates the template's alarms against queue depths and the handlers' EMF datapoints."""
+
+    def __init__(
+        self, alarms: dict[str, dict[str, Any]], queues: dict[str, dict[str, str]], capture: LineCapture
+    ) -> None:
+        self.alarms = alarms  # name -> put_metric_alarm kwargs, as deployed
+        self.queue_urls = {q["name"]: q["url"] for q in queues.values()}
+        self.capture = capture
+
+    def sqs_depth(self, alarm: dict[str, Any]) -> float | None:
+        """ApproximateNumberOfMessages of the queue the alarm's dimension names (None: not ours)."""
+        queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+        if queue not in self.queue_urls:
+            return None
+        attrs = aws("sqs").get_queue_attributes(
+            QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return float(attrs["ApproximateNumberOfMessages"])
+
+    def latest_emf(self, alarm: dict[str, Any]) -> float | None:
+        """The most recent datapoint the handlers printed (EMF) for the alarm's metric and dimensions."""
+        wanted = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        latest = None
+        for doc in self.capture.records()[1]:
+            for directive in doc["_aws"].get("CloudWatchMetrics", []):
+                names = {m["Name"] for m in directive.get("Metrics", [])}
+                if directive.get("Namespace") != alarm["Namespace"] or alarm["MetricName"] not in names:
+                    continue
+                if all(str(doc.get(k)) == v for k, v in wanted.items()):
+                    value = doc[alarm["MetricName"]]
+                    latest = float(max(value) if isinstance(value, list) else value)
+        return latest
+
+    def evaluate(self) -> list[str]:
+        """Set each alarm's state in moto; return the alarms in ALARM (sorted).
+
+        SQS depth alarms read the queue; custom-metric alarms read the latest EMF datapoint the
+        handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
+        """
+        cloudwatch = aws("cloudwatch")
+        for name, alarm in self.alarms.items():
+            if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
+                value = self.sqs_depth(alarm)
+            else:
+                value = self.latest_emf(alarm)
+            breaching = value is not None and (
+                value > alarm["Threshold"]
+                if alarm["ComparisonOperator"] == "GreaterThanThreshold"
+                else value >= alarm["Threshold"]
+            )
+            cloudwatch.set_alarm_state(
+                AlarmName=name,
+                StateValue="ALARM" if breaching else "OK",
+                StateReason=f"local evaluation: {alarm['MetricName']} = {value}",
+            )
+        alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
+        return sorted(a["AlarmName"] for a in alarms)
+
+    def dlq_states(self, in_alarm: list[str], depths: dict[str, int]) -> dict[str, dict[str, Any]]:
+        """Per DLQ (by name): its alarm, whether it is in ALARM, and its depth."""
+        states = {}
+        for alarm_name, alarm in self.alarms.items():
+            queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+            if queue in depths:
+                states[queue] = {"alarm": alarm_name, "in_alarm": alarm_name in in_alarm, "depth": depths[queue]}
+        return states

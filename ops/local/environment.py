@@ -1,0 +1,91 @@
+"""moto in this process, made to behave like AWS where the run depends on it (ops.local.patches)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import types
+import warnings
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from unittest import mock
+
+import botocore.endpoint
+
+from ops.local.clock import SimClock
+from ops.local.moto_patches import (
+    atomic_dynamodb,
+    cached_asl_parse,
+    cached_step_functions_clients,
+    fast_backend_lookup,
+    item_level_transaction_rollback,
+)
+from ops.local.patches import enabled
+from ops.local.simtime import simulated_now
+from ops.local.template import REGION
+
+FAKE_ENV = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+}
+
+
+@contextmanager
+def moto_behaviour(clock: SimClock) -> Iterator[None]:
+    """Our class-level patches on moto's backends: Step Functions retry waits take simulated time,
+    DynamoDB item writes are atomic. They hold for ``mock_aws`` and for a moto server in this process.
+    """
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    shim = types.SimpleNamespace(sleep=clock.advance, time=time.time, monotonic=time.monotonic)
+    # moto logs every caught task failure at ERROR; those are the saga's expected business paths.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
+    with ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
+        stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
+        # botocore's own retry backoff (throttling) also waits in simulated time.
+        stack.enter_context(mock.patch.object(botocore.endpoint, "time", shim))
+        if enabled("transaction_snapshot"):  # inside atomic_dynamodb's lock: entered first, wrapped next
+            stack.enter_context(item_level_transaction_rollback())
+        stack.enter_context(atomic_dynamodb())
+        if enabled("backend_lookup"):
+            stack.enter_context(fast_backend_lookup())
+        if enabled("sfn_client_cache"):
+            stack.enter_context(cached_step_functions_clients())
+        if enabled("asl_parse_cache"):
+            stack.enter_context(cached_asl_parse())
+        # Idempotency expiries and TTLs follow the simulated clock too.
+        stack.enter_context(simulated_now(clock))
+        # SQS visibility, DelaySeconds and timestamps too.
+        stack.enter_context(sqs_on_clock(clock))
+        yield
+
+
+@contextmanager
+def sqs_on_clock(clock: SimClock) -> Iterator[None]:
+    """moto's SQS reads the simulated clock (visibility timeouts, DelaySeconds, sent timestamps)."""
+    import moto.sqs.models as sqs_models
+
+    with (
+        mock.patch.object(sqs_models, "unix_time_millis", lambda *_: clock.now() * 1000.0),
+        mock.patch.object(sqs_models, "unix_time", lambda *_: clock.now()),
+    ):
+        yield
+
+
+@contextmanager
+def local_aws(clock: SimClock) -> Iterator[None]:
+    """moto in-process with Step Functions executing the real ASL; retry waits take simulated time."""
+    from moto import mock_aws
+
+    with ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, FAKE_ENV))
+        stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        stack.enter_context(moto_behaviour(clock))
+        yield

@@ -1,0 +1,27 @@
+"""What one local run does: orders, seed, mix, faults, shards, quotas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ops.local.chaos import FaultRates
+from ops.local.limits import Quotas
+from ops.local.orders import OrderMix
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    orders: int = 20
+    seed: int = 7
+    mix: OrderMix = field(default_factory=OrderMix)
+    stage: str = "dev"
+    timeout_seconds: float = 300.0
+    assembly_dir: Path | None = None  # reuse an existing cdk.out instead of synthesizing
+    echo_logs: bool = False
+    faults: FaultRates = field(default_factory=FaultRates)
+    replay_transient: bool = False
+    shard: int = 0  # this process runs the orders whose index % shards == shard
+    shards: int = 1
+    quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (ops.local.limits)
+    lambda_concurrency_check: bool = True  # in-process in-flight invocations against Lambda concurrency

@@ -1,0 +1,296 @@
+"""Every patch the local emulator applies to moto, Powertools, botocore or the standard library.
+
+One entry per patched attribute: what it patches, why (``kind``), where it is applied and the
+canary test (``tests/ops/test_patch_canaries.py``) that fails when an upgrade moves it. A patch is
+kept only where it buys correctness, an emulation AWS does itself (no Docker, IAM, limits,
+simulated time), fault injection, or a measured speed-up. ``tests/ops/test_patch_canaries.py``
+also fails when ``ops/local`` patches an attribute that is not listed here.
+
+Speed patches can be switched off to measure them again:
+``OPS_LOCAL_DISABLE_PATCHES=asl_parse_cache,backend_lookup python -m ops local run --orders 200``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["correctness", "emulation", "simulated-time", "fault-injection", "observation", "speed", "speed-read"]
+CANARIES = "tests/ops/test_patch_canaries.py"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One patched attribute of a third-party module (``target``: ``module:Owner.attribute``)."""
+
+    name: str
+    target: str
+    kind: Kind
+    why: str
+    applied_by: str
+    canary: str
+    measured: str = ""  # speed patches: what it saves, as measured
+
+
+PATCHES: tuple[Patch, ...] = (
+    # -- correctness: moto differs from AWS where a guarantee depends on it ---------------------------
+    Patch(
+        "atomic_dynamodb",
+        "moto.dynamodb.models:DynamoDBBackend.{put_item,update_item,delete_item,transact_write_items,get_item,"
+        "transact_get_items}",
+        "correctness",
+        "AWS applies a conditional write atomically per item; moto checks the condition and stores the item in "
+        "two Python steps, so two threads could both pass it. Serialised with one lock.",
+        "ops.local.moto_patches.atomic_dynamodb",
+        "test_canary_atomic_dynamodb_serialises_moto_item_writes",
+    ),
+    # -- emulation: what AWS does that moto does not ------------------------------------------------
+    Patch(
+        "lambda_in_process",
+        "moto.awslambda.models:LambdaFunction._invoke_lambda",
+        "emulation",
+        "moto runs functions in Docker (not available); invocations from boto3 and from Step Functions' "
+        "Lambda tasks run the template's handler in-process instead.",
+        "ops.local.lambda_runtime.route_invocations",
+        "test_canary_lambda_invoke_reaches_the_in_process_function",
+    ),
+    Patch(
+        "iam_api_call",
+        "botocore.client:BaseClient._make_api_call",
+        "emulation",
+        "Every call of a function or the state machine is authorized against its role before it reaches moto. "
+        "Class level, because Powertools and moto build clients from their own sessions (a before-call "
+        "handler would have to be registered on every session, including ones created before the run).",
+        "ops.local.iam_enforce.enforce_iam",
+        "test_canary_make_api_call_sees_operation_and_api_params",
+    ),
+    Patch(
+        "iam_state_machine_client",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:boto_client_for",
+        "emulation",
+        "Step Functions' tasks (Lambda and the direct integrations of moto_patches.STEP_FUNCTIONS_CLIENT_MODULES) "
+        "call as the state machine's role (IAM); wraps the client moto builds.",
+        "ops.local.iam_enforce.enforce_iam",
+        "test_canary_boto_client_for_is_the_lambda_task_client_factory",
+    ),
+    Patch(
+        "iam_thread_pool_caller",
+        "concurrent.futures:ThreadPoolExecutor.submit",
+        "emulation",
+        "Work a handler submits to a thread pool keeps its caller (a context variable) for IAM checks.",
+        "ops.local.iam_enforce.enforce_iam",
+        "test_canary_thread_pool_submit_signature",
+    ),
+    Patch(
+        "limits_api_call",
+        "botocore.client:BaseClient._make_api_call",
+        "emulation",
+        "AWS quotas (payload sizes, StartExecution and Invoke rates, Lambda concurrency) answered as AWS does.",
+        "ops.local.limits_enforce.enforce_limits",
+        "test_canary_make_api_call_sees_operation_and_api_params",
+    ),
+    Patch(
+        "limits_state_transition",
+        "moto.stepfunctions.parser.asl.component.state.state:CommonStateField._eval_body",
+        "emulation",
+        "Every state entered spends a StateTransition token (Standard workflows' bucket).",
+        "ops.local.limits_enforce.enforce_limits",
+        "test_canary_sfn_interpreter_enters_states_through_eval_body",
+    ),
+    Patch(
+        "limits_execution_end",
+        "moto.stepfunctions.parser.asl.component.program.program:Program._eval_body",
+        "emulation",
+        "The end of an execution (not of a Map/Parallel branch) frees its place in the spike's accounting.",
+        "ops.local.limits_enforce.enforce_limits",
+        "test_canary_sfn_interpreter_enters_states_through_eval_body",
+    ),
+    # -- simulated time: waits and clocks follow the run's SimClock ------------------------------------
+    Patch(
+        "sfn_retry_wait",
+        "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl:time",
+        "simulated-time",
+        "Step Functions Retry waits (IntervalSeconds x BackoffRate) take simulated time, not wall time.",
+        "ops.local.environment.moto_behaviour",
+        "test_canary_sfn_retrier_sleeps_through_module_time",
+    ),
+    Patch(
+        "botocore_retry_wait",
+        "botocore.endpoint:time",
+        "simulated-time",
+        "botocore's retry backoff after a throttling error waits in simulated time (no public hook: the "
+        "endpoint sleeps on the delay its needs-retry handlers return).",
+        "ops.local.environment.moto_behaviour",
+        "test_canary_botocore_endpoint_sleeps_through_module_time",
+    ),
+    Patch(
+        "sqs_clock",
+        "moto.sqs.models:{unix_time,unix_time_millis}",
+        "simulated-time",
+        "SQS visibility timeouts, DelaySeconds and sent timestamps follow the simulated clock.",
+        "ops.local.environment.sqs_on_clock",
+        "test_canary_sqs_delay_follows_the_patched_clock",
+    ),
+    Patch(
+        "idempotency_clock",
+        "aws_lambda_powertools.utilities.idempotency.persistence.{base,dynamodb,datarecord}:dt",
+        "simulated-time",
+        "Powertools idempotency's in-progress expiry and record TTL read the simulated clock (freezegun "
+        "would shift every thread's time, moto's included).",
+        "ops.local.simtime.simulated_now",
+        "test_canary_powertools_idempotency_reads_dt_datetime_now",
+    ),
+    # -- fault injection (chaos) -------------------------------------------------------------------
+    Patch(
+        "crash_before_completion",
+        "aws_lambda_powertools.utilities.idempotency.persistence.base:BasePersistenceLayer.save_success",
+        "fault-injection",
+        "A crash after the side effect and before the completion marker (Powertools has no hook there).",
+        "ops.local.chaos.inject",
+        "test_canary_powertools_save_success_signature",
+    ),
+    Patch(
+        "throttle_sqs",
+        "moto.sqs.models:SQSBackend.{send_message,send_message_batch}",
+        "fault-injection",
+        "SQS sends answer RequestThrottled (moto has no fault injection).",
+        "ops.local.chaos.inject",
+        "test_canary_moto_backend_item_methods_signatures",
+    ),
+    Patch(
+        "throttle_dynamodb",
+        "moto.dynamodb.models:DynamoDBBackend.{put_item,update_item,get_item,delete_item,transact_write_items,query}",
+        "fault-injection",
+        "DynamoDB item calls answer ProvisionedThroughputExceededException, raised from moto's backend so the "
+        "caller sees what botocore returns from AWS.",
+        "ops.local.faults.throttle_dynamodb",
+        "test_canary_moto_backend_item_methods_signatures",
+    ),
+    # -- observation -------------------------------------------------------------------------------
+    Patch(
+        "count_calls",
+        "moto.core.botocore_stubber:BotocoreStubber.__call__",
+        "observation",
+        "Counts exactly the requests moto answers in-process (cost per order), from every client of every "
+        "session; a before-send handler would miss clients created before it was registered.",
+        "ops.local.calls.count_aws_calls",
+        "test_canary_count_aws_calls_counts_each_moto_request",
+    ),
+    Patch(
+        "emf_print",
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch:print",
+        "observation",
+        "Powertools prints EMF documents with the builtin print to sys.stdout at flush time; pytest puts its "
+        "own sys.stdout back between the tests that share a module-scoped pipeline, so metrics would be lost. "
+        "Shadowing print in that one module (create=True: a module global, not an existing attribute) keeps "
+        "them in the capture.",
+        "ops.local.capture.capture_stdout",
+        "test_canary_emf_flush_prints_through_the_module_print",
+    ),
+    # -- speed (measured; switch off with OPS_LOCAL_DISABLE_PATCHES to measure again) -----------------
+    Patch(
+        "backend_lookup",
+        "moto.core.base_backend:BackendDict.__getitem__",
+        "speed",
+        "moto takes a process-wide lock and copies the account list on every backend lookup.",
+        "ops.local.moto_patches.fast_backend_lookup",
+        "test_canary_backend_dict_is_a_dict_of_accounts",
+        "150 chaos orders in one process: 50.7 CPU s without it, 46.6 with it (-8%).",
+    ),
+    Patch(
+        "sfn_client_cache",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:boto_client_for",
+        "speed",
+        "moto's interpreter builds a new boto3 client (re-reading service models) for every task "
+        "(every module of moto_patches.STEP_FUNCTIONS_CLIENT_MODULES).",
+        "ops.local.moto_patches.cached_step_functions_clients",
+        "test_canary_boto_client_for_is_the_lambda_task_client_factory",
+        "150 chaos orders in one process: 51.5 CPU s without it, 46.6 with it (-10%).",
+    ),
+    Patch(
+        "asl_parse_cache",
+        "moto.stepfunctions.parser.asl.parse.asl_parser:AmazonStateLanguageParser.parse",
+        "speed",
+        "moto re-parses the definition (ANTLR) for every execution; the parsed program is stateless.",
+        "ops.local.moto_patches.cached_asl_parse",
+        "test_canary_asl_parse_is_a_pure_static_method",
+        "150 chaos orders in one process: 56.3 CPU s without it, 46.6 with it (-17%).",
+    ),
+    Patch(
+        "sfn_history_read",
+        "moto.stepfunctions.responses:get_backend",
+        "speed-read",
+        "Not a patch: the report reads execution histories from moto's in-process backend instead of through "
+        "GetExecutionHistory (moto's generic serializer plus botocore's parser, about 0.1 s per history), and "
+        "reads them once for both the customer-data scan and the state-transition count.",
+        "ops.local.histories.execution_histories",
+        "test_canary_backend_history_equals_the_api_history",
+        "150 executions: 2.86 CPU s through the API, 0.03 s from the backend, same state-transition count "
+        "(6.21); the report had read them about 1.7 times.",
+    ),
+    Patch(
+        "transaction_snapshot",
+        "moto.dynamodb.models:copy + DynamoDBBackend.transact_write_items",
+        "speed",
+        "moto deep-copies whole tables before every TransactWriteItems; only the named items are snapshotted.",
+        "ops.local.moto_patches.item_level_transaction_rollback",
+        "test_canary_transact_write_items_rolls_back_only_named_items",
+        "150 chaos orders in one process: 48.9 CPU s without it, 46.1 with it (-6%); grows with table size.",
+    ),
+)
+
+#: Environment variable naming speed patches to leave off (comma-separated ``Patch.name``).
+DISABLE_ENV = "OPS_LOCAL_DISABLE_PATCHES"
+
+
+def by_name(name: str) -> Patch:
+    for patch in PATCHES:
+        if patch.name == name:
+            return patch
+    raise KeyError(f"no patch named {name!r} in ops.local.patches.PATCHES")
+
+
+def enabled(name: str) -> bool:
+    """Whether the speed patch ``name`` applies (only speed patches can be switched off)."""
+    patch = by_name(name)
+    disabled = {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+    return patch.kind != "speed" or patch.name not in disabled
+
+
+def targets(patch: Patch) -> list[tuple[str, str]]:
+    """``(module, dotted attribute)`` pairs a patch names (``{a,b}`` expands)."""
+    out: list[tuple[str, str]] = []
+    for part in patch.target.split(" + "):
+        module, _, attr = part.partition(":")
+        if "{" in module:
+            head, _, rest = module.partition("{")
+            names, _, tail = rest.partition("}")
+            mods = [f"{head}{n}{tail}" for n in names.split(",")]
+        else:
+            mods = [module]
+        if not attr and "." in part:  # "DynamoDBBackend.transact_write_items" after " + "
+            module, attr = patch.target.split(":", 1)[0], part
+            mods = [module]
+        head, _, rest = attr.partition("{")
+        attrs = [f"{head}{n}{rest.partition('}')[2]}" for n in rest.partition("}")[0].split(",")] if rest else [attr]
+        out.extend((m, a) for m in mods for a in attrs)
+    return out
+
+
+def resolve(module: str, attribute: str) -> Any:
+    """The object at ``module:attribute`` now (raises if an upgrade moved it)."""
+    obj: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def markdown_rows() -> str:
+    """The README table's rows (``tests/ops/test_patch_canaries.py`` checks the README holds them)."""
+    rows = []
+    for p in PATCHES:
+        why = p.why + (f" Measured: {p.measured}" if p.measured else "")
+        rows.append(f"| `{p.name}` | `{p.target}` | {p.kind} | {why} | `{p.canary}` |")
+    return "\n".join(rows)

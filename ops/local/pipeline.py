@@ -1,0 +1,233 @@
+"""One deployed pipeline in moto and the event loop that drives it.
+
+:class:`PipelineRun` composes the roles: the deployment (:mod:`ops.local.deploy`), the producer,
+the SQS event source pollers, the alarm evaluator, the log shipper and the limit enforcer; its
+:meth:`~PipelineRun.drain` is the event loop (deliver, wait for executions, advance simulated time).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+from unittest import mock
+
+from ops.local import reporter
+from ops.local.alarms import AlarmEvaluator
+from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
+from ops.local.clients import aws
+from ops.local.clock import SimClock
+from ops.local.deploy import LocalDeployment
+from ops.local.environment import local_aws
+from ops.local.event_sources import SqsPoller
+from ops.local.hostile import HostileExecution
+from ops.local.iam_enforce import enforce_iam
+from ops.local.lambda_runtime import ensure_on_path
+from ops.local.limits_enforce import LimitEnforcer, enforce_limits
+from ops.local.log_shipper import LogShipper
+from ops.local.options import RunOptions
+from ops.local.producer import Message, Producer
+from ops.local.provider_server import serve_sandbox
+from ops.local.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
+from ops.local.template import REGION, CloudAssembly
+from ops.target import Target
+
+#: The sandbox ledger, outside the template (it stands for the providers' own records).
+LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
+#: Wall seconds the loop waits while executions run and no message is deliverable.
+EXECUTION_POLL_SECONDS = 0.25
+
+
+class PipelineRun:
+    """One local run: deployment, producer, pollers, the loop that drains them, and the report."""
+
+    def __init__(self, assembly: CloudAssembly, options: RunOptions, clock: SimClock) -> None:
+        self.options = options
+        self.clock = clock
+        self.capture = LineCapture(echo=sys.stderr if options.echo_logs else None)
+        self.deployment = LocalDeployment(assembly, self.clock, self.capture).deploy()
+        self.pollers = [SqsPoller(spec, self.clock) for spec in self.deployment.event_sources]
+        self.orders_table = self.deployment.table("OrdersTable")
+        self.inventory_table = self.deployment.table("InventoryTable")
+        self.ledger_table = create_local_ledger()
+        self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
+        self.submitted: list[tuple[dict[str, Any], str | None]] = []
+        self.limits = LimitEnforcer(
+            options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
+        )
+        self.producer = Producer(self.pollers[0].spec.queue_url, self.state_machine_arn, self.inventory_table)
+        self.alarm_evaluator = AlarmEvaluator(self.deployment.alarms, self.deployment.queues, self.capture)
+        self.shipper = LogShipper(
+            self.capture,
+            {
+                fn.env.get("POWERTOOLS_SERVICE_NAME"): self.deployment.log_group_of(fn)
+                for fn in self.deployment.functions.values()
+            },
+        )
+
+    # -- producer ---------------------------------------------------------------------------------
+    def seed_inventory(self) -> None:
+        self.producer.seed_inventory()
+
+    def submit_messages(self, messages: list[Message]) -> None:
+        """Send raw bodies (with optional correlation IDs) like a producer; retry what SQS refuses."""
+        self.producer.submit_messages(messages)
+
+    def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
+        """Send orders to the orders queue like a producer would (correlation ID as a message attribute)."""
+        self.producer.submit(orders)
+        self.submitted.extend(orders)
+
+    def start_hostile_executions(self, executions: list[HostileExecution]) -> None:
+        self.producer.start_hostile_executions(executions)
+
+    # -- event loop -------------------------------------------------------------------------------
+    def running_executions(self) -> bool:
+        """Whether any execution is still running (one result is enough to know)."""
+        response = aws("stepfunctions").list_executions(
+            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING", maxResults=1
+        )
+        return bool(response["executions"])
+
+    def deliver(self) -> int:
+        """One turn of the event source mappings: a batch from each queue, or else the failed
+        messages whose (simulated) visibility timeout has passed. Returns how many moved."""
+        return sum(p.poll_once() for p in self.pollers) or sum(p.release_due() for p in self.pollers)
+
+    def next_visible_at(self) -> float | None:
+        """When the earliest failed message becomes visible again (simulated time), if any."""
+        return min((t for p in self.pollers if (t := p.next_visible_at()) is not None), default=None)
+
+    def drain(self) -> None:
+        """Poll until queues are empty and no execution runs; advance simulated time when idle."""
+        deadline = time.monotonic() + self.options.timeout_seconds
+        while time.monotonic() < deadline:
+            if self.deliver():
+                continue
+            if self.running_executions():
+                time.sleep(EXECUTION_POLL_SECONDS)
+                continue
+            upcoming = self.next_visible_at()
+            if upcoming is not None:
+                self.clock.advance(max(0.0, upcoming - self.clock.now()))
+                continue
+            if not any(p.queue_depth() for p in self.pollers):
+                return
+            # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
+            # reads the simulated clock (sqs_on_clock), so let a second of it pass.
+            self.clock.advance(1.0)
+        raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
+
+    def run_schedules(self, only: str | None = None) -> list[str]:
+        """Fire each scheduled rule's target once (sweeper, DLQ replay); returns the raw results.
+
+        ``only``: fire just the targets whose logical ID starts with it (e.g. ``"Sweeper"``).
+        """
+        return [
+            fn.invoke({"source": "aws.events", "detail-type": "Scheduled Event"})[0]
+            for _, fn in self.deployment.schedules
+            if only is None or fn.logical_id.startswith(only)
+        ]
+
+    def sweep(self) -> list[str]:
+        """Run the stuck-order sweeper once; the IDs of the stuck orders it found."""
+        results = [json.loads(r) for r in self.run_schedules(only="Sweeper")]
+        return [order_id for r in results for order_id in r.get("stuck", [])]
+
+    # -- CloudWatch -------------------------------------------------------------------------------
+    def evaluate_alarms(self) -> list[str]:
+        """Emulate CloudWatch's evaluation of the template's alarms; return the alarms in ALARM."""
+        return self.alarm_evaluator.evaluate()
+
+    def ship_logs(self) -> int:
+        """Copy captured handler log lines into moto CloudWatch Logs (``ops trace`` reads them there)."""
+        return self.shipper.ship()
+
+    # -- reporting --------------------------------------------------------------------------------
+    def target(self) -> Target:
+        """The ops target for this deployment: the same commands as against a deployed stack."""
+        return Target(self.deployment.outputs(), region=REGION)
+
+    def order_summary(self) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """Order counts by outcome, and each submitted order's status and correlation ID."""
+        return reporter.order_summary(self)
+
+    def report(self, wall_seconds: float) -> dict[str, Any]:
+        return reporter.report(self, wall_seconds)
+
+
+def create_local_ledger() -> str:
+    """The sandbox providers' ledger table in moto (pk/sk), outside the template."""
+    ddb = aws("dynamodb")
+    with suppress(ddb.exceptions.ResourceInUseException):
+        ddb.create_table(
+            TableName=LOCAL_LEDGER_TABLE,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    return LOCAL_LEDGER_TABLE
+
+
+@contextmanager
+def serve_local_providers(run: PipelineRun) -> Iterator[None]:
+    """Serve the sandbox on 127.0.0.1, store its API key in the secrets the template names, and
+    point every function's provider URL at the server (replacing the template's placeholder)."""
+    with serve_sandbox(run.ledger_table) as endpoints:
+        secrets = aws("secretsmanager")
+        for name in LOCAL_SECRETS.values():
+            value = json.dumps({"api_key": endpoints.api_key})
+            try:
+                secrets.create_secret(Name=name, SecretString=value)
+            except secrets.exceptions.ResourceExistsException:
+                secrets.put_secret_value(SecretId=name, SecretString=value)
+        origin = endpoints.payment_url.rsplit("/", 1)[0]
+        for fn in run.deployment.functions.values():
+            fn.env = {
+                k: v.replace(LOCAL_PROVIDER_ORIGIN, origin) if isinstance(v, str) else v for k, v in fn.env.items()
+            }
+        yield
+
+
+@contextmanager
+def handler_clock(run: PipelineRun) -> Iterator[None]:
+    """The handlers' wall clock (``order_domain.clock``: order stamps, the sweeper's cutoff) follows the run's clock."""
+    for fn in run.deployment.functions.values():
+        ensure_on_path(*fn.layer_dirs)
+    import order_domain.clock
+
+    with mock.patch.object(order_domain.clock, "now", run.clock.now):
+        yield
+
+
+@contextmanager
+def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimClock) -> Iterator[PipelineRun]:
+    """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
+    with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
+    run = PipelineRun(assembly, options, clock)
+    with (
+        capture_stdout(run.capture),
+        run.deployment.lambda_routing(),
+        handler_clock(run),
+        enforce_limits(run.limits),  # inside IAM: AWS authorizes a call before it throttles it
+        enforce_iam(run.deployment),
+        serve_local_providers(run),
+    ):
+        point_powertools_loggers_at(run.capture)
+        run.seed_inventory()
+        yield run
+
+
+@contextmanager
+def local_pipeline(options: RunOptions, assembly: CloudAssembly | None = None) -> Iterator[PipelineRun]:
+    """The deployed pipeline in moto, with Lambda routing and log capture on, stock seeded."""
+    assembly = assembly or load_assembly(options)
+    clock = SimClock()  # one clock for pollers, Lambda contexts and Step Functions retry waits
+    with local_aws(clock), deployed_pipeline(assembly, options, clock) as run:
+        yield run

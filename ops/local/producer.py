@@ -1,0 +1,96 @@
+"""The producer: what the pipeline's clients send (orders on the queue, stock, direct executions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.exceptions
+
+from ops.local.clients import aws
+from ops.local.hostile import HostileExecution
+from ops.local.hostile import execution_name as hostile_execution_name
+from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS
+
+#: SQS refuses a batch whose messages add up to more than 256 KiB; stay well below it.
+MAX_BATCH_BYTES = 200_000
+#: A producer keeps trying: throttling must not lose an order here.
+SEND_ATTEMPTS = 20
+
+Message = tuple[str, str | None]  # (body, correlation id)
+
+
+def _batches(messages: list[Message]) -> Iterator[list[Message]]:
+    """At most 10 messages per batch, and at most :data:`MAX_BATCH_BYTES` (a 100 KB message goes alone if needed)."""
+    batch: list[Message] = []
+    size = 0
+    for body, cid in messages:
+        n = len(body.encode("utf-8")) + len((cid or "").encode("utf-8"))
+        if batch and (len(batch) == 10 or size + n > MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((body, cid))
+        size += n
+    if batch:
+        yield batch
+
+
+def _entry(index: int, body: str, cid: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
+    if cid:  # the correlation ID travels as a message attribute
+        entry["MessageAttributes"] = {"correlation_id": {"DataType": "String", "StringValue": cid}}
+    return entry
+
+
+class Producer:
+    """Sends to the orders queue and the state machine like the pipeline's clients would."""
+
+    def __init__(self, queue_url: str, state_machine_arn: str, inventory_table: str) -> None:
+        self.queue_url = queue_url
+        self.state_machine_arn = state_machine_arn
+        self.inventory_table = inventory_table
+
+    def seed_inventory(self) -> None:
+        """Every stocked SKU at :data:`~ops.local.orders.INITIAL_STOCK`."""
+        ddb = aws("dynamodb")
+        for sku in STOCKED_SKUS:
+            ddb.put_item(
+                TableName=self.inventory_table, Item={"pk": {"S": f"sku#{sku}"}, "available": {"N": str(INITIAL_STOCK)}}
+            )
+
+    def submit_messages(self, messages: list[Message]) -> None:
+        """Send raw bodies (with optional correlation IDs); retry what SQS refuses as throttled."""
+        sqs = aws("sqs")
+        for batch in _batches(messages):
+            entries = {str(i): _entry(i, body, cid) for i, (body, cid) in enumerate(batch)}
+            for _ in range(SEND_ATTEMPTS):
+                try:
+                    response = sqs.send_message_batch(QueueUrl=self.queue_url, Entries=list(entries.values()))
+                except botocore.exceptions.ClientError:
+                    continue
+                for failed in response.get("Failed", []):
+                    if failed.get("SenderFault"):
+                        raise RuntimeError(f"SQS refused a message: {failed}")
+                entries = {f["Id"]: entries[f["Id"]] for f in response.get("Failed", [])}
+                if not entries:
+                    break
+            else:
+                raise RuntimeError(f"could not submit messages after {SEND_ATTEMPTS} attempts")
+
+    def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
+        """Send orders as JSON, ten per batch (no retry: ``ops local up``'s demo orders)."""
+        sqs = aws("sqs")
+        for start in range(0, len(orders), 10):
+            entries = [_entry(i, json.dumps(order), cid) for i, (order, cid) in enumerate(orders[start : start + 10])]
+            sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+
+    def start_hostile_executions(self, executions: list[HostileExecution]) -> None:
+        """Start the saga directly with references to orders the pipeline never accepted."""
+        sfn = aws("stepfunctions")
+        for hostile in executions:
+            sfn.start_execution(
+                stateMachineArn=self.state_machine_arn,
+                name=hostile_execution_name(hostile.order_id, hostile.payment_attempt),
+                input=json.dumps(hostile.saga_input()),
+            )

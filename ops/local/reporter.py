@@ -1,0 +1,212 @@
+"""The run's report: counted from tables, queues, histories and the sandbox ledger, checked by invariants."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ops.local.calls import CallCounter
+from ops.local.chaos import DeliveryPlan
+from ops.local.clients import aws
+from ops.local.costs import dollars_per_million_orders, per_order
+from ops.local.histories import History, execution_histories, transitions_per_execution
+from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
+from ops.local.hostile import execution_name as hostile_execution_name
+from ops.local.hostile import outcomes as hostile_outcomes
+from ops.local.iam_reasons import explain
+from ops.local.invariants import check
+from ops.local.orders import PII_PATTERN
+from ops.local.report import (
+    TERMINAL,
+    dlq_depths,
+    ledger_summary,
+    log_summary,
+    metric_totals,
+    order_statuses,
+    scan_all,
+)
+
+if TYPE_CHECKING:
+    from ops.local.pipeline import PipelineRun
+
+#: The ledger figures the report repeats as ``side_effects``.
+SIDE_EFFECT_KEYS = (
+    "charges",
+    "duplicate_charges",
+    "duplicate_charge_requests",
+    "shipments",
+    "duplicate_shipments",
+    "refunds",
+    "duplicate_refunds",
+    "refunds_without_charge",
+    "reservations_outstanding",
+)
+
+
+def body_order_id(body: str) -> str | None:
+    """The ``order_id`` a message body names, if it is a JSON object naming one (never raises)."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):  # hostile bodies: malformed, or nested beyond the recursion limit
+        return None
+    order_id = parsed.get("order_id") if isinstance(parsed, dict) else None
+    return str(order_id) if order_id is not None else None
+
+
+def order_summary(run: PipelineRun) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Order counts by outcome, and each submitted order's status and correlation ID."""
+    orders = order_statuses(run.orders_table)
+    submitted_ids = list(dict.fromkeys(o["order_id"] for o, _ in run.submitted))
+    statuses = Counter(orders.get(oid, {}).get("status", "NOT_ACCEPTED") for oid in submitted_ids)
+    counts = {
+        "submitted": len(submitted_ids),
+        "completed": statuses.get("COMPLETED", 0),
+        "compensated": statuses.get("COMPENSATED", 0),
+        "needs_attention": statuses.get("NEEDS_ATTENTION", 0),
+        "failed": statuses.get("NOT_ACCEPTED", 0),
+        "in_flight": sum(n for s, n in statuses.items() if s not in TERMINAL and s != "NOT_ACCEPTED"),
+    }
+    details = [
+        {
+            "order_id": oid,
+            "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
+            "correlation_id": orders.get(oid, {}).get("correlation_id"),
+        }
+        for oid in submitted_ids
+    ]
+    return counts, details
+
+
+def report(run: PipelineRun, wall_seconds: float) -> dict[str, Any]:
+    """The report's core sections (orders, executions, ledger, DLQs, alarms, logs, metrics, IAM)."""
+    counts, details = order_summary(run)
+    orders = order_statuses(run.orders_table)
+    sfn = aws("stepfunctions")
+    executions = [
+        e
+        for p in sfn.get_paginator("list_executions").paginate(stateMachineArn=run.state_machine_arn)
+        for e in p["executions"]
+    ]
+    logs, emf, _ = run.capture.records()
+    return {
+        "orders": counts,
+        "order_details": details,
+        "executions": dict(Counter(e["status"] for e in executions)),
+        "ledger": ledger_summary(run.ledger_table, run.inventory_table, orders),
+        "dlq": dlq_depths(run.deployment.queues, run.deployment.dlq_ids),
+        "alarms_in_alarm": run.evaluate_alarms(),
+        "logs": log_summary(logs),
+        "metrics": metric_totals(emf),
+        "event_sources": {p.spec.function.name: vars(p.stats) for p in run.pollers},
+        "throttles": dict(run.limits.throttles),
+        "iam": explain(run.deployment.iam.report()) if run.deployment.iam else {},
+        "elapsed": {
+            "wall_seconds": round(wall_seconds, 3),
+            "simulated_seconds": round(run.clock.simulated_seconds, 3),
+        },
+    }
+
+
+def dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]]:
+    """Every DLQ message of the stack (left in place), and counts by queue and category."""
+    from ops.dlq import QUEUES, failures_table, lambda_dlq_module
+
+    target = run.target()
+    messages: list[Any] = []
+    categories: dict[str, dict[str, int]] = {}
+    for name, (_, dlq_output) in QUEUES.items():
+        found = lambda_dlq_module().peek(target.client, target.output(dlq_output), failures_table(target))
+        categories[name] = dict(Counter(m.category for m in found))
+        messages.extend((name, m) for m in found)
+    return categories, messages
+
+
+def state_transitions(run: PipelineRun, sample: int = 100) -> float:
+    """Average state transitions per execution, from a sample of execution histories."""
+    return transitions_per_execution(execution_histories(run.state_machine_arn), sample)
+
+
+def pii_findings(run: PipelineRun, dlq_messages: list[Any], histories: list[History] | None = None) -> dict[str, Any]:
+    """Generated orders' tokens, names and address lines in captured log lines, in every
+    execution's history, in DLQ message attributes (none may be anywhere)."""
+    findings = PiiFindings()
+    for line in run.capture.lines:
+        findings.scan("log_lines", line, PII_PATTERN)
+    for _, events in histories if histories is not None else execution_histories(run.state_machine_arn):
+        for event in events:
+            findings.scan("execution_history_events", json.dumps(event, default=str), PII_PATTERN)
+    for _, message in dlq_messages:
+        findings.scan("dlq_message_attributes", json.dumps(message.attributes), PII_PATTERN)
+    return findings.as_dict()
+
+
+def hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]) -> dict[str, Any]:
+    """Where each hostile input ended (``hostile``) and the ones that ended elsewhere (``hostile_misplaced``)."""
+    if not plan.hostile:
+        return {"hostile": {}, "hostile_misplaced": []}
+    unknown = {h.order_id for h in plan.hostile_executions}
+    sfn = aws("stepfunctions")
+    status = {}
+    for hostile in plan.hostile_executions:
+        name = hostile_execution_name(hostile.order_id, hostile.payment_attempt)
+        arn = run.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{name}"
+        status[hostile.order_id] = sfn.describe_execution(executionArn=arn)["status"]
+    effects = (
+        side_effects_by_order(unknown, scan_all(run.ledger_table), scan_all(run.inventory_table)) if unknown else {}
+    )
+    accepted = set(order_statuses(run.orders_table))
+    ended, misplaced = hostile_outcomes(plan.hostile, dlq_messages, accepted, status, effects)
+    return {"hostile": ended, "hostile_misplaced": misplaced}
+
+
+def finish_report(
+    run: PipelineRun, report: dict[str, Any], calls: CallCounter, started: float, plan: DeliveryPlan
+) -> None:
+    """Add DLQ, hostile, customer-data, loss, alarm, side-effect and cost sections; check the invariants."""
+    categories, messages = dlq_contents(run)
+    report["dlq_categories"] = categories
+    # Distinct messages: a crash after dead-lettering can leave two copies of one (at-least-once).
+    report["malformed_in_dlq_as_permanent"] = len(
+        {
+            m.correlation_id
+            for _, m in messages
+            if m.category == "permanent" and str(m.correlation_id).startswith("cid-malformed-")
+        }
+    )
+    in_dlq = {body_order_id(m.body) for _, m in messages}
+    report.update(hostile_report(run, plan, messages))
+    histories = execution_histories(run.state_machine_arn)  # read once: the scan and the transitions
+    report["pii"] = pii_findings(run, messages, histories)
+    report["logs"].update(line_sizes(run.capture.lines))
+    lost = [
+        d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
+    ]
+    report["orders"]["rejected"] = report["orders"]["failed"] - len(lost)
+    report["orders"]["lost"] = len(lost)
+    report["lost_orders"] = lost
+    report["alarms_in_alarm"] = run.evaluate_alarms()
+    report["dlq_alarm_states"] = run.alarm_evaluator.dlq_states(report["alarms_in_alarm"], report["dlq"])
+    ledger = report["ledger"]
+    report["side_effects"] = {k: ledger[k] for k in SIDE_EFFECT_KEYS}
+    report["duplicates_suppressed"] = int(report["metrics"].get("DuplicatesSuppressed", 0))
+    transitions = transitions_per_execution(histories)
+    lambda_invocations = sum(n for (service, _), n in calls.calls.items() if service == "lambda") + sum(
+        p.stats.batches for p in run.pollers
+    )
+    units = per_order(
+        calls.operations(),
+        lambda_invocations,
+        int(transitions * len(report["order_details"])),
+        max(1, len(report["order_details"])),
+    )
+    report["cost"] = {
+        "per_order": {k: round(v, 2) for k, v in vars(units).items()},
+        "usd_per_million_orders": dollars_per_million_orders(units),
+    }
+    report["elapsed"] = {
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "simulated_seconds": round(run.clock.simulated_seconds, 3),
+    }
+    report["invariants"] = check(report)

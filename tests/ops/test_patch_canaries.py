@@ -1,0 +1,399 @@
+"""Canaries for every patch in :mod:`ops.local.patches`: each fails loudly when an upgrade of moto,
+Powertools or botocore moves what the emulator patches (the attribute, its signature, or the
+behaviour the patch relies on). The registry names its canary; a test checks the names exist.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import json
+import re
+import threading
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import botocore.client
+import botocore.endpoint
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from ops.local import patches
+from ops.local.calls import count_aws_calls
+from ops.local.capture import LineCapture, capture_stdout
+from ops.local.clock import SimClock
+from ops.local.environment import sqs_on_clock
+from ops.local.faults import throttle_dynamodb
+from ops.local.lambda_runtime import LocalFunction, route_invocations
+from ops.local.moto_patches import atomic_dynamodb, cached_asl_parse, item_level_transaction_rollback
+from ops.local.template import ACCOUNT, REGION
+
+OPS_LOCAL = Path(__file__).resolve().parents[2] / "ops" / "local"
+#: Our own classes and modules the emulator patches (not third-party internals).
+OWN_TARGETS = {"LocalFunction", "SqsPoller", "shared.clock"}
+
+
+class StepClock(SimClock):
+    """A clock that only moves when the test says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = 1_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+def _params(fn: Any) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def _table(ddb: Any, name: str, range_key: bool = False) -> None:
+    keys = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+    if range_key:
+        keys.append({"AttributeName": "sk", "KeyType": "RANGE"})
+        attrs.append({"AttributeName": "sk", "AttributeType": "S"})
+    ddb.create_table(TableName=name, KeySchema=keys, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST")
+
+
+# -- the registry itself -----------------------------------------------------------------------------
+def test_registry_every_target_resolves_today() -> None:
+    for patch in patches.PATCHES:
+        for module, attribute in patches.targets(patch):
+            if attribute == "print":  # created by the patch (a module global shadowing the builtin)
+                continue
+            assert patches.resolve(module, attribute) is not None, f"{patch.name}: {module}:{attribute} moved"
+
+
+def test_registry_every_canary_named_exists_in_this_module() -> None:
+    names = {name for name in globals() if name.startswith("test_canary_")}
+    for patch in patches.PATCHES:
+        assert patch.canary in names, f"{patch.name} names a missing canary {patch.canary}"
+
+
+def test_registry_lists_every_attribute_ops_local_patches() -> None:
+    """A ``mock.patch.object(owner, "attr", ...)`` in ops/local on a third-party object must be registered."""
+    registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in patches.targets(p)}
+    pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
+    unregistered = []
+    for source in sorted(OPS_LOCAL.glob("*.py")):
+        for owner, attribute in pattern.findall(source.read_text()):
+            if owner not in OWN_TARGETS and attribute not in registered:
+                unregistered.append(f"{source.name}: {owner}.{attribute}")
+    assert unregistered == []
+
+
+def test_registry_only_speed_patches_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(patches.DISABLE_ENV, "asl_parse_cache,atomic_dynamodb")
+    assert patches.enabled("asl_parse_cache") is False
+    assert patches.enabled("atomic_dynamodb") is True  # correctness: never off
+    with pytest.raises(KeyError):
+        patches.enabled("no_such_patch")
+
+
+# -- correctness -------------------------------------------------------------------------------------
+def test_canary_atomic_dynamodb_serialises_moto_item_writes(aws: None) -> None:
+    """16 threads race one conditional put: exactly one wins (moto alone can let two through)."""
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "race")
+    wins: list[int] = []
+
+    def put(i: int) -> None:
+        try:
+            ddb.put_item(
+                TableName="race",
+                Item={"pk": {"S": "one"}, "writer": {"N": str(i)}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            wins.append(i)
+        except ddb.exceptions.ConditionalCheckFailedException:
+            pass
+
+    with atomic_dynamodb():
+        from moto.dynamodb.models import DynamoDBBackend
+
+        assert all(hasattr(getattr(DynamoDBBackend, n), "__wrapped__") for n in ("put_item", "update_item"))
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, range(16)))
+    assert len(wins) == 1
+
+
+# -- emulation ---------------------------------------------------------------------------------------
+def test_canary_lambda_invoke_reaches_the_in_process_function(aws: None, tmp_path: Path) -> None:
+    (tmp_path / "h.py").write_text("def handler(event, context):\n    return {'echo': event['x']}\n")
+    fn = LocalFunction("Fn", "local-fn", tmp_path, "h.handler", {}, 3.0, 128, [], SimClock())
+    role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    lam = boto3.client("lambda", region_name=REGION)
+    lam.create_function(
+        FunctionName="local-fn", Runtime="python3.12", Role=role, Handler="h.handler", Code={"ZipFile": b"PK"}
+    )
+    from moto.awslambda.models import LambdaFunction
+
+    assert _params(LambdaFunction._invoke_lambda) == ["self", "event"]
+    with route_invocations({"local-fn": fn}):
+        payload = lam.invoke(FunctionName="local-fn", Payload=json.dumps({"x": 7}))["Payload"].read()
+    assert json.loads(payload) == {"echo": 7}
+    assert fn.invocations == 1
+
+
+def test_canary_make_api_call_sees_operation_and_api_params(aws: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _params(botocore.client.BaseClient._make_api_call) == ["self", "operation_name", "api_params"]
+    seen: list[tuple[str, dict[str, Any]]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def spy(client: Any, operation: str, params: Any) -> Any:
+        seen.append((operation, dict(params)))
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", spy)
+    boto3.client("sqs", region_name=REGION).create_queue(QueueName="q")
+    assert seen == [("CreateQueue", {"QueueName": "q"})]
+
+
+def test_canary_boto_client_for_is_the_lambda_task_client_factory() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    from ops.local.moto_patches import step_functions_client_modules
+
+    assert _params(lambda_eval_utils.boto_client_for) == ["region", "service", "state_credentials"]
+    modules = step_functions_client_modules()
+    assert lambda_eval_utils in modules
+    for module in modules:  # Lambda tasks and the direct service integrations (DynamoDB, SQS, SNS, ...)
+        assert module.boto_client_for is boto_client.boto_client_for, module.__name__
+        # Looked up on the module at call time (so patching the module attribute takes effect).
+        assert "boto_client_for(" in inspect.getsource(module), module.__name__
+
+
+def test_canary_thread_pool_submit_signature() -> None:
+    parameters = inspect.signature(concurrent.futures.ThreadPoolExecutor.submit).parameters
+    assert list(parameters) == ["self", "fn", "args", "kwargs"]
+    assert parameters["fn"].kind is inspect.Parameter.POSITIONAL_ONLY
+
+
+def test_canary_sfn_interpreter_enters_states_through_eval_body() -> None:
+    """Behaviour is pinned by tests/ops/test_limits.py (StateTransition bucket); here, the shapes."""
+    from moto.stepfunctions.parser.asl.component.program.program import Program
+    from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+
+    assert "_eval_body" in vars(CommonStateField) and "_eval_body" in vars(Program)
+    assert _params(CommonStateField._eval_body) == ["self", "env"]
+    assert _params(Program._eval_body) == ["self", "env"]
+    assert callable(Environment.is_frame)
+
+
+# -- simulated time ----------------------------------------------------------------------------------
+def test_canary_sfn_retrier_sleeps_through_module_time() -> None:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    assert retrier_decl.time is time
+    assert "time.sleep(" in inspect.getsource(retrier_decl)
+
+
+def test_canary_botocore_endpoint_sleeps_through_module_time() -> None:
+    assert botocore.endpoint.time is time
+    assert "time.sleep(handler_response)" in inspect.getsource(botocore.endpoint.Endpoint._needs_retry)
+
+
+def test_canary_sqs_delay_follows_the_patched_clock(aws: None) -> None:
+    clock = StepClock()
+    with sqs_on_clock(clock):
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="delayed")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="m", DelaySeconds=60)
+        assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+        clock.t += 61
+        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["m"]
+
+
+def test_canary_powertools_idempotency_reads_dt_datetime_now() -> None:
+    import datetime
+
+    from aws_lambda_powertools.utilities.idempotency.persistence import base, datarecord, dynamodb
+
+    for module in (base, dynamodb, datarecord):
+        assert module.dt is datetime, f"{module.__name__} no longer imports datetime as dt"
+    assert "dt.datetime.now(" in inspect.getsource(base)
+
+
+# -- fault injection ---------------------------------------------------------------------------------
+def test_canary_powertools_save_success_signature() -> None:
+    from aws_lambda_powertools.utilities.idempotency import base as handler_base
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+    assert _params(BasePersistenceLayer.save_success) == ["self", "data", "result"]
+    assert "persistence_store.save_success(" in inspect.getsource(handler_base)
+
+
+def test_canary_moto_backend_item_methods_signatures(aws: None) -> None:
+    """faults.throttle_dynamodb reads (table_name, item_attrs | key) positionally or by keyword."""
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.sqs.models import SQSBackend
+
+    assert _params(DynamoDBBackend.put_item)[:3] == ["self", "table_name", "item_attrs"]
+    assert _params(DynamoDBBackend.update_item)[:3] == ["self", "table_name", "key"]
+    assert _params(DynamoDBBackend.delete_item)[:3] == ["self", "table_name", "key"]
+    assert _params(DynamoDBBackend.get_item)[:2] == ["self", "table_name"]
+    assert _params(DynamoDBBackend.query)[:2] == ["self", "table_name"]
+    assert _params(DynamoDBBackend.transact_write_items) == ["self", "transact_items"]
+    assert _params(SQSBackend.send_message)[:3] == ["self", "queue_name", "message_body"]
+    assert _params(SQSBackend.send_message_batch) == ["self", "queue_name", "entries"]
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "t")
+    seen: list[tuple[str, str, dict[str, Any]]] = []
+
+    def predicate(method: str, table: str, attrs: dict[str, Any]) -> bool:
+        seen.append((method, table, attrs))
+        return True
+
+    with throttle_dynamodb(predicate) as counter, pytest.raises(ClientError) as raised:
+        ddb.put_item(TableName="t", Item={"pk": {"S": "a"}})
+    assert raised.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    # botocore retries a throttled call: every attempt reached the backend with the same arguments.
+    assert seen and set(map(str, seen)) == {str(("put_item", "t", {"pk": {"S": "a"}}))}
+    assert counter.injected == {"throttle": len(seen)}
+
+
+# -- observation -------------------------------------------------------------------------------------
+def test_canary_count_aws_calls_counts_each_moto_request(aws: None) -> None:
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    assert _params(BotocoreStubber.__call__) == ["self", "event_name", "request", "kwargs"]
+    sqs = boto3.client("sqs", region_name=REGION)
+    with count_aws_calls() as calls:
+        sqs.list_queues()
+        sqs.list_queues()
+    assert calls.operations() == {"sqs:ListQueues": 2}
+
+
+def test_canary_emf_flush_prints_through_the_module_print() -> None:
+    from aws_lambda_powertools.metrics import Metrics, MetricUnit
+    from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch as emf
+
+    assert "print(" in inspect.getsource(emf.AmazonCloudWatchEMFProvider.flush_metrics)
+    capture = LineCapture()
+    metrics = Metrics(namespace="Canary", service="canary")
+    with capture_stdout(capture):
+        metrics.add_metric(name="Seen", unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
+    assert [doc["Seen"] for doc in capture.records()[1]] == [[1.0]]
+
+
+# -- speed -------------------------------------------------------------------------------------------
+def test_canary_backend_dict_is_a_dict_of_accounts(aws: None) -> None:
+    from moto.core.base_backend import BackendDict
+    from moto.sqs.models import sqs_backends
+
+    assert issubclass(BackendDict, dict) and "__getitem__" in vars(BackendDict)
+    boto3.client("sqs", region_name=REGION).list_queues()
+    assert dict.__contains__(sqs_backends, ACCOUNT)  # fast_backend_lookup's shortcut finds it
+
+
+def test_canary_asl_parse_is_a_pure_static_method() -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    assert isinstance(vars(AmazonStateLanguageParser)["parse"], staticmethod)
+    definition = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+    with cached_asl_parse():
+        first = AmazonStateLanguageParser.parse(definition)
+        assert AmazonStateLanguageParser.parse(definition) is first  # parsed once
+    program, _ = first
+    assert type(program).__name__ == "Program"
+
+
+def test_canary_transact_write_items_rolls_back_only_named_items(aws: None) -> None:
+    from moto.dynamodb import models as ddb_models
+
+    assert isinstance(ddb_models.copy, types.ModuleType)
+    assert "copy.deepcopy(" in inspect.getsource(ddb_models.DynamoDBBackend.transact_write_items)
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "a")
+    _table(ddb, "b", range_key=True)
+    table = ddb_models.dynamodb_backends[ACCOUNT][REGION].get_table("b")
+    assert (table.hash_key_attr, table.range_key_attr) == ("pk", "sk")
+    assert isinstance(table.items, dict) and callable(table.get_item)
+    ddb.put_item(TableName="a", Item={"pk": {"S": "kept"}, "v": {"N": "1"}})
+    with item_level_transaction_rollback(), atomic_dynamodb(), pytest.raises(ClientError):
+        ddb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "b", "Item": {"pk": {"S": "new"}, "sk": {"S": "1"}}}},
+                {"Put": {"TableName": "a", "Item": {"pk": {"S": "kept"}, "v": {"N": "2"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": "a",
+                        "Key": {"pk": {"S": "kept"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    assert "Item" not in ddb.get_item(TableName="b", Key={"pk": {"S": "new"}, "sk": {"S": "1"}})
+    assert ddb.get_item(TableName="a", Key={"pk": {"S": "kept"}})["Item"]["v"] == {"N": "1"}
+
+
+def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
+    """The speed patches together under threads: lookups from 8 threads reach one backend."""
+    from ops.local.moto_patches import fast_backend_lookup
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    errors: list[BaseException] = []
+
+    def create(i: int) -> None:
+        try:
+            sqs.create_queue(QueueName=f"q{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    with fast_backend_lookup():
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert len(sqs.list_queues()["QueueUrls"]) == 8
+
+
+def test_registry_readme_lists_every_patch_as_registered() -> None:
+    readme = (OPS_LOCAL.parents[1] / "README.md").read_text()
+    assert patches.markdown_rows() in readme, "README's patch table is stale: paste patches.markdown_rows()"
+
+
+def test_canary_backend_history_equals_the_api_history() -> None:
+    """The report's direct read of moto's Step Functions backend returns what GetExecutionHistory returns."""
+    from ops.local.histories import _from_api, _from_backend, transitions_per_execution
+
+    definition = json.dumps(
+        {"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": True}}}
+    )
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(name="m", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/r")[
+            "stateMachineArn"
+        ]
+        for name in ("one", "two"):
+            arn = sfn.start_execution(stateMachineArn=machine, name=name, input='{"token": "x"}')["executionArn"]
+            deadline = time.monotonic() + 10
+            while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() < deadline:
+                time.sleep(0.01)
+        direct, api = _from_backend(machine), _from_api(machine)
+    assert [arn for arn, _ in direct] == [arn for arn, _ in api] and len(direct) == 2
+    for (_, mine), (_, theirs) in zip(direct, api, strict=True):
+        assert [(e["id"], e["type"]) for e in mine] == [(e["id"], e["type"]) for e in theirs]
+        assert [
+            json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in mine
+        ] == [json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in theirs]
+    assert transitions_per_execution(direct) == 2.0
