@@ -35,7 +35,7 @@ from ops.local.template import ACCOUNT, REGION
 
 OPS_LOCAL = Path(__file__).resolve().parents[2] / "ops" / "local"
 #: Our own classes and modules the emulator patches (not third-party internals).
-OWN_TARGETS = {"LocalFunction", "SqsPoller", "shared.clock"}
+OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock"}
 
 
 class StepClock(SimClock):
