@@ -9,6 +9,7 @@ successful ones, and leave failed ones invisible for the queue's visibility time
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,9 @@ class SqsPoller:
     spec: EventSourceSpec
     clock: SimClock
     stats: PollStats = field(default_factory=PollStats)
+    #: Correlation ID -> receives of it that ended in an invocation error (a crash fails the
+    #: whole batch whatever each record's content: the records behind it come back unprocessed).
+    interrupted: Counter[str] = field(default_factory=Counter)
     _hidden: list[tuple[float, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -97,6 +101,9 @@ class SqsPoller:
         ids = {m["MessageId"] for m in messages}
         if errored:
             failed = ids  # an invocation error fails the whole batch
+            for m in messages:
+                cid = (m.get("MessageAttributes") or {}).get("correlation_id", {}).get("StringValue")
+                self.interrupted[cid or m["MessageId"]] += 1
         elif self.spec.report_batch_item_failures:
             reported = {f.get("itemIdentifier") for f in (json.loads(result) or {}).get("batchItemFailures", [])}
             # Lambda treats an empty or unknown identifier as a failure of the whole batch.

@@ -36,6 +36,11 @@ NESTING_DEPTH = 3_000
 OVERSIZE_BYTES = 100_000
 #: The one place a hostile message may end: the orders DLQ, permanent, dead-lettered on its first receive.
 EXPECTED_SQS_END = "dlq_permanent_first_receive"
+#: The same, when earlier receives ended in an invocation crash (another record's injected crash
+#: fails the whole batch before this record was looked at, on AWS as here): dead-lettered as
+#: permanent on the first receive that ran to the end, never retried because of its content.
+EXPECTED_AFTER_CRASH = "dlq_permanent_first_receive_after_crashed_batches"
+EXPECTED_SQS_ENDS = (EXPECTED_SQS_END, EXPECTED_AFTER_CRASH)
 #: No captured log line may be longer than this (CloudWatch Logs' event limit is 256 KiB; we want far less).
 MAX_LOG_LINE_BYTES = 16_384
 
@@ -142,13 +147,23 @@ def execution_name(order_id: str, attempt: int) -> str:
 # --- where it ended ---------------------------------------------------------------------------
 
 
-def _sqs_end(copies: list[Any], accepted: bool) -> str:
-    """Where one hostile message ended, from its DLQ copies (``(queue, DlqMessage)``)."""
-    if any(
-        queue == "orders" and m.category == "permanent" and m.attributes.get("dlq_receive_count") == "1"
-        for queue, m in copies
-    ):
+def _receive_count(message: Any) -> int:
+    try:
+        return int(message.attributes.get("dlq_receive_count", "0"))
+    except ValueError:
+        return 0
+
+
+def _sqs_end(copies: list[Any], accepted: bool, crashed_receives: int = 0) -> str:
+    """Where one hostile message ended, from its DLQ copies (``(queue, DlqMessage)``).
+
+    ``crashed_receives``: receives of it that ended in an invocation crash (the whole batch failed).
+    """
+    permanent = [m for queue, m in copies if queue == "orders" and m.category == "permanent"]
+    if any(_receive_count(m) == 1 for m in permanent):
         return EXPECTED_SQS_END
+    if any(1 < _receive_count(m) <= 1 + crashed_receives for m in permanent):
+        return EXPECTED_AFTER_CRASH
     if copies:
         queue, m = copies[0]
         return f"dlq_{queue}_{m.category}_receive_{m.attributes.get('dlq_receive_count', 'unknown')}"
@@ -161,12 +176,15 @@ def outcomes(
     accepted_order_ids: set[str],
     execution_status: dict[str, str],
     side_effects: dict[str, int],
+    crashed_receives: dict[str, int] | None = None,
 ) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
     """(``{kind: {"injected": n, <where it ended>: n}}``, the ones that ended anywhere else).
 
     ``execution_status``: unknown-order ID -> its execution's status; ``side_effects``: order
-    ID -> ledger records and reservations found for it.
+    ID -> ledger records and reservations found for it; ``crashed_receives``: correlation ID ->
+    receives of it that ended in an invocation crash.
     """
+    crashed = crashed_receives or {}
     by_cid: dict[str, list[tuple[str, Any]]] = {}
     for queue, message in dlq_messages:
         if str(message.correlation_id).startswith(CID_PREFIX):
@@ -176,10 +194,14 @@ def outcomes(
     for item in injected:
         if isinstance(item, HostileMessage):
             kind = item.kind
-            end = _sqs_end(by_cid.get(item.correlation_id, []), item.order_id in accepted_order_ids)
+            end = _sqs_end(
+                by_cid.get(item.correlation_id, []),
+                item.order_id in accepted_order_ids,
+                crashed.get(item.correlation_id, 0),
+            )
             report[kind]["injected"] += 1
             report[kind][end] += 1
-            if end != EXPECTED_SQS_END:
+            if end not in EXPECTED_SQS_ENDS:
                 misplaced.append({"kind": kind, "correlation_id": item.correlation_id, "ended": end})
             continue
         status = execution_status.get(item.order_id, "NOT_STARTED")

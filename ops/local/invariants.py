@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ops.local.hostile import EXPECTED_SQS_END, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
+from ops.local.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
 
 Check = Callable[[dict[str, Any]], str | None]
 
@@ -68,7 +68,7 @@ def _hostile_messages_dead_lettered(r: dict[str, Any]) -> str | None:
     wrong = {
         kind: {k: v for k, v in counts.items() if k != "injected"}
         for kind, counts in hostile.items()
-        if kind in SQS_KINDS and counts.get(EXPECTED_SQS_END, 0) != counts.get("injected", 0)
+        if kind in SQS_KINDS and sum(counts.get(end, 0) for end in EXPECTED_SQS_ENDS) != counts.get("injected", 0)
     }
     if not wrong:
         return None

@@ -157,7 +157,10 @@ def hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]
         side_effects_by_order(unknown, scan_all(run.ledger_table), scan_all(run.inventory_table)) if unknown else {}
     )
     accepted = set(order_statuses(run.orders_table))
-    ended, misplaced = hostile_outcomes(plan.hostile, dlq_messages, accepted, status, effects)
+    crashed: Counter[str] = Counter()
+    for poller in run.pollers:
+        crashed.update(poller.interrupted)
+    ended, misplaced = hostile_outcomes(plan.hostile, dlq_messages, accepted, status, effects, dict(crashed))
     return {"hostile": ended, "hostile_misplaced": misplaced}
 
 

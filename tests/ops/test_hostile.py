@@ -198,6 +198,28 @@ def base_report(**extra: Any) -> dict[str, Any]:
     return report
 
 
+def test_hostile_outcomes_forgive_receives_lost_to_a_crashed_batch_only() -> None:
+    rng = random.Random(5)
+    msgs = [hostile.make_hostile("oversize", rng) for _ in range(3)]
+    c = [m.correlation_id for m in msgs]
+    # c[0]: one crashed batch, then dead-lettered on receive 2; c[1]: receive 3 after one crash
+    # (a receive that ran to the end did not dead-letter it); c[2]: receive 2 with no crash.
+    found = [dlq(c[0], receive_count="2"), dlq(c[1], receive_count="3"), dlq(c[2], receive_count="2")]
+    ended, misplaced = hostile.outcomes(msgs, found, set(), {}, {}, {c[0]: 1, c[1]: 1})
+    assert ended["oversize"] == {
+        "injected": 3,
+        "dlq_permanent_first_receive": 0,
+        hostile.EXPECTED_AFTER_CRASH: 1,
+        "dlq_orders_permanent_receive_3": 1,
+        "dlq_orders_permanent_receive_2": 1,
+    }
+    assert [m["correlation_id"] for m in misplaced] == [c[1], c[2]]
+    failed = {k: v for k, v in check(base_report(hostile=ended, hostile_misplaced=misplaced)).items() if v}
+    assert set(failed) == {"hostile_messages_in_dlq_as_permanent_on_first_receive"}
+    only_crashed = {"oversize": {"injected": 1, hostile.EXPECTED_AFTER_CRASH: 1}}
+    assert not check(base_report(hostile=only_crashed))["hostile_messages_in_dlq_as_permanent_on_first_receive"]
+
+
 def test_hostile_invariants_hold_on_a_clean_report() -> None:
     ended = {"floats": {"injected": 2, "dlq_permanent_first_receive": 2}, "unknown_order": {"injected": 0}}
     assert {k: v for k, v in check(base_report(hostile=ended)).items() if v} == {}
