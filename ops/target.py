@@ -32,6 +32,9 @@ class Target:
     profile: str | None = None
     endpoint_url: str | None = None
     _session: Any = field(default=None, compare=False, repr=False)
+    #: One client per service: building a client reads botocore's service model files, which a
+    #: DLQ peek or replay would otherwise do for every message (boto3 clients are thread-safe).
+    _clients: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def output(self, name: str) -> str:
         try:
@@ -43,6 +46,13 @@ class Target:
             ) from None
 
     def client(self, service: str) -> Any:
+        cached = self._clients.get(service)
+        if cached is not None:
+            return cached
+        self._clients[service] = client = self._new_client(service)
+        return client
+
+    def _new_client(self, service: str) -> Any:
         try:
             session = self._session or boto3.session.Session(profile_name=self.profile, region_name=self.region)
         except botocore.exceptions.ProfileNotFound:

@@ -80,3 +80,11 @@ def test_cli_repair_arguments() -> None:
     )
     with pytest.raises(SystemExit):
         build_parser().parse_args(["local", "run", "--decline-rate", "1.5"])
+
+
+def test_target_client_is_built_once_per_service(aws: None) -> None:
+    target = Target({"OrdersTableName": "orders-table"}, region="eu-west-1")
+    sqs = target.client("sqs")
+    assert target.client("sqs") is sqs
+    assert target.client("dynamodb") is not sqs
+    assert sqs.meta.region_name == "eu-west-1"

@@ -112,8 +112,21 @@ def _receive_all(
         yield from batch
 
 
-def _release(client: Callable[[str], Any], dlq_url: str, message: DlqMessage) -> None:
-    client("sqs").change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=0)
+def _release(client: Callable[[str], Any], dlq_url: str, messages: list[DlqMessage]) -> None:
+    """Make held messages visible again, ten per call.
+
+    A release that fails (the handle expired or the message was deleted meanwhile) is harmless:
+    the message becomes visible when its visibility timeout ends.
+    """
+    sqs = client("sqs")
+    for start in range(0, len(messages), 10):
+        chunk = messages[start : start + 10]
+        sqs.change_message_visibility_batch(
+            QueueUrl=dlq_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0} for i, m in enumerate(chunk)
+            ],
+        )
 
 
 def list_dlq(
@@ -130,16 +143,14 @@ def list_dlq(
             entry["count"] += 1
             entry["oldest_age_seconds"] = max(entry["oldest_age_seconds"], round(now - message.sent_timestamp))
     finally:
-        for message in held:
-            _release(client, dlq_url, message)
+        _release(client, dlq_url, held)
     return summary
 
 
 def peek(client: Callable[[str], Any], dlq_url: str, failures_table: str | None) -> list[DlqMessage]:
     """Every message of the DLQ with its category; all are made visible again before returning."""
     held = list(_receive_all(client, dlq_url, failures_table, visibility_timeout=30))
-    for message in held:
-        _release(client, dlq_url, message)
+    _release(client, dlq_url, held)
     return held
 
 
@@ -216,8 +227,7 @@ def replay(
                 if rate_per_second:
                     time.sleep(1.0 / rate_per_second)
     finally:
-        for message in held:
-            _release(client, dlq_url, message)
+        _release(client, dlq_url, held)
     return report
 
 

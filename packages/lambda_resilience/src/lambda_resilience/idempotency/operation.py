@@ -71,7 +71,8 @@ class IdempotentOperation:
         metrics: optional Powertools Metrics (``DuplicatesSuppressed``, ``IdempotencyTakeovers``,
             ``PayloadMismatches``).
         in_progress: bounds of the in-progress expiry.
-        boto3_client: the DynamoDB client; default: one of its own, created on first use.
+        boto3_client: the DynamoDB client; default: the process-wide one
+            (:func:`lambda_resilience.aws.client`), on first use.
     """
 
     def __init__(
@@ -111,9 +112,10 @@ class IdempotentOperation:
                     from lambda_resilience.idempotency.persistence import BusinessKeyPersistenceLayer
 
                     if self._client is None:
-                        import boto3
+                        from lambda_resilience.aws import client
 
-                        self._client = boto3.session.Session().client("dynamodb")
+                        # The process-wide client: building another costs a cold start ~10 ms.
+                        self._client = client("dynamodb")
                     self._persistence = BusinessKeyPersistenceLayer(
                         self.table_name, boto3_client=self._client, on_takeover=self._on_takeover
                     )
