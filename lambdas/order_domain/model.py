@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from order_domain.errors import InvalidOrder
@@ -124,16 +126,28 @@ def parse_order(body: str | bytes | None) -> dict[str, Any]:
         raise InvalidOrder(f"body is not valid JSON: {type(exc).__name__} at {getattr(exc, 'pos', '?')}") from exc
     if not isinstance(order, dict):
         raise InvalidOrder(f"body must be a JSON object, got {type(order).__name__}")
-    # Imported on first use: fastjsonschema is not needed to import the handler (cold start).
-    from aws_lambda_powertools.utilities.validation import SchemaValidationError, validate
+    from fastjsonschema import JsonSchemaValueException
 
     try:
-        validate(event=order, schema=ORDER_SCHEMA)
-    except SchemaValidationError as exc:
-        # Not str(exc), and not chained (a traceback prints the cause): Powertools' message ends
-        # with "Data: <the offending value>", which may be a card token or an address.
-        raise InvalidOrder(f"order violates the schema: {exc.validation_message}") from None
+        _order_validator()(order)
+    except JsonSchemaValueException as exc:
+        # Only the rule's message, not chained (a traceback prints the cause): the exception
+        # also carries the offending value, which may be a card token or an address.
+        raise InvalidOrder(f"order violates the schema: {exc.message}") from None
     return order
+
+
+@functools.cache
+def _order_validator() -> Callable[[Any], Any]:
+    """ORDER_SCHEMA compiled once per execution environment, on first use (not at import: cold start).
+
+    Powertools' ``validate()`` calls ``fastjsonschema.validate``, which compiles the schema on
+    every call (about 2 ms here, a tenth of intake's CPU per record); the same library's
+    ``compile`` gives the same checks and messages once.
+    """
+    import fastjsonschema
+
+    return fastjsonschema.compile(ORDER_SCHEMA)
 
 
 def order_total_cents(order: dict[str, Any]) -> int:

@@ -17,6 +17,8 @@ from ops.local.clock import SimClock
 from ops.local.moto_patches import (
     atomic_dynamodb,
     cached_asl_parse,
+    cached_json_path_parse,
+    cached_serializer_keys,
     cached_step_functions_clients,
     fast_backend_lookup,
     item_level_transaction_rollback,
@@ -60,6 +62,10 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
             stack.enter_context(cached_step_functions_clients())
         if enabled("asl_parse_cache"):
             stack.enter_context(cached_asl_parse())
+        if enabled("json_path_cache"):
+            stack.enter_context(cached_json_path_parse())
+        if enabled("serializer_key_cache"):
+            stack.enter_context(cached_serializer_keys())
         # Idempotency expiries and TTLs follow the simulated clock too.
         stack.enter_context(simulated_now(clock))
         # SQS visibility, DelaySeconds and timestamps too.

@@ -130,6 +130,60 @@ def cached_asl_parse() -> Iterator[None]:
         yield
 
 
+#: moto's modules that parse a JSONPath per evaluation, and the parser each one imported.
+JSON_PATH_MODULES = (
+    "moto.stepfunctions.parser.asl.utils.json_path",  # jsonpath_ng.ext.parse: InputPath, Parameters "x.$"
+    "moto.stepfunctions.parser.asl.component.common.path.result_path",  # jsonpath_ng.parse: ResultPath
+)
+
+
+@contextmanager
+def cached_json_path_parse() -> Iterator[None]:
+    """moto's interpreter calls ``jsonpath_ng`` ``parse(path)`` for every path of every state it
+    enters, and each call builds a new PLY parser (yacc tables). Parse each path once: a parsed
+    expression holds no per-evaluation state (``find`` and ``update_or_create`` act on the data)."""
+    import importlib
+
+    with ExitStack() as stack:
+        for name in JSON_PATH_MODULES:
+            module = importlib.import_module(name)
+            stack.enter_context(mock.patch.object(module, "parse", functools.lru_cache(maxsize=4096)(module.parse)))
+        yield
+
+
+@contextmanager
+def cached_serializer_keys() -> Iterator[None]:
+    """moto's response serializer asks six alias providers, for every attribute of every value it
+    serializes, which keys to look up (a DynamoDB item of 20 attributes: ~200 provider objects).
+    For a plain ``dict`` the answer depends only on the picker, the shape, the shape's current
+    parent (moto re-assigns it while walking) and the key, so it is computed once per combination;
+    any other object is left to moto. The lookups themselves, and their order, are unchanged."""
+    from moto.core.serialize import AttributePicker, XFormedAttributePicker
+
+    cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+    def cached(owner: type, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def get_possible_keys(self: Any, context: Any) -> Any:
+            if type(context.obj) is not dict:
+                return original(self, context)
+            shape = context.shape
+            parent = getattr(shape, "parent", None) if shape is not None else None
+            # owner: XFormedAttributePicker's method calls AttributePicker's through super().
+            key = (owner, type(self), tuple(self.alias_providers), shape, parent, context.key)
+            found = cache.get(key)
+            if found is None:
+                found = cache[key] = tuple(original(self, context))
+            return iter(found)
+
+        return get_possible_keys
+
+    with ExitStack() as stack:
+        for cls in (AttributePicker, XFormedAttributePicker):
+            stack.enter_context(mock.patch.object(cls, "get_possible_keys", cached(cls, cls.get_possible_keys)))
+        yield
+
+
 @contextmanager
 def item_level_transaction_rollback() -> Iterator[None]:
     """moto snapshots *whole tables* (deepcopy) before every TransactWriteItems so that it can

@@ -219,6 +219,28 @@ PATCHES: tuple[Patch, ...] = (
         "150 chaos orders in one process: 56.3 CPU s without it, 46.6 with it (-17%).",
     ),
     Patch(
+        "json_path_cache",
+        "moto.stepfunctions.parser.asl.utils.json_path:parse + "
+        "moto.stepfunctions.parser.asl.component.common.path.result_path:parse",
+        "speed",
+        "moto's interpreter builds a new jsonpath_ng parser (PLY yacc tables) for every path of every state; "
+        "each path is parsed once (a parsed expression holds no per-evaluation state).",
+        "ops.local.moto_patches.cached_json_path_parse",
+        "test_canary_json_path_parse_is_a_module_level_pure_function",
+        "150 chaos orders in one process (synth included): 34.4 CPU s without it, 32.3 with it (-6%).",
+    ),
+    Patch(
+        "serializer_key_cache",
+        "moto.core.serialize:AttributePicker.get_possible_keys + XFormedAttributePicker.get_possible_keys",
+        "speed",
+        "moto's response serializer runs six alias providers for every attribute of every value (DynamoDB "
+        "items); for a plain dict the keys to try depend only on picker, shape, parent shape and key, so they "
+        "are computed once per combination.",
+        "ops.local.moto_patches.cached_serializer_keys",
+        "test_canary_serializer_key_cache_changes_no_response",
+        "150 chaos orders in one process (synth included): 37.9 CPU s without it, 32.3 with it (-15%).",
+    ),
+    Patch(
         "sfn_history_read",
         "moto.stepfunctions.responses:get_backend",
         "speed-read",

@@ -30,7 +30,14 @@ from ops.local.clock import SimClock
 from ops.local.environment import sqs_on_clock
 from ops.local.faults import throttle_dynamodb
 from ops.local.lambda_runtime import LocalFunction, route_invocations
-from ops.local.moto_patches import atomic_dynamodb, cached_asl_parse, item_level_transaction_rollback
+from ops.local.moto_patches import (
+    JSON_PATH_MODULES,
+    atomic_dynamodb,
+    cached_asl_parse,
+    cached_json_path_parse,
+    cached_serializer_keys,
+    item_level_transaction_rollback,
+)
 from ops.local.template import ACCOUNT, REGION
 
 OPS_LOCAL = Path(__file__).resolve().parents[2] / "ops" / "local"
@@ -312,6 +319,66 @@ def test_canary_asl_parse_is_a_pure_static_method() -> None:
         assert AmazonStateLanguageParser.parse(definition) is first  # parsed once
     program, _ = first
     assert type(program).__name__ == "Program"
+
+
+def test_canary_json_path_parse_is_a_module_level_pure_function() -> None:
+    import importlib
+
+    data = {"order_id": "o-1", "items": [{"sku": "a"}, {"sku": "b"}], "out": {}}
+    for name in JSON_PATH_MODULES:
+        module = importlib.import_module(name)
+        assert callable(module.parse) and module.parse.__module__.startswith("jsonpath_ng")
+    with cached_json_path_parse():
+        from moto.stepfunctions.parser.asl.utils import json_path
+
+        assert json_path.parse("$.items[*].sku") is json_path.parse("$.items[*].sku")  # parsed once
+        # the same expression evaluated twice, on different data, gives each its own answer
+        assert json_path.extract_json("$.items[*].sku", data) == ["a", "b"]
+        assert json_path.extract_json("$.items[*].sku", {"items": [{"sku": "c"}]}) == ["c"]
+        from moto.stepfunctions.parser.asl.component.common.path import result_path
+
+        expr = result_path.parse("$.out.result")
+        first = expr.update_or_create({"out": {}}, 1)
+        assert expr.update_or_create({"out": {}}, 2) == {"out": {"result": 2}} and first == {"out": {"result": 1}}
+
+
+def test_canary_serializer_key_cache_changes_no_response(aws: None) -> None:
+    """The same items read with and without the cache serialize identically (maps, lists, sets, binary)."""
+    from moto.core.serialize import AttributePicker, XFormedAttributePicker
+
+    for cls in (AttributePicker, XFormedAttributePicker):
+        assert _params(cls.get_possible_keys) == ["self", "context"]
+        assert inspect.isgeneratorfunction(cls.get_possible_keys)
+    assert hasattr(AttributePicker(), "alias_providers")
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "ser", range_key=True)
+    item = {
+        "pk": {"S": "o-1"},
+        "sk": {"S": "order"},
+        "n": {"N": "12"},
+        "m": {"M": {"a": {"L": [{"S": "x"}, {"N": "1"}, {"NULL": True}, {"BOOL": False}]}, "S": {"S": "shadow"}}},
+        "ss": {"SS": ["a", "b"]},
+        "b": {"B": b"\x00\x01"},
+        "Item": {"M": {"Items": {"S": "names that are also shape members"}}},
+    }
+    ddb.put_item(TableName="ser", Item=item)
+    plain = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
+    plain.append(
+        ddb.query(TableName="ser", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "o-1"}})[
+            "Items"
+        ]
+    )
+    with cached_serializer_keys():
+        cached = []
+        for _ in range(2):  # a miss, then a hit
+            cached = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
+            cached.append(
+                ddb.query(
+                    TableName="ser", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "o-1"}}
+                )["Items"]
+            )
+            assert cached == plain
+    assert plain[0] == item
 
 
 def test_canary_transact_write_items_rolls_back_only_named_items(aws: None) -> None:
