@@ -40,11 +40,18 @@ WRITE_OPS = {"PutItem": 1, "UpdateItem": 1, "DeleteItem": 1, "TransactWriteItems
 READ_OPS = {"GetItem": 1, "Query": 1, "Scan": 1, "TransactGetItems": 2, "BatchGetItem": 1}
 
 EXPRESS_TRADE_OFFS = (
-    "at-least-once execution (Standard is exactly-once per execution), so every step must tolerate a repeat",
-    "no execution-name deduplication: starting the saga is no longer idempotent by name (intake's "
-    "idempotency record becomes the only guard)",
-    "5-minute maximum duration: the saga's retry budget (see SagaTimeoutSeconds) does not fit",
-    "no execution history API: `ops trace` and `ops repair` lose the per-step timeline (logs only)",
+    "at-least-once execution: a step may run twice; every step is idempotent on "
+    "<order>#<operation>#attempt-N and the outcome write is a conditional UpdateItem that never moves an "
+    "order backwards, so no side effect repeats (the repeat costs work, not money)",
+    "no execution-name deduplication: a duplicate that gets past intake's idempotency record starts a second "
+    "execution of the same attempt; its steps get the first one's recorded results (or wait on its "
+    "in-progress record) and StaleAttempt still refuses an older attempt, so nothing repeats, but both "
+    "executions are billed and `ops repair` loses its name guard",
+    "5-minute maximum duration: the timeout budgeted from the saga's retry policies (SagaTimeoutSeconds, "
+    "1,048 s) does not fit; retries must shrink, and a saga cut mid-compensation is left to the sweeper",
+    "no execution history, ListExecutions or DescribeExecution: `ops trace` and `ops repair` lose the "
+    "per-step timeline and the is-it-running check (CloudWatch Logs only; the input carries references "
+    "only, so customer data stays out of them)",
     "no RedriveExecution and no .sync/.waitForTaskToken callback integrations",
 )
 

@@ -158,7 +158,7 @@ def cached_serializer_keys() -> Iterator[None]:
     For a plain ``dict`` the answer depends only on the picker, the shape, the shape's current
     parent (moto re-assigns it while walking) and the key, so it is computed once per combination;
     any other object is left to moto. The lookups themselves, and their order, are unchanged."""
-    from moto.core.serialize import AttributePicker, XFormedAttributePicker
+    from moto.core.serialize import AttributePicker, ResponseSerializer, XFormedAttributePicker
 
     cache: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
@@ -178,9 +178,28 @@ def cached_serializer_keys() -> Iterator[None]:
 
         return get_possible_keys
 
+    member = ResponseSerializer._serialize_structure_member
+    pickers = (AttributePicker, XFormedAttributePicker)
+
+    @functools.wraps(member)
+    def serialize_structure_member(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        # A DynamoDB AttributeValue has ten members and carries one: skip a member of a plain dict
+        # when none of the keys its picker would try is in the dict (the picker would answer
+        # None, and moto skips None). Anything else, or a first sight, goes to moto.
+        picker = self._value_picker
+        if type(value) is dict and type(picker) in pickers and not picker.response_transformers:
+            parent = getattr(shape, "parent", None) if shape is not None else None
+            keys = cache.get((type(picker), type(picker), tuple(picker.alias_providers), shape, parent, key))
+            if keys is not None and not any("." in k or k in value for k in keys):
+                return
+        member(self, serialized, value, shape, key)
+
     with ExitStack() as stack:
-        for cls in (AttributePicker, XFormedAttributePicker):
+        for cls in pickers:
             stack.enter_context(mock.patch.object(cls, "get_possible_keys", cached(cls, cls.get_possible_keys)))
+        stack.enter_context(
+            mock.patch.object(ResponseSerializer, "_serialize_structure_member", serialize_structure_member)
+        )
         yield
 
 

@@ -15,6 +15,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import boto3
 import botocore.client
@@ -368,17 +369,33 @@ def test_canary_serializer_key_cache_changes_no_response(aws: None) -> None:
             "Items"
         ]
     )
-    with cached_serializer_keys():
-        cached = []
-        for _ in range(2):  # a miss, then a hit
-            cached = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
-            cached.append(
-                ddb.query(
-                    TableName="ser", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "o-1"}}
-                )["Items"]
-            )
-            assert cached == plain
+    picks: list[int] = []
+    original_call = AttributePicker.__call__
+
+    def counting(self: Any, context: Any) -> Any:
+        picks.append(1)
+        return original_call(self, context)
+
+    with mock.patch.object(AttributePicker, "__call__", counting):
+        ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})
+        uncached_picks, picks[:] = len(picks), []
+        with cached_serializer_keys():
+            cached = []
+            for _ in range(2):  # a miss, then a hit
+                picks[:] = []
+                cached = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
+                hit_picks = len(picks)
+                cached.append(
+                    ddb.query(
+                        TableName="ser",
+                        KeyConditionExpression="pk = :p",
+                        ExpressionAttributeValues={":p": {"S": "o-1"}},
+                    )["Items"]
+                )
+                assert cached == plain
     assert plain[0] == item
+    # the members an AttributeValue does not carry were skipped without asking the picker
+    assert hit_picks * 3 < uncached_picks, (hit_picks, uncached_picks)
 
 
 def test_canary_transact_write_items_rolls_back_only_named_items(aws: None) -> None:
