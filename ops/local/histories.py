@@ -58,3 +58,23 @@ def transitions_per_execution(histories: list[History], sample: int = 100) -> fl
         return 0.0
     total = sum(1 for _, events in chosen for e in events if str(e["type"]).endswith("StateEntered"))
     return total / len(chosen)
+
+
+def failure_summary(arn: str, events: list[dict[str, Any]], limit: int = 300) -> dict[str, Any]:
+    """What an execution did last and why it failed: state names, error names, causes cut to ``limit``.
+
+    For the report's ``stuck_orders`` (an order left non-terminal), so a failed invariant says why.
+    """
+    entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+    failures = []
+    for event in events:
+        for key, details in event.items():
+            if key.endswith("FailedEventDetails") or key.endswith("TimedOutEventDetails"):
+                failures.append(
+                    {
+                        "type": event.get("type"),
+                        "error": details.get("error"),
+                        "cause": str(details.get("cause", ""))[:limit],
+                    }
+                )
+    return {"execution": arn.rsplit(":", 1)[-1], "states": entered, "failures": failures[-5:]}

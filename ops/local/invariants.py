@@ -25,7 +25,9 @@ def _charge_requests_bounded_by_crashes(r: dict[str, Any]) -> str | None:
 def _every_order_terminal(r: dict[str, Any]) -> str | None:
     o = r["orders"]
     if o["in_flight"]:
-        return f"{o['in_flight']} orders in a non-terminal status"
+        stuck = r.get("stuck_orders") or {}
+        example = next(iter(stuck.items()), None)
+        return f"{o['in_flight']} orders in a non-terminal status" + (f"; e.g. {example}" if example else "")
     if o["lost"]:
         return f"{o['lost']} orders neither accepted nor in a DLQ: {r['lost_orders'][:5]}"
     return None

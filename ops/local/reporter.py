@@ -11,7 +11,7 @@ from ops.local.calls import CallCounter
 from ops.local.chaos import DeliveryPlan
 from ops.local.clients import aws
 from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.histories import History, execution_histories, transitions_per_execution
+from ops.local.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
@@ -189,6 +189,15 @@ def finish_report(
     report["orders"]["rejected"] = report["orders"]["failed"] - len(lost)
     report["orders"]["lost"] = len(lost)
     report["lost_orders"] = lost
+    stuck = [d["order_id"] for d in report["order_details"] if d["status"] not in (*TERMINAL, "NOT_ACCEPTED")]
+    report["stuck_orders"] = {
+        order_id: [
+            failure_summary(arn, events)
+            for arn, events in histories
+            if f":{hostile_execution_name(order_id, 1)[:-1]}" in arn  # any attempt (or repair) of it
+        ]
+        for order_id in stuck[:20]
+    }
     report["alarms_in_alarm"] = run.evaluate_alarms()
     report["dlq_alarm_states"] = run.alarm_evaluator.dlq_states(report["alarms_in_alarm"], report["dlq"])
     ledger = report["ledger"]

@@ -80,6 +80,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     shard_seed = options.seed * 1000 + options.shard
     plan = plan_deliveries(orders, options.faults, random.Random(shard_seed + 1), counter)
     with local_pipeline(options) as run:
+        deployed = time.monotonic()
         run.submitted.extend(orders)
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter):
             run.submit_messages(plan.initial)
@@ -89,7 +90,8 @@ def run_local(options: RunOptions) -> dict[str, Any]:
                 run.submit_messages(plan.late)
                 run.drain()
             run.sweep()
-        report = run.report(time.monotonic() - started)
+        drained = time.monotonic()
+        report = run.report(drained - started)
         report["faults_injected"] = dict(counter.injected)
         report["aws_calls"] = {
             "by_service": calls.by_service(),
@@ -102,6 +104,11 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             report["replay"] = replay_transient(run, report)
             report["orders"], report["order_details"] = run.order_summary()
         finish_report(run, report, calls, started, plan)
+        report["elapsed"]["phase_seconds"] = {
+            "synth_and_deploy": round(deployed - started, 1),
+            "pipeline": round(drained - deployed, 1),
+            "report_and_replay": round(time.monotonic() - drained, 1),
+        }
         return report
 
 

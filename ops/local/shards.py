@@ -100,6 +100,8 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
         "wall_seconds": round(wall, 3),
         "simulated_seconds": max(r["elapsed"]["simulated_seconds"] for r in reports),
         "shards": len(reports),
+        "shard_wall_seconds": [r["elapsed"]["wall_seconds"] for r in reports],
+        "shard_phase_seconds": [r["elapsed"].get("phase_seconds", {}) for r in reports],
     }
     merged["invariants"] = check(merged)
     return merged
