@@ -136,8 +136,12 @@ def predict(
         "predicted_peak_backlog": round(backlog, 1),
         "predicted_drain_seconds": round(drain, 1),
         "predicted_terminal_after_seconds": round(max(drain, terminal), 1),
+        # Executions start at most at the queue's service rate; they are slowed only if the
+        # transitions of what does start exceed the refill.
         "execution_slowdown": (
-            round(rate * figures["states_per_order"] / quotas.sfn_transition_refill, 2) if not express else None
+            round(max(1.0, min(rate, mu) * figures["states_per_order"] / quotas.sfn_transition_refill), 2)
+            if not express
+            else None
         ),
         "usd_per_hour": round(rate * 3600 / 1e6 * usd[key], 2),
         "usd_assumptions": "per-order units estimated from the template; prices from ops/local/costs.py",
