@@ -165,8 +165,9 @@ def test_dlq_replay_interrupted_midway_loses_no_message(pipeline: PipelineRun) -
 
     def flaky_client(service: str) -> Any:
         client = real_client(service)
-        if service != "sqs":
+        if service != "sqs" or getattr(client, "flaky", False):  # Target builds one client per service
             return client
+        client.flaky = True
         original = client.send_message
 
         def send_message(**kwargs: Any) -> Any:
