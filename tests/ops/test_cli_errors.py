@@ -6,12 +6,10 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from ops.cli import main
 from ops.errors import InvalidRates, OpsError
@@ -42,12 +40,6 @@ def parse_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     assert exited.value.code == 2
     assert len(err.splitlines()) == 1 and err.startswith(PREFIX), err
     return err[len(PREFIX) :].strip()
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 @pytest.fixture

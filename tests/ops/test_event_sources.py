@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
-import pytest
-from moto import mock_aws
 
 from ops.local.clock import SimClock
 from ops.local.event_sources import EventSourceSpec, SqsPoller
@@ -26,12 +23,6 @@ def handler(event, context):
         {"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "fail"
     ]}
 """
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 def _poller(tmp_path: Path, queue: str) -> tuple[SqsPoller, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -12,33 +11,16 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from ops.errors import OpsError
-from ops.local.clock import SimClock
 from ops.local.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
 from ops.local.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
+from tests.ops.clocks import StepClock
 
 PASS_MACHINE = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
-
-
-class StepClock(SimClock):
-    """A clock that only moves when the test says so."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.t = 1_000_000.0
-
-    def now(self) -> float:
-        return self.t
 
 
 @pytest.fixture
 def clock() -> StepClock:
     return StepClock()
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 def _machine() -> str:

@@ -12,7 +12,6 @@ import re
 import threading
 import time
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -40,27 +39,11 @@ from ops.local.moto_patches import (
     item_level_transaction_rollback,
 )
 from ops.local.template import ACCOUNT, REGION
+from tests.ops.clocks import StepClock
 
 OPS_LOCAL = Path(__file__).resolve().parents[2] / "ops" / "local"
 #: Our own classes and modules the emulator patches (not third-party internals).
 OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock"}
-
-
-class StepClock(SimClock):
-    """A clock that only moves when the test says so."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.t = 1_000_000.0
-
-    def now(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 def _params(fn: Any) -> list[str]:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from ops.cli import build_parser
 from ops.repair import repair
@@ -20,12 +18,6 @@ TEMPLATE = {
         "StateMachineArn": {"Value": "arn:aws:states:us-east-1:123456789012:stateMachine:saga"},
     },
 }
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 def test_target_from_stack_reads_outputs(aws: None) -> None:

@@ -6,11 +6,9 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Iterator
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from ops.cli import main
 from ops.target import Target
@@ -19,12 +17,6 @@ from ops.trace import filter_term, trace
 QUOTED = 'cid "quoted" with space'
 GROUPS = ("/aws/lambda/intake", "/aws/lambda/charge")
 STACK = "OrderPipeline-dev"
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
 
 
 _streams = itertools.count()
