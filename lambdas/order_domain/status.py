@@ -18,12 +18,17 @@ class OrderStatus(StrEnum):
 
 TERMINAL = frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION})
 
+#: Parking is allowed from every non-terminal status: the park state runs when the compensations
+#: kept failing, possibly before any of them moved the order to COMPENSATING; it must not fail on
+#: the order's status (the execution would fail and leave the order where it was, unannounced).
+_PARK = OrderStatus.NEEDS_ATTENTION
+
 #: status -> statuses it may move to. No step moves an order backwards or skips a state.
 TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
-    OrderStatus.RECEIVED: frozenset({OrderStatus.INVENTORY_RESERVED, OrderStatus.COMPENSATING}),
-    OrderStatus.INVENTORY_RESERVED: frozenset({OrderStatus.PAYMENT_CHARGED, OrderStatus.COMPENSATING}),
-    OrderStatus.PAYMENT_CHARGED: frozenset({OrderStatus.SHIPPED, OrderStatus.COMPENSATING}),
-    OrderStatus.SHIPPED: frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATING}),
+    OrderStatus.RECEIVED: frozenset({OrderStatus.INVENTORY_RESERVED, OrderStatus.COMPENSATING, _PARK}),
+    OrderStatus.INVENTORY_RESERVED: frozenset({OrderStatus.PAYMENT_CHARGED, OrderStatus.COMPENSATING, _PARK}),
+    OrderStatus.PAYMENT_CHARGED: frozenset({OrderStatus.SHIPPED, OrderStatus.COMPENSATING, _PARK}),
+    OrderStatus.SHIPPED: frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATING, _PARK}),
     OrderStatus.COMPENSATING: frozenset({OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION}),
     OrderStatus.COMPLETED: frozenset(),
     OrderStatus.COMPENSATED: frozenset(),

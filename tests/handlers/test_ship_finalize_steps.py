@@ -238,3 +238,19 @@ def test_finalize_without_queue_url_fails_at_cold_start(load, needs_attention_qu
     with pytest.raises(ConfigurationError, match="NEEDS_ATTENTION_QUEUE_URL"):
         load("finalize_order", NEEDS_ATTENTION_QUEUE_URL="")
     assert needs_attention_queue.messages() == []
+
+
+@pytest.mark.parametrize("status", [OrderStatus.RECEIVED, OrderStatus.PAYMENT_CHARGED, OrderStatus.SHIPPED])
+def test_finalize_needs_attention_parks_an_order_no_compensation_moved(
+    finalize, order_factory, seed_order, orders, lambda_context, logs, status
+):
+    """The park state runs when every compensation failed, maybe before any of them moved the
+    order to COMPENSATING: parking must not fail on the order's status, or the execution fails
+    and leaves the order where it was, unannounced."""
+    order = order_factory()
+    seed_order(order, status)
+
+    result = finalize(_needs_attention_event(order, "cid-park-early"), lambda_context)
+
+    assert result["status"] == "NEEDS_ATTENTION"
+    assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value
