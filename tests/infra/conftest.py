@@ -165,22 +165,23 @@ def checked_stack() -> Stack:
 InlineFunctionFactory = Callable[..., lambda_.Function]
 
 
+def inline_function_in(scope: Stack, construct_id: str, timeout_s: int = 30, **kwargs: Any) -> lambda_.Function:
+    """A tiny Lambda without an asset (no bundling)."""
+    return lambda_.Function(
+        scope,
+        construct_id,
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+        timeout=Duration.seconds(timeout_s),
+        **kwargs,
+    )
+
+
 @pytest.fixture
 def inline_function() -> InlineFunctionFactory:
-    """``inline_function(scope, id, timeout_s=30)``: a tiny Lambda without an asset (no bundling)."""
-
-    def make(scope: Stack, construct_id: str, timeout_s: int = 30, **kwargs: Any) -> lambda_.Function:
-        return lambda_.Function(
-            scope,
-            construct_id,
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
-            timeout=Duration.seconds(timeout_s),
-            **kwargs,
-        )
-
-    return make
+    """``inline_function(scope, id, timeout_s=30)``: :func:`inline_function_in` as a fixture."""
+    return inline_function_in
 
 
 T = TypeVar("T")

@@ -19,18 +19,11 @@ from constructs_lib.generic_saga import (
     SagaStep,
     budget_seconds,
 )
-from tests.infra.conftest import join_to_string
+from tests.infra.conftest import inline_function_in, join_to_string
 
 
-def _fn(stack: Stack, name: str, timeout: int = 10) -> lambda_.Function:
-    return lambda_.Function(
-        stack,
-        name,
-        runtime=lambda_.Runtime.PYTHON_3_12,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context):\n    return event\n"),
-        timeout=Duration.seconds(timeout),
-    )
+def _fn(stack: Stack, name: str) -> lambda_.Function:
+    return inline_function_in(stack, name, timeout_s=10)
 
 
 def _steps(stack: Stack) -> list[SagaStep]:
