@@ -23,6 +23,15 @@ LARGE_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 
 KIB = 1024
 
+#: The pages each quota below names, by title.
+SOURCES = {
+    "Step Functions service quotas": "https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html",
+    "Lambda quotas": "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html",
+    "Using Lambda with Amazon SQS": "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html",
+    "Amazon SQS message quotas": "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html",
+    "Quotas in Amazon DynamoDB": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html",
+}
+
 
 @dataclass(frozen=True)
 class Quotas:
