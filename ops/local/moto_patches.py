@@ -30,6 +30,13 @@ def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
+def dynamodb_lock() -> Iterator[None]:
+    """Hold the lock :func:`atomic_dynamodb` serialises moto's DynamoDB item operations with."""
+    with _lock:
+        yield
+
+
+@contextmanager
 def atomic_dynamodb() -> Iterator[None]:
     """Within this context moto's DynamoDB item operations run one at a time."""
     from moto.dynamodb.models import DynamoDBBackend
@@ -251,4 +258,113 @@ def item_level_transaction_rollback() -> Iterator[None]:
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(ddb_models, "copy", copy_shim))
         stack.enter_context(mock.patch.object(DynamoDBBackend, "transact_write_items", transact_write_items))
+        yield
+
+
+#: The most distinct expressions a parse cache keeps: the pipeline uses a few dozen, all built
+#: from constant text with placeholders; a caller that builds expressions from data stops being
+#: cached there instead of growing the cache.
+PARSE_CACHE_LIMIT = 4096
+
+
+@contextmanager
+def cached_update_expressions() -> Iterator[None]:
+    """moto parses an UpdateExpression twice per UpdateItem (the response handler, then the
+    backend) and every validation deep-copies the tree (its nodes point at their parents).
+    Parse each expression text once, and give each validation its own copy unpickled from bytes
+    made at parse time: the same tree node for node (canary), about six times cheaper than
+    ``deepcopy``. Nothing mutates the parsed tree itself: the response handler only reads it, and
+    the validator works on its copy. A text that fails to parse raises as before (not cached)."""
+    import copy as real_copy
+    import pickle
+
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    original = UpdateExpressionParser.make.__func__
+    parsed: dict[str, Any] = {}
+    frozen: dict[int, bytes] = {}  # id of a cached tree (kept alive by ``parsed``) -> its pickle
+    lock = threading.Lock()
+
+    def make(cls: type, expression_str: str) -> Any:
+        tree = parsed.get(expression_str)
+        if tree is not None and cls is UpdateExpressionParser:
+            return tree
+        tree = original(cls, expression_str)
+        if cls is UpdateExpressionParser and len(parsed) < PARSE_CACHE_LIMIT:
+            with lock:
+                if expression_str not in parsed:
+                    frozen[id(tree)] = pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)
+                    parsed[expression_str] = tree
+                tree = parsed[expression_str]
+        return tree
+
+    def deepcopy(obj: Any, memo: Any = None) -> Any:
+        blob = frozen.get(id(obj)) if memo is None else None
+        return pickle.loads(blob) if blob is not None else real_copy.deepcopy(obj, memo)
+
+    with (
+        mock.patch.object(UpdateExpressionParser, "make", classmethod(make)),
+        mock.patch.object(validators, "deepcopy", deepcopy),
+    ):
+        yield
+
+
+@contextmanager
+def cached_condition_lexing() -> Iterator[None]:
+    """moto lexes a condition, filter or key-condition expression with six regular expressions per
+    token on every call. The tokens depend only on the expression text, so each text is lexed
+    once; every call gets fresh token nodes (their ``children`` lists are new), and the steps
+    that read the expression's names and values run as before."""
+    from collections import deque
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    original = ConditionExpressionParser._lex_condition_expression
+    lexed: dict[str, tuple[Any, ...]] = {}
+
+    @functools.wraps(original)
+    def lex(self: Any) -> Any:
+        text = self.condition_expression
+        tokens = lexed.get(text)
+        if tokens is None:
+            tokens = tuple(original(self))  # a text that does not lex raises, as before
+            if len(lexed) < PARSE_CACHE_LIMIT:
+                lexed[text] = tokens
+        return deque(token._replace(children=list(token.children)) for token in tokens)
+
+    with mock.patch.object(ConditionExpressionParser, "_lex_condition_expression", lex):
+        yield
+
+
+@contextmanager
+def cached_action_names() -> Iterator[None]:
+    """moto lists a response class's methods (``inspect.getmembers``) on every request to find the
+    action's handler; a class's method names do not change while the run lasts."""
+    from moto.core import responses
+
+    with mock.patch.object(
+        responses, "method_names_from_class", functools.lru_cache(maxsize=256)(responses.method_names_from_class)
+    ):
+        yield
+
+
+@contextmanager
+def direct_sqs_retention_check() -> Iterator[None]:
+    """moto checks each message's retention period at ReceiveMessage by building all of the
+    queue's attributes - three message counts, each a pass over every message - three times per
+    message, which makes a receive quadratic in queue depth. Read the one attribute directly: the
+    same number, compared with the same (simulated, :func:`ops.local.environment.sqs_on_clock`)
+    clock."""
+    from moto.sqs import models as sqs_models
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention_period = self.get_queue(queue_name).message_retention_period
+        return bool(retention_period + message.sent_timestamp / 1000 > sqs_models.unix_time())
+
+    with mock.patch.object(
+        sqs_models.SQSBackend,
+        "is_message_valid_based_on_retention_period",
+        is_message_valid_based_on_retention_period,
+    ):
         yield

@@ -244,6 +244,61 @@ PATCHES: tuple[Patch, ...] = (
         "with it (-20%).",
     ),
     Patch(
+        "update_expression_cache",
+        "moto.dynamodb.parsing.expressions:UpdateExpressionParser.make + moto.dynamodb.parsing.validators:deepcopy",
+        "speed",
+        "moto parses an UpdateExpression twice per UpdateItem and deep-copies the tree for every validation; each "
+        "text is parsed once and each validation gets its own copy unpickled from bytes made at parse time (the "
+        "same tree, node for node; nothing mutates the cached one).",
+        "ops.local.moto_patches.cached_update_expressions",
+        "test_canary_update_expression_cache_gives_each_validation_an_equal_copy",
+        "One UpdateItem's two parses and one copy (timeit): 477 us without it, 24 us with it.",
+    ),
+    Patch(
+        "condition_lex_cache",
+        "moto.dynamodb.comparisons:ConditionExpressionParser._lex_condition_expression",
+        "speed",
+        "moto lexes every condition, filter and key-condition expression with six regular expressions per token "
+        "on every call; tokens depend only on the text, so each text is lexed once (fresh token nodes per call; "
+        "names and values are resolved per call as before).",
+        "ops.local.moto_patches.cached_condition_lexing",
+        "test_canary_condition_lex_cache_gives_the_same_tokens_and_answers",
+        "One condition of three clauses (timeit): 63 us lexed, 10 us from the cache.",
+    ),
+    Patch(
+        "action_names_cache",
+        "moto.core.responses:method_names_from_class",
+        "speed",
+        "moto lists a response class's methods (inspect.getmembers) on every request to find the action; "
+        "computed once per class.",
+        "ops.local.moto_patches.cached_action_names",
+        "test_canary_action_names_are_a_function_of_the_class",
+        "30 us per request without it (timeit).",
+    ),
+    Patch(
+        "sqs_retention_check",
+        "moto.sqs.models:SQSBackend.is_message_valid_based_on_retention_period",
+        "speed",
+        "moto builds all of a queue's attributes (three passes over its messages) three times per message it "
+        "receives, to read the retention period: a receive is quadratic in queue depth. The one attribute is "
+        "read directly, against the same simulated clock.",
+        "ops.local.moto_patches.direct_sqs_retention_check",
+        "test_canary_sqs_retention_check_still_drops_expired_messages",
+        "ReceiveMessage of 10 from a queue of 500 (timeit): 248 ms without it, 8.1 ms with it.",
+    ),
+    Patch(
+        "fewer_gc_passes",
+        "gc:freeze + gc:set_threshold",
+        "speed",
+        "Not moto: CPython's collector walked moto's items, messages and histories about every 700 allocations "
+        "(perf: ~12% of a chaos run's CPU). While a deployed pipeline runs, what exists after deployment is frozen "
+        "out of collection and the thresholds are 50,000/20/100; reference counting is unchanged, thresholds "
+        "and freeze are restored on exit.",
+        "ops.local.environment.fewer_gc_passes",
+        "test_canary_fewer_gc_passes_restores_the_collector",
+        "One 1,000-order chaos shard alone: 130.9 s wall without it, 109.6 s with it (-16%).",
+    ),
+    Patch(
         "sfn_history_read",
         "moto.stepfunctions.responses:get_backend",
         "speed-read",
@@ -254,6 +309,17 @@ PATCHES: tuple[Patch, ...] = (
         "test_canary_backend_history_equals_the_api_history",
         "150 executions: 2.86 CPU s through the API, 0.03 s from the backend, same state-transition count "
         "(6.21); the report had read them about 1.7 times.",
+    ),
+    Patch(
+        "ddb_scan_read",
+        "moto.dynamodb.models:dynamodb_backends",
+        "speed-read",
+        "Not a patch: the report reads the orders, ledger and inventory tables from moto's in-process backend "
+        "instead of through Scan (moto's generic serializer plus botocore's parser for every item, for each of the "
+        "several scans a report makes), under the lock the DynamoDB writes hold.",
+        "ops.local.report.scan_all",
+        "test_canary_backend_scan_equals_the_api_scan",
+        "One 1,000-order chaos shard's report and replay: 10.7 s through Scan, 1.8 s from the backend.",
     ),
     Patch(
         "transaction_snapshot",

@@ -21,7 +21,7 @@ from ops.local.capture import LineCapture, capture_stdout, point_powertools_logg
 from ops.local.clients import aws
 from ops.local.clock import SimClock
 from ops.local.deploy import LocalDeployment
-from ops.local.environment import local_aws
+from ops.local.environment import fewer_gc_passes, local_aws
 from ops.local.event_sources import SqsPoller
 from ops.local.hostile import HostileExecution
 from ops.local.iam_enforce import enforce_iam
@@ -221,7 +221,8 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     ):
         point_powertools_loggers_at(run.capture)
         run.seed_inventory()
-        yield run
+        with fewer_gc_passes():
+            yield run
 
 
 @contextmanager

@@ -27,15 +27,19 @@ from ops.local import patches
 from ops.local.calls import count_aws_calls
 from ops.local.capture import LineCapture, capture_stdout
 from ops.local.clock import SimClock
-from ops.local.environment import sqs_on_clock
+from ops.local.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
 from ops.local.faults import throttle_dynamodb
 from ops.local.lambda_runtime import LocalFunction, route_invocations
 from ops.local.moto_patches import (
     JSON_PATH_MODULES,
     atomic_dynamodb,
+    cached_action_names,
     cached_asl_parse,
+    cached_condition_lexing,
     cached_json_path_parse,
     cached_serializer_keys,
+    cached_update_expressions,
+    direct_sqs_retention_check,
     item_level_transaction_rollback,
 )
 from ops.local.template import ACCOUNT, REGION
@@ -409,6 +413,187 @@ def test_canary_transact_write_items_rolls_back_only_named_items(aws: None) -> N
         )
     assert "Item" not in ddb.get_item(TableName="b", Key={"pk": {"S": "new"}, "sk": {"S": "1"}})
     assert ddb.get_item(TableName="a", Key={"pk": {"S": "kept"}})["Item"]["v"] == {"N": "1"}
+
+
+def _same_tree(a: Any, b: Any, seen: set[tuple[int, int]] | None = None) -> bool:
+    """Node-for-node equality of two trees whose nodes point back at their parents."""
+    seen = set() if seen is None else seen
+    if (id(a), id(b)) in seen:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_tree(x, y, seen) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_tree(a[k], b[k], seen) for k in a)
+    if hasattr(a, "__dict__"):
+        seen.add((id(a), id(b)))
+        return _same_tree(vars(a), vars(b), seen)
+    return bool(a == b)
+
+
+def test_canary_update_expression_cache_gives_each_validation_an_equal_copy(aws: None) -> None:
+    import copy
+
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    assert validators.deepcopy is copy.deepcopy  # the validator copies the tree through this name
+    assert "deepcopy(expression)" in inspect.getsource(validators.Validator.__init__)
+    text = "SET #s = :to, history = list_append(if_not_exists(history, :empty), :entry) REMOVE lease ADD n :one"
+    plain = UpdateExpressionParser.make(text)
+    with cached_update_expressions():
+        first = UpdateExpressionParser.make(text)
+        assert UpdateExpressionParser.make(text) is first  # parsed once
+        assert _same_tree(first, plain)
+        copied = validators.deepcopy(first)
+        assert copied is not first and _same_tree(copied, plain)
+        with pytest.raises(Exception):  # noqa: B017 - moto's own parse error, as without the cache
+            UpdateExpressionParser.make("SET = broken")
+        # through the API: the same updates, the same items, and a condition failure still fails
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        _table(ddb, "upd")
+        for n in range(3):
+            ddb.update_item(
+                TableName="upd",
+                Key={"pk": {"S": "o-1"}},
+                UpdateExpression="SET #s = :s, history = list_append(if_not_exists(history, :e), :h) ADD n :one",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":s": {"S": f"S{n}"},
+                    ":e": {"L": []},
+                    ":h": {"L": [{"S": f"h{n}"}]},
+                    ":one": {"N": "1"},
+                },
+            )
+        item = ddb.get_item(TableName="upd", Key={"pk": {"S": "o-1"}})["Item"]
+        assert item["status"] == {"S": "S2"} and item["n"] == {"N": "3"}
+        assert item["history"] == {"L": [{"S": "h0"}, {"S": "h1"}, {"S": "h2"}]}
+        with pytest.raises(ClientError, match="ConditionalCheckFailed"):
+            ddb.update_item(
+                TableName="upd",
+                Key={"pk": {"S": "o-1"}},
+                UpdateExpression="SET #s = :s",
+                ConditionExpression="#s = :expected",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": {"S": "X"}, ":expected": {"S": "S0"}},
+            )
+
+
+def test_canary_condition_lex_cache_gives_the_same_tokens_and_answers(aws: None) -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    text = "attribute_not_exists(pk) OR (#s IN (:a, :b) AND size(history) < :n)"
+    plain = list(ConditionExpressionParser(text, {"#s": "status"}, {})._lex_condition_expression())
+    assert plain and all(token.children == [] for token in plain)
+    with cached_condition_lexing():
+        parser = ConditionExpressionParser(text, {"#s": "status"}, {})
+        first = parser._lex_condition_expression()
+        again = parser._lex_condition_expression()
+        assert list(first) == plain == list(again)
+        assert first[0].children is not again[0].children  # fresh nodes for each call
+        with pytest.raises(ValueError):
+            ConditionExpressionParser("a = $", {}, {})._lex_condition_expression()
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        _table(ddb, "cond")
+        ddb.put_item(TableName="cond", Item={"pk": {"S": "a"}, "status": {"S": "RECEIVED"}})
+        for status, allowed in (("RECEIVED", True), ("SHIPPED", False)):
+            ddb.put_item(TableName="cond", Item={"pk": {"S": "a"}, "status": {"S": status}})
+            call = {
+                "TableName": "cond",
+                "Key": {"pk": {"S": "a"}},
+                "UpdateExpression": "SET #s = :to",
+                "ConditionExpression": "#s IN (:a, :b)",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {":to": {"S": "NEXT"}, ":a": {"S": "RECEIVED"}, ":b": {"S": "RESERVED"}},
+            }
+            if allowed:
+                ddb.update_item(**call)
+            else:
+                with pytest.raises(ClientError, match="ConditionalCheckFailed"):
+                    ddb.update_item(**call)
+
+
+def test_canary_action_names_are_a_function_of_the_class(aws: None) -> None:
+    from moto.core import responses
+    from moto.dynamodb.responses import DynamoHandler
+
+    assert "method_names_from_class(self.__class__)" in inspect.getsource(responses.BaseResponse.call_action)
+    plain = responses.method_names_from_class(DynamoHandler)
+    assert "update_item" in plain
+    with cached_action_names():
+        assert responses.method_names_from_class(DynamoHandler) == plain
+        assert responses.method_names_from_class(DynamoHandler) is responses.method_names_from_class(DynamoHandler)
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        _table(ddb, "names")
+        assert ddb.describe_table(TableName="names")["Table"]["TableName"] == "names"
+        with pytest.raises(ClientError):  # an action on a missing table still reaches its handler
+            ddb.describe_table(TableName="missing")
+
+
+def test_canary_sqs_retention_check_still_drops_expired_messages(aws: None) -> None:
+    from moto.sqs import models as sqs_models
+
+    source = inspect.getsource(sqs_models.SQSBackend.receive_message)
+    assert "is_message_valid_based_on_retention_period(" in source
+    clock = StepClock()
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="retention", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    with sqs_on_clock(clock), direct_sqs_retention_check():
+        sqs.send_message(QueueUrl=url, MessageBody="kept")
+        clock.t += 59
+        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]] == ["kept"]
+        clock.t += 2  # past the 60-second retention period
+        assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_canary_fewer_gc_passes_restores_the_collector() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    kept = [object()]
+    with fewer_gc_passes():
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+        cycle: list[Any] = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1  # the collector still collects
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    assert kept
+
+
+def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
+    from decimal import Decimal
+
+    from ops.local import report
+
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "scan-a")
+    _table(ddb, "scan-b", range_key=True)
+    for i in range(30):
+        ddb.put_item(
+            TableName="scan-a",
+            Item={
+                "pk": {"S": f"o-{i:03}"},
+                "status": {"S": "COMPLETED"},
+                "n": {"N": str(i)},
+                "history": {"L": [{"M": {"at": {"N": "1.5"}, "to": {"S": "RESERVED"}}}, {"NULL": True}]},
+                "flags": {"SS": ["a", "b"]},
+                "ok": {"BOOL": i % 2 == 0},
+                "blob": {"B": bytes([i, 0, 255])},
+            },
+        )
+        ddb.put_item(TableName="scan-b", Item={"pk": {"S": f"p-{i % 3}"}, "sk": {"S": f"s-{i:03}"}, "v": {"N": "7"}})
+    for table in ("scan-a", "scan-b"):
+        for attributes in ((), ("pk", "status", "missing")):
+            api = report._scan_api(table, attributes)
+            backend = report._scan_backend(table, attributes)
+            key = lambda item: (str(item.get("pk")), str(item.get("sk")))  # noqa: E731
+            assert sorted(backend, key=key) == sorted(api, key=key) and len(api) == 30
+    row = next(i for i in report._scan_backend("scan-a", ()) if i["pk"] == "o-002")
+    assert row["n"] == Decimal(2) and row["blob"].value == bytes([2, 0, 255]) and row["flags"] == {"a", "b"}
+    assert report.scan_all("scan-a", ("pk",))[0].keys() == {"pk"}
 
 
 def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
