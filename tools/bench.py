@@ -14,7 +14,8 @@ Figures:
   (``batch_latency_ratio_runs``); the headline figure is the worst of the three.
 - import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes
   (tracing off, as in the local run); ``..._traced``: the same as in Lambda, with Powertools Tracer
-  on (X-Ray SDK imported, botocore and http.client patched); tracer_cold_start_ms: the difference.
+  on (X-Ray SDK imported, botocore and http.client patched); tracer_cold_start_ms: the difference;
+  powertools_floor_traced_ratio_vs_boto3: Powertools' modules alone with that Tracer, no code of ours.
   CPU time of the import, medians of interleaved runs, every side from bytecode caches.
 """
 
@@ -61,6 +62,7 @@ from lambda_resilience.aws import reset_clients  # noqa: E402
 from lambda_resilience.batch import process_sqs_batch  # noqa: E402
 from lambda_resilience.correlation import correlation_scope  # noqa: E402
 from lambda_resilience.idempotency import IdempotentOperation  # noqa: E402
+from lambda_resilience.tracing import PATCHED_MODULES  # noqa: E402
 from ops.local.lambda_runtime import FakeLambdaContext  # noqa: E402
 from ops.local.moto_patches import atomic_dynamodb  # noqa: E402
 
@@ -302,16 +304,19 @@ def import_ratio() -> dict[str, float]:
     # As in Lambda (LAMBDA_TASK_ROOT set): tracing on, so the X-Ray SDK is imported and botocore
     # and http.client patched at cold start (lambda_resilience.tracing).
     in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root"), "POWERTOOLS_TRACE_DISABLED": "false"}
-    for code, env in ((load, None), (floor, None), (load, in_lambda)):
+    # The same floor with Powertools Tracer as we configure it: what tracing costs before any code of ours.
+    floor_traced = f"{floor}\nfrom aws_lambda_powertools import Tracer\nTracer(patch_modules={list(PATCHED_MODULES)!r})"
+    for code, env in ((load, None), (floor, None), (load, in_lambda), (floor_traced, in_lambda)):
         _import_seconds(code, env)  # writes the bytecode caches; not measured
-    boto, ours, base, traced = [], [], [], []
+    boto, ours, base, traced, base_traced = [], [], [], [], []
     for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
         boto.append(_import_seconds("import boto3"))
         ours.append(_import_seconds(load))
         base.append(_import_seconds(floor))
         traced.append(_import_seconds(load, in_lambda))
+        base_traced.append(_import_seconds(floor_traced, in_lambda))
     b, h, f = statistics.median(boto), statistics.median(ours), statistics.median(base)
-    t = statistics.median(traced)
+    t, ft = statistics.median(traced), statistics.median(base_traced)
     return {
         "boto3_ms": b * 1000,
         "handler_ms": h * 1000,
@@ -321,6 +326,8 @@ def import_ratio() -> dict[str, float]:
         "ratio": h / b,
         "traced_ratio": t / b,
         "powertools_floor_ratio": f / b,
+        "powertools_floor_traced_ms": ft * 1000,
+        "powertools_floor_traced_ratio": ft / b,
     }
 
 
@@ -409,6 +416,7 @@ def main() -> None:
     results["import_time_ratio_vs_boto3"] = round(imports["ratio"], 3)
     results["import_time_ratio_vs_boto3_traced"] = round(imports["traced_ratio"], 3)
     results["tracer_cold_start_ms"] = round(imports["tracer_cold_start_ms"], 1)
+    results["powertools_floor_traced_ratio_vs_boto3"] = round(imports["powertools_floor_traced_ratio"], 3)
     for key in (
         "lambda_invocations_per_order",
         "state_transitions_per_order",
@@ -438,6 +446,7 @@ def main() -> None:
         "import_time_ratio_vs_boto3",
         "import_time_ratio_vs_boto3_traced",
         "tracer_cold_start_ms",
+        "powertools_floor_traced_ratio_vs_boto3",
         "lambda_invocations_per_order",
         "state_transitions_per_order",
         "lambda_invocations_per_order_mix",
