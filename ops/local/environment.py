@@ -8,8 +8,8 @@ import os
 import time
 import types
 import warnings
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from unittest import mock
 
 import botocore.endpoint
@@ -42,6 +42,20 @@ FAKE_ENV = {
 }
 
 
+#: The speed patches on moto that need no particular order (``ops.local.patches`` names each one).
+SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...] = (
+    ("backend_lookup", fast_backend_lookup),
+    ("sfn_client_cache", cached_step_functions_clients),
+    ("asl_parse_cache", cached_asl_parse),
+    ("json_path_cache", cached_json_path_parse),
+    ("serializer_key_cache", cached_serializer_keys),
+    ("update_expression_cache", cached_update_expressions),
+    ("condition_lex_cache", cached_condition_lexing),
+    ("action_names_cache", cached_action_names),
+    ("sqs_retention_check", direct_sqs_retention_check),
+)
+
+
 @contextmanager
 def moto_behaviour(clock: SimClock) -> Iterator[None]:
     """Our class-level patches on moto's backends: Step Functions retry waits take simulated time,
@@ -61,24 +75,9 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         if enabled("transaction_snapshot"):  # inside atomic_dynamodb's lock: entered first, wrapped next
             stack.enter_context(item_level_transaction_rollback())
         stack.enter_context(atomic_dynamodb())
-        if enabled("backend_lookup"):
-            stack.enter_context(fast_backend_lookup())
-        if enabled("sfn_client_cache"):
-            stack.enter_context(cached_step_functions_clients())
-        if enabled("asl_parse_cache"):
-            stack.enter_context(cached_asl_parse())
-        if enabled("json_path_cache"):
-            stack.enter_context(cached_json_path_parse())
-        if enabled("serializer_key_cache"):
-            stack.enter_context(cached_serializer_keys())
-        if enabled("update_expression_cache"):
-            stack.enter_context(cached_update_expressions())
-        if enabled("condition_lex_cache"):
-            stack.enter_context(cached_condition_lexing())
-        if enabled("action_names_cache"):
-            stack.enter_context(cached_action_names())
-        if enabled("sqs_retention_check"):
-            stack.enter_context(direct_sqs_retention_check())
+        for name, speed_patch in SPEED_PATCHES:
+            if enabled(name):
+                stack.enter_context(speed_patch())
         # Idempotency expiries and TTLs follow the simulated clock too.
         stack.enter_context(simulated_now(clock))
         # SQS visibility, DelaySeconds and timestamps too.
