@@ -18,3 +18,9 @@ def aws(service: str) -> Any:
     if key not in _clients:
         _clients[key] = boto3.client(service, region_name=REGION)
     return _clients[key]
+
+
+def moto_in_process() -> bool:
+    """Whether the runner's clients reach moto in this process (``mock_aws``), so the report may read
+    moto's backend directly; False when they reach a server through ``AWS_ENDPOINT_URL``."""
+    return not os.environ.get("AWS_ENDPOINT_URL")

@@ -10,10 +10,9 @@ order. Registered in ops.local.patches (``sfn_history_read``) with a canary comp
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ops.local.clients import aws
+from ops.local.clients import aws, moto_in_process
 from ops.local.template import ACCOUNT, REGION
 
 History = tuple[str, list[dict[str, Any]]]  # (execution ARN, events)
@@ -46,9 +45,7 @@ def execution_histories(state_machine_arn: str) -> list[History]:
 
     In-process moto: read from the backend. A moto server elsewhere (``AWS_ENDPOINT_URL``): the API.
     """
-    if os.environ.get("AWS_ENDPOINT_URL"):
-        return _from_api(state_machine_arn)
-    return _from_backend(state_machine_arn)
+    return _from_backend(state_machine_arn) if moto_in_process() else _from_api(state_machine_arn)
 
 
 def transitions_per_execution(histories: list[History], sample: int = 100) -> float:

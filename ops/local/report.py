@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
 from ops.local.clients import aws as _client
+from ops.local.clients import moto_in_process
 from ops.local.template import ACCOUNT, REGION
 
 TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
@@ -25,9 +25,7 @@ def scan_all(table: str, attributes: tuple[str, ...] = ()) -> list[dict[str, Any
     (canary ``test_canary_backend_scan_equals_the_api_scan``). A moto server elsewhere
     (``AWS_ENDPOINT_URL``): the API.
     """
-    if os.environ.get("AWS_ENDPOINT_URL"):
-        return _scan_api(table, attributes)
-    return _scan_backend(table, attributes)
+    return _scan_backend(table, attributes) if moto_in_process() else _scan_api(table, attributes)
 
 
 def _scan_backend(table: str, attributes: tuple[str, ...]) -> list[dict[str, Any]]:
