@@ -279,6 +279,7 @@ class OrderPipelineStack(Stack):
         self.charge = function("ChargePayment", "charge_payment", payment_env)
         self.refund = function("RefundPayment", "refund_payment", payment_env)
         self.ship = function("ShipOrder", "ship_order", carrier_env)
+        self.cancel_shipment = function("CancelShipment", "cancel_shipment", carrier_env)
         self.finalize = function(
             "FinalizeOrder",
             "finalize_order",
@@ -286,7 +287,7 @@ class OrderPipelineStack(Stack):
         )
         _grant_queue(self.needs_attention.queue, self.finalize.function, "sqs:SendMessage")
 
-        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.finalize)
+        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.cancel_shipment, self.finalize)
         for step in steps:
             _grant_items(self.idempotency_table, step.function, *DDB_IDEMPOTENCY)
             _grant_items(self.orders_table, step.function, *DDB_ORDER_STEP)
@@ -296,6 +297,7 @@ class OrderPipelineStack(Stack):
             (self.charge, self.payment_provider, self.payment_api),
             (self.refund, self.payment_provider, self.payment_api),
             (self.ship, self.carrier, self.carrier_api),
+            (self.cancel_shipment, self.carrier, self.carrier_api),
         ):
             if api is not None:
                 api.grant_to(step.function)
@@ -309,10 +311,12 @@ class OrderPipelineStack(Stack):
                 reserve_inventory=self.reserve.function,
                 charge_payment=self.charge.function,
                 ship_order=self.ship.function,
+                cancel_shipment=self.cancel_shipment.function,
                 refund_payment=self.refund.function,
                 release_inventory=self.release.function,
                 finalize_order=self.finalize.function,
                 orders_table=self.orders_table,
+                needs_attention_queue=self.needs_attention.queue,
                 step_timeout=STEP_TIMEOUT,
                 removal_policy=removal,
                 log_retention=stage.log_retention,
@@ -452,6 +456,7 @@ class OrderPipelineStack(Stack):
                 self.reserve,
                 self.charge,
                 self.ship,
+                self.cancel_shipment,
                 self.refund,
                 self.release,
                 self.finalize,
@@ -487,6 +492,7 @@ class OrderPipelineStack(Stack):
                     "reserve-inventory",
                     "charge-payment",
                     "ship-order",
+                    "cancel-shipment",
                     "refund-payment",
                     "release-inventory",
                     "finalize-order",
