@@ -65,6 +65,19 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 #: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
 #: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
 INTAKE_MAX_CONCURRENCY = 100
+#: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
+#: keeps them equal: the CDK app does not import the Lambda code).
+ORDER_BODY_MAX_BYTES = 64 * 1024
+#: Room for the message attributes a producer and intake's requeue send with an order: SQS counts
+#: every attribute's name, type and value in the message size ("All parts of the message attribute,
+#: including Name, Type, and Value, are part of the message size restriction":
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html).
+#: The correlation ID (at most 128 characters), the requeue and replay counts need under 300 bytes; 4 KiB.
+ORDER_ATTRIBUTES_ALLOWANCE_BYTES = 4 * 1024
+#: The orders queue's MaximumMessageSize: a body over the contract (plus attributes) is refused at
+#: SendMessage, so the producer learns it synchronously; a body the queue still accepts (up to
+#: this size) is dead-lettered by intake as permanent, with its category (the DLQ holds 1 MiB).
+ORDERS_QUEUE_MAX_MESSAGE_BYTES = ORDER_BODY_MAX_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES
 #: Metric the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
 
@@ -354,6 +367,7 @@ class OrderPipelineStack(Stack):
                 max_receive_count=3,
                 batch_size=10,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if throttle_backoff else None,
+                max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
                 removal_policy=removal,
                 dlq_alarm_description=_dlq_alarm_text("OrdersQueue"),
             ),
