@@ -18,6 +18,7 @@ SERVICES = {
     "charge": "charge-payment",
     "refund": "refund-payment",
     "ship": "ship-order",
+    "cancel_shipment": "cancel-shipment",
     "finalize": "finalize-order",
     "intake": "intake",
     "sweeper": "sweeper",
@@ -120,6 +121,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
         "charge": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
+        "cancel_shipment": {**base, "CARRIER_FUNCTION": ref["carrier"]},
         "finalize": {**base, "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"]},
         "intake": {
             **base,
@@ -138,8 +140,8 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
                 ]
             },
         },
-        # 30 minutes (the default stuck_after_minutes) in seconds
-        "sweeper": {"ORDERS_TABLE_NAME": ref["orders"], "STUCK_AFTER_SECONDS": "1800"},
+        # 35 minutes (the default stuck_after_minutes) in seconds
+        "sweeper": {"ORDERS_TABLE_NAME": ref["orders"], "STUCK_AFTER_SECONDS": "2100"},
     }
     for attr, wanted in expected.items():
         _, props = _fn(dev, attr)
@@ -184,7 +186,13 @@ def _invoke_statements(dev: SynthResult, role_logical_id: str) -> list[dict[str,
 
 
 @pytest.mark.parametrize(
-    ("caller", "provider"), [("charge", "payment_provider"), ("refund", "payment_provider"), ("ship", "carrier")]
+    ("caller", "provider"),
+    [
+        ("charge", "payment_provider"),
+        ("refund", "payment_provider"),
+        ("ship", "carrier"),
+        ("cancel_shipment", "carrier"),
+    ],
 )
 def test_sandbox_invoke_grant_exactly_function_arn(dev: SynthResult, caller: str, provider: str) -> None:
     role_id = dev.logical_id(getattr(dev.stack, caller).role)
@@ -329,14 +337,17 @@ def test_finalize_may_send_to_needs_attention_queue(dev: SynthResult) -> None:
 
 
 def test_needs_attention_queue_written_only_by_finalize_and_read_by_no_function(dev: SynthResult) -> None:
-    """Humans drain the needs-attention queue: no function role may receive from it."""
+    """Humans drain the needs-attention queue: no function role may receive from it. Finalize (the
+    park) and the state machine (the last resort, when the park fails) may send to it."""
     queue_id = dev.logical_id(dev.stack.needs_attention.queue)
     dlq_id = dev.logical_id(dev.stack.needs_attention.dlq)
     finalize_role = dev.logical_id(dev.stack.finalize.role)
+    saga_role = dev.logical_id(dev.stack.saga.state_machine.role)
     for policy in dev.of_type("AWS::IAM::Policy").values():
         roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             text = json.dumps(statement["Resource"])
             if queue_id in text or dlq_id in text:
                 assert dlq_id not in text, statement
-                assert roles == {finalize_role}, statement
+                assert roles in ({finalize_role}, {saga_role}), statement
+                assert as_list(statement["Action"]) == ["sqs:SendMessage"], statement

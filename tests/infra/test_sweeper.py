@@ -62,7 +62,7 @@ def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
     assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
-    assert "30 minutes" in props["AlarmDescription"]
+    assert "35 minutes" in props["AlarmDescription"]
 
 
 def test_stuck_orders_alarm_watches_the_metric_the_sweeper_emits(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
@@ -74,7 +74,7 @@ def test_stuck_orders_alarm_watches_the_metric_the_sweeper_emits(dev: SynthResul
 
 def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
     assert sweeper_env["ORDERS_TABLE_NAME"] == {"Ref": dev.logical_id(dev.stack.orders_table)}
-    assert sweeper_env["STUCK_AFTER_SECONDS"] == "1800"
+    assert sweeper_env["STUCK_AFTER_SECONDS"] == "2100"
     actions = {a for s in dev.statements_of_role(dev.logical_id(dev.stack.sweeper.role)) for a in as_list(s["Action"])}
     assert actions == {
         "logs:CreateLogStream",
