@@ -196,3 +196,18 @@ def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRu
     (message,) = needs_attention(pipeline, "glue-gone")
     assert "ShipmentNotCancellable" in json.dumps(message["error"])
     assert message["attribute"] == "cid-glue-gone"
+
+
+def test_saga_execution_stopped_by_an_operator_alarms(pipeline: PipelineRun) -> None:
+    """An ABORTED execution (StopExecution) leaves an order half-done: ExecutionsAborted > 0 alarms."""
+    assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
+    sfn = boto3.client("stepfunctions")
+    arn = sfn.start_execution(
+        stateMachineArn=pipeline.target().output("StateMachineArn"),
+        name="order-glue-stop-attempt-1",
+        input=json.dumps({"order_id": "glue-stop", "payment_attempt": 1, "correlation_id": "cid-glue-stop"}),
+    )["executionArn"]
+    sfn.stop_execution(executionArn=arn, error="OperatorStop", cause="stopped in a test")
+    pipeline.drain()
+    assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
+    assert any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
