@@ -77,10 +77,10 @@ TaskState = sfn.TaskStateBase | sfn.CustomState
 LAMBDA_INIT_SECONDS = 10.0
 
 #: Our allowance, per task attempt, for Step Functions' own latency (scheduling the state, the
-#: integration's API call and its answer, the transition). AWS publishes no bound for it
-#: (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html lists none), so this
-#: is a documented assumption: 2 s per attempt, well above the sub-second transitions Standard
-#: workflows show in practice; raise it with ``SagaProps.state_latency``.
+#: integration's API call and its answer, the transition, a retrier's wake-up). We found no latency
+#: bound in the Step Functions documentation, so this is a documented assumption of ours, not an
+#: AWS figure: 2 s per attempt, well above the sub-second transitions of Standard workflows in
+#: practice. Raise it with ``SagaProps.state_latency``.
 STATE_LATENCY_SECONDS = 2.0
 
 
