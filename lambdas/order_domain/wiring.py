@@ -91,7 +91,7 @@ def shipping_service(settings: Settings) -> ShippingService:
 
 def finalize_action(settings: Settings) -> Action:
     from lambda_resilience.correlation import current_correlation_id
-    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.attention import SAGA_PARK, NeedsAttentionNotifier
     from order_domain.status import OrderStatus
 
     orders = _orders(settings)
@@ -99,11 +99,23 @@ def finalize_action(settings: Settings) -> Action:
 
     def finalize(payload: dict[str, Any]) -> dict[str, Any]:
         outcome = OrderStatus(payload["outcome"])
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
         error = payload.get("error")
         recorded = {**(error or {}), "correlation_id": current_correlation_id()} if error is not None else None
-        transition = orders.transition(payload["order_id"], outcome, attempt=payload["payment_attempt"], error=recorded)
         if outcome == OrderStatus.NEEDS_ATTENTION:
-            notifier.notify(payload["order_id"], recorded or {})
+            # Announce first, then write the status: if the write fails (throttled, denied, an
+            # unknown order), the announcement is already out and the retry only repeats it (a
+            # duplicate message is harmless). The reverse order could write NEEDS_ATTENTION and
+            # then lose the message: a parked order nobody hears about. It announces whatever the
+            # write then finds (already NEEDS_ATTENTION included): each execution's park is its own.
+            notifier.notify(
+                order_id,
+                payment_attempt=attempt,
+                reason="the saga could not finish or compensate the order",
+                error=error,
+                source=SAGA_PARK,
+            )
+        transition = orders.transition(order_id, outcome, attempt=attempt, error=recorded)
         return {"status": outcome.value, "transition": transition}
 
     return finalize
