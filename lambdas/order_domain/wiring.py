@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from order_domain.payments import PaymentService
     from order_domain.ports import Carrier, PaymentProvider
     from order_domain.shipping import ShippingService
+    from order_domain.sweeper import Sweeper
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -87,6 +88,23 @@ def shipping_service(settings: Settings) -> ShippingService:
     from order_domain.shipping import ShippingService
 
     return ShippingService(carrier(settings), _orders(settings))
+
+
+def sweeper_service(settings: Settings, logger: Any) -> Sweeper:
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.sweeper import Sweeper
+
+    assert settings.state_machine_arn
+    return Sweeper(
+        _orders(settings),
+        NeedsAttentionNotifier(settings.needs_attention_queue_url),
+        payment_provider(settings),
+        carrier(settings),
+        state_machine_arn=settings.state_machine_arn,
+        stuck_after_seconds=settings.stuck_after_seconds,
+        reconcile_window_seconds=settings.reconcile_window_seconds,
+        logger=logger,
+    )
 
 
 def finalize_action(settings: Settings) -> Action:
