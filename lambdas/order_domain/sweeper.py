@@ -23,7 +23,9 @@ COMPLETED order without a capture or without a live shipment, or a COMPENSATED o
 still captured (or held) or a live shipment, is announced (needs-attention message + the
 SideEffectMismatches metric, alarmed). Each order is checked once: the result is recorded on the
 order (``reconciled``, written only if absent; ``updated_at`` is not touched, so the order does not
-move in the index).
+move in the index). A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
+each), oldest first; the rest are counted as deferred (SweepDeferred) and left to the next sweep:
+above that many terminal orders per window, some leave the window unchecked, and the metric says so.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class Sweeper:
         state_machine_arn: str,
         stuck_after_seconds: int,
         reconcile_window_seconds: int,
+        reconcile_max_orders: int = 200,
         logger: Any,
     ) -> None:
         self.orders = orders
@@ -142,6 +145,7 @@ class Sweeper:
         self.state_machine_arn = state_machine_arn
         self.stuck_after_seconds = stuck_after_seconds
         self.reconcile_window_seconds = reconcile_window_seconds
+        self.reconcile_max_orders = reconcile_max_orders
         self.logger = logger
 
     def sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
@@ -154,7 +158,9 @@ class Sweeper:
         running = running_execution_names(self.state_machine_arn) if stuck else set()
         for seen in stuck:
             self._each(seen, result, scope, seconds_left, lambda s: self._stuck(s, running, result))
-        for seen in find_recently_terminal(self.orders.table_name, self.reconcile_window_seconds, now):
+        recent = find_recently_terminal(self.orders.table_name, self.reconcile_window_seconds, now)
+        recent.sort(key=lambda o: str(o.get("updated_at")))  # oldest first: the nearest to leaving the window
+        for seen in recent:
             self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
         return result
 
@@ -292,6 +298,9 @@ class Sweeper:
         order_id = seen["order_id"]
         item = self.orders.find(order_id)
         if item is None or item.get("reconciled") or item.get("status") != seen.get("status"):
+            return
+        if len(result.reconciled) >= self.reconcile_max_orders:
+            result.deferred.append(order_id)  # this sweep's lookups are spent: the next sweep
             return
         status, attempt = OrderStatus(item["status"]), int(item.get("payment_attempt", 1))
         if status == OrderStatus.COMPLETED:

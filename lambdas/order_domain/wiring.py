@@ -103,6 +103,7 @@ def sweeper_service(settings: Settings, logger: Any) -> Sweeper:
         state_machine_arn=settings.state_machine_arn,
         stuck_after_seconds=settings.stuck_after_seconds,
         reconcile_window_seconds=settings.reconcile_window_seconds,
+        reconcile_max_orders=settings.reconcile_max_orders,
         logger=logger,
     )
 

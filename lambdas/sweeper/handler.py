@@ -30,6 +30,7 @@ METRICS = {
     "StuckOrdersParked": "parked",
     "SideEffectMismatches": "mismatched",
     "SweepErrors": "errors",
+    "SweepDeferred": "deferred",
 }
 
 

@@ -421,3 +421,24 @@ def test_sweeper_reconciles_agreeing_terminal_orders_silently_and_once(
     assert lookups == 4  # a charge and a shipment lookup per order
     assert second["reconciled"] == [] and len(providers.calls) == lookups  # checked once
     assert orders.get(completed["order_id"])["reconciled"]["findings"] == []
+
+
+def test_sweeper_reconciles_at_most_the_configured_orders_per_sweep_oldest_first(
+    load, providers, order_factory, seed_order, tables: Tables, lambda_context, logs: LogCapture
+):
+    sweeper = load("sweeper", RECONCILE_MAX_ORDERS="2")
+    now = time.time()
+    ages = [60, 300, 120]  # seconds since each became COMPLETED
+    seeded = []
+    for age in ages:
+        order = order_factory()
+        seed_order(order, OrderStatus.COMPLETED)
+        _set_updated_at(tables, order["order_id"], _iso(now - age))
+        seeded.append(order["order_id"])
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["reconciled"] == sorted([seeded[1], seeded[2]]) and first["deferred"] == [seeded[0]]
+    assert second["reconciled"] == [seeded[0]]  # the next sweep takes the rest
+    assert logs.metric_total("SweepDeferred") == 1
