@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
 from lambda_resilience.exceptions import InvalidStepInput
+from order_domain.errors import StaleAttempt
 from order_domain.status import OrderStatus
 
 from .conftest import IdempotencyView, LogCapture, NeedsAttentionQueue
@@ -183,3 +184,23 @@ def test_park_rejects_an_execution_name_step_functions_cannot_have(
     with pytest.raises(InvalidStepInput, match="execution_name"):
         finalize(event, lambda_context)
     assert needs_attention_queue.messages() == []
+
+
+@pytest.mark.parametrize("status", [OrderStatus.NEEDS_ATTENTION, OrderStatus.COMPENSATED, OrderStatus.COMPLETED])
+def test_late_execution_for_an_ended_order_moves_nothing(
+    load, providers, order_factory, saga_input, seed_order, orders, inventory, ledger, lambda_context, logs, status
+):
+    """The sweeper parked an order whose saga never started; a late redelivery starts it now: its
+    forward steps refuse (StaleAttempt: the saga fails the execution at once) before any effect."""
+    inventory.seed(**{"SKU-A": 5, "SKU-B": 5})
+    order = order_factory()
+    seed_order(order, status)
+    event = saga_input(order)
+
+    for step in ("reserve_inventory", "charge_payment", "ship_order"):
+        with pytest.raises(StaleAttempt, match=f"already ended {status.value}"):
+            load(step)(event, lambda_context)
+
+    assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)
+    assert ledger.ops() == [] and providers.calls == []
+    assert orders.get(order["order_id"])["status"] == status.value
