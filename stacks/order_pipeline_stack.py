@@ -65,6 +65,19 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 #: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
 #: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
 INTAKE_MAX_CONCURRENCY = 100
+#: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
+#: keeps them equal: the CDK app does not import the Lambda code).
+ORDER_BODY_MAX_BYTES = 64 * 1024
+#: Room for the message attributes a producer and intake's requeue send with an order: SQS counts
+#: every attribute's name, type and value in the message size ("All parts of the message attribute,
+#: including Name, Type, and Value, are part of the message size restriction":
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html).
+#: The correlation ID (at most 128 characters), the requeue and replay counts need under 300 bytes; 4 KiB.
+ORDER_ATTRIBUTES_ALLOWANCE_BYTES = 4 * 1024
+#: The orders queue's MaximumMessageSize: a body over the contract (plus attributes) is refused at
+#: SendMessage, so the producer learns it synchronously; a body the queue still accepts (up to
+#: this size) is dead-lettered by intake as permanent, with its category (the DLQ holds 1 MiB).
+ORDERS_QUEUE_MAX_MESSAGE_BYTES = ORDER_BODY_MAX_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES
 #: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
 SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
@@ -285,6 +298,7 @@ class OrderPipelineStack(Stack):
         self.charge = function("ChargePayment", "charge_payment", payment_env)
         self.refund = function("RefundPayment", "refund_payment", payment_env)
         self.ship = function("ShipOrder", "ship_order", carrier_env)
+        self.cancel_shipment = function("CancelShipment", "cancel_shipment", carrier_env)
         self.finalize = function(
             "FinalizeOrder",
             "finalize_order",
@@ -292,7 +306,7 @@ class OrderPipelineStack(Stack):
         )
         _grant_queue(self.needs_attention.queue, self.finalize.function, "sqs:SendMessage")
 
-        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.finalize)
+        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.cancel_shipment, self.finalize)
         for step in steps:
             _grant_items(self.idempotency_table, step.function, *DDB_IDEMPOTENCY)
             _grant_items(self.orders_table, step.function, *DDB_ORDER_STEP)
@@ -302,6 +316,7 @@ class OrderPipelineStack(Stack):
             (self.charge, self.payment_provider, self.payment_api),
             (self.refund, self.payment_provider, self.payment_api),
             (self.ship, self.carrier, self.carrier_api),
+            (self.cancel_shipment, self.carrier, self.carrier_api),
         ):
             if api is not None:
                 api.grant_to(step.function)
@@ -315,10 +330,12 @@ class OrderPipelineStack(Stack):
                 reserve_inventory=self.reserve.function,
                 charge_payment=self.charge.function,
                 ship_order=self.ship.function,
+                cancel_shipment=self.cancel_shipment.function,
                 refund_payment=self.refund.function,
                 release_inventory=self.release.function,
                 finalize_order=self.finalize.function,
                 orders_table=self.orders_table,
+                needs_attention_queue=self.needs_attention.queue,
                 step_timeout=STEP_TIMEOUT,
                 removal_policy=removal,
                 log_retention=stage.log_retention,
@@ -356,6 +373,7 @@ class OrderPipelineStack(Stack):
                 max_receive_count=3,
                 batch_size=10,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if throttle_backoff else None,
+                max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
                 removal_policy=removal,
                 dlq_alarm_description=_dlq_alarm_text("OrdersQueue"),
             ),
@@ -494,6 +512,7 @@ class OrderPipelineStack(Stack):
                 self.reserve,
                 self.charge,
                 self.ship,
+                self.cancel_shipment,
                 self.refund,
                 self.release,
                 self.finalize,
@@ -550,6 +569,7 @@ class OrderPipelineStack(Stack):
                     "reserve-inventory",
                     "charge-payment",
                     "ship-order",
+                    "cancel-shipment",
                     "refund-payment",
                     "release-inventory",
                     "finalize-order",
