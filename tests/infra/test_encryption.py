@@ -51,7 +51,7 @@ def test_encryption_prod_every_log_group_uses_data_key_kept_a_year(prod: SynthRe
         prod.logical_id(prod.stack.saga.log_group)
     }
     assert set(groups) == expected
-    assert len(groups) == 10  # 9 functions (no sandbox) + the state machine
+    assert len(groups) == 11  # 10 functions (no sandbox) + the state machine
     for logical_id, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == _data_key_arn(prod), logical_id
         assert group["Properties"]["RetentionInDays"] >= ONE_YEAR_DAYS, logical_id

@@ -18,6 +18,7 @@ SERVICES = {
     "charge": "charge-payment",
     "refund": "refund-payment",
     "ship": "ship-order",
+    "cancel_shipment": "cancel-shipment",
     "finalize": "finalize-order",
     "intake": "intake",
     "sweeper": "sweeper",
@@ -120,6 +121,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
         "charge": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
         "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
+        "cancel_shipment": {**base, "CARRIER_FUNCTION": ref["carrier"]},
         "finalize": {**base, "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"]},
         "intake": {
             **base,
@@ -138,10 +140,9 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
                 ]
             },
         },
-        # 30 minutes (the default stuck_after_minutes) in seconds
         "sweeper": {
             "ORDERS_TABLE_NAME": ref["orders"],
-            "STUCK_AFTER_SECONDS": "1800",
+            "STUCK_AFTER_SECONDS": "2100",  # 35 minutes (the default stuck_after_minutes)
             "RECONCILE_WINDOW_SECONDS": "900",
             "STATE_MACHINE_ARN": ref["machine"],  # which orders still have a running execution
             "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"],  # it parks and announces
@@ -337,10 +338,15 @@ def test_needs_attention_queue_written_only_by_finalize_and_the_sweeper_and_read
     dev: SynthResult,
 ) -> None:
     """Humans drain the needs-attention queue: no function role may receive from it. The park
-    (finalize) and the sweeper (parks, mismatches) send to it."""
+    (finalize), the saga's last-resort route (its state machine role) and the sweeper (parks,
+    mismatches) send to it."""
     queue_id = dev.logical_id(dev.stack.needs_attention.queue)
     dlq_id = dev.logical_id(dev.stack.needs_attention.dlq)
-    senders = {dev.logical_id(dev.stack.finalize.role), dev.logical_id(dev.stack.sweeper.role)}
+    senders = {
+        dev.logical_id(dev.stack.finalize.role),
+        dev.logical_id(dev.stack.sweeper.role),
+        dev.logical_id(dev.stack.saga.state_machine.role),
+    }
     for policy in dev.of_type("AWS::IAM::Policy").values():
         roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
