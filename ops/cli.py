@@ -50,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
     add_up_parser(local_commands)
+    faults = local_commands.add_parser(
+        "faults", help="the fault matrix: every fault at every Task state, one order per cell, judged from the records"
+    )
+    faults.add_argument("--state", help="only this row: a Task state, or repair (repair@<setup>)")
+    faults.add_argument("--fault", help="only faults whose name contains this text, e.g. Lambda.Unknown")
+    faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
+    faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
@@ -353,6 +360,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             for name, why in report["invariants"].items():
                 print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
         return 1 if args.check and failed else 0
+    if args.command == "local" and args.local_command == "faults":
+        from ops.local.fault_matrix import MatrixOptions
+        from ops.local.fault_matrix import main as main_faults
+
+        return main_faults(MatrixOptions(state=args.state, fault=args.fault, persistence=args.persistence), args.json)
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
     if args.command == "local" and args.local_command == "spike":
