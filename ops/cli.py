@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--fault", help="only faults whose name contains this text, e.g. Lambda.Unknown")
     faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
     faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
+    faults.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
@@ -364,7 +365,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         from ops.local.fault_matrix import MatrixOptions
         from ops.local.fault_matrix import main as main_faults
 
-        return main_faults(MatrixOptions(state=args.state, fault=args.fault, persistence=args.persistence), args.json)
+        matrix = MatrixOptions(
+            state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly
+        )
+        return main_faults(matrix, args.json)
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
     if args.command == "local" and args.local_command == "spike":

@@ -33,7 +33,12 @@ PERSISTENCES: tuple[Persistence, ...] = ("once", "retries", "forever")
 #: When an injected error hits: before the task acted, or after it acted and the answer was lost.
 Timing = Literal["before", "after"]
 
-LAMBDA_SERVICE_FAULTS = ("Lambda.ServiceException", "Lambda.TooManyRequestsException", "Lambda.Unknown", "Sandbox.Timedout")
+LAMBDA_SERVICE_FAULTS = (
+    "Lambda.ServiceException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.Unknown",
+    "Sandbox.Timedout",
+)
 #: The step middleware's own classification (lambdas/shared): retried transient / unknown outcome,
 #: and the idempotency layer's refusal of a repeated key with another payload (permanent).
 STEP_FAULTS = ("TransientStepError", "UnknownStepError", "PayloadMismatch")
@@ -58,13 +63,24 @@ SQS_FAULTS = (
 )
 #: Errors that may arrive after the task acted (its effect happened, the answer was lost).
 AFTER_ACTING = frozenset(
-    {"Lambda.Unknown", "Sandbox.Timedout", "States.Timeout", "UnknownStepError", "DynamoDB.InternalServerErrorException"}
+    {
+        "Lambda.Unknown",
+        "Sandbox.Timedout",
+        "States.Timeout",
+        "UnknownStepError",
+        "DynamoDB.InternalServerErrorException",
+    }
 )
 #: The error a route injects to take a Catch whose names are all ``States.*``: only a wildcard catches it.
 ROUTE_ERROR = "FaultMatrix.Route"
 
 #: Provider actions whose answer can be lost after acting, and the states that call them.
-AMBIGUOUS_ACTIONS = {"charge": "ChargePayment", "refund": "RefundPayment", "ship": "ShipOrder", "cancel": "CancelShipment"}
+AMBIGUOUS_ACTIONS = {
+    "charge": "ChargePayment",
+    "refund": "RefundPayment",
+    "ship": "ShipOrder",
+    "cancel": "CancelShipment",
+}
 AMBIGUOUS_KINDS = ("read_timeout", "connection_reset")
 AMBIGUOUS_PERSISTENCES: tuple[Persistence, ...] = ("once", "forever")
 REPAIR_ACTIONS = ("redrive", "compensate")
@@ -274,9 +290,7 @@ def generate_cells(definition: Mapping[str, Any]) -> list[Cell]:
     return cells
 
 
-def repair_cells(
-    states: Mapping[str, TaskState], start: str, routes: Mapping[str, list[Rule] | None]
-) -> list[Cell]:
+def repair_cells(states: Mapping[str, TaskState], start: str, routes: Mapping[str, list[Rule] | None]) -> list[Cell]:
     """``ops repair`` with each action after each setup that leaves an order somewhere distinct:
     completed, compensated, parked (routes to the recorders of those outcomes), and a stop in each state."""
     setups: list[tuple[str, tuple[Rule, ...]]] = [("completed", ())]
@@ -286,7 +300,9 @@ def repair_cells(
             setups.append((label, tuple(first_only(r) for r in routes[name] or ())))
     for name, route in routes.items():
         if route is not None:
-            setups.append((f"stop@{name}", (*(first_only(r) for r in route), Rule(name, "stop", first_execution_only=True))))
+            setups.append(
+                (f"stop@{name}", (*(first_only(r) for r in route), Rule(name, "stop", first_execution_only=True)))
+            )
     return [
         Cell(f"repair@{setup}", action, "once", rules, repair=action, setup=setup)
         for setup, rules in setups
@@ -362,8 +378,10 @@ def matrix_rows(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dic
     """``{row: {column: {outcome: count}}}``; a column is the fault plus its persistence."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for r in results:
-        column = r["fault"] if r["persistence"] == "once" and r["row"].startswith("repair@") else (
-            f"{r['fault']}/{r['persistence']}"
+        column = (
+            r["fault"]
+            if r["persistence"] == "once" and r["row"].startswith("repair@")
+            else (f"{r['fault']}/{r['persistence']}")
         )
         cell = out.setdefault(r["row"], {}).setdefault(column, {})
         cell[r["outcome"]] = cell.get(r["outcome"], 0) + 1
@@ -385,10 +403,13 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     for r in results:
         totals[r["outcome"]] = totals.get(r["outcome"], 0) + 1
     lines.append(
-        f"{len(results)} cells: " + ", ".join(f"{o} {n}" for o, n in sorted(totals.items()))
+        f"{len(results)} cells: "
+        + ", ".join(f"{o} {n}" for o, n in sorted(totals.items()))
         + "   (C = COMPLETED, X = COMPENSATED, NA = NEEDS_ATTENTION announced, VIOL = violation)"
     )
     violations = [r for r in results if r["outcome"] == "VIOLATION"]
     for r in violations:
-        lines.append(f"VIOLATION {r['row']} {r['fault']}/{r['persistence']} ({r['order_id']}): {'; '.join(r['problems'])}")
+        lines.append(
+            f"VIOLATION {r['row']} {r['fault']}/{r['persistence']} ({r['order_id']}): {'; '.join(r['problems'])}"
+        )
     return "\n".join(lines)

@@ -120,12 +120,14 @@ def failure_event(state: Any, env: Any, error: str) -> Any:
 
     if error == "States.Timeout" and hasattr(state, "_get_timed_out_failure_event"):
         return state._get_timed_out_failure_event(env)
-    states_names = {"States.Runtime": StatesErrorNameType.StatesRuntime, "States.Timeout": StatesErrorNameType.StatesTimeout}
+    states_names = {
+        "States.Runtime": StatesErrorNameType.StatesRuntime,
+        "States.Timeout": StatesErrorNameType.StatesTimeout,
+    }
     name = StatesErrorName(typ=states_names[error]) if error in states_names else CustomErrorName(error)
     details = TaskFailedEventDetails(error=error, cause="injected by the fault matrix")
-    return FailureEvent(
-        env=env, error_name=name, event_type=HistoryEventType.TaskFailed, event_details=EventDetails(taskFailedEventDetails=details)
-    )
+    event_details: Any = EventDetails(taskFailedEventDetails=details)  # type: ignore[typeddict-item]
+    return FailureEvent(env=env, error_name=name, event_type=HistoryEventType.TaskFailed, event_details=event_details)
 
 
 def _execution_state_classes() -> list[type]:
@@ -134,7 +136,8 @@ def _execution_state_classes() -> list[type]:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_factory
 
     _ = state_task_service_factory  # imports every service task class
-    out, todo = [], [ExecutionState]
+    out: list[type] = []
+    todo: list[type] = [ExecutionState]
     while todo:
         cls = todo.pop()
         if "_from_error" in cls.__dict__:
@@ -191,9 +194,9 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     @functools.wraps(original_save)
     def save_success(self: Any, data: Any, result: Any) -> Any:
         order_id = find_order_id(data)
-        if order_id is not None and order_id in plan.rules:
-            if plan.fire(order_id, plan.current_state(order_id), ("crash",)):
-                raise SimulatedCrash("killed after the side effect, before the completion marker (fault matrix)")
+        crash = order_id is not None and order_id in plan.rules
+        if crash and plan.fire(str(order_id), plan.current_state(str(order_id)), ("crash",)):
+            raise SimulatedCrash("killed after the side effect, before the completion marker (fault matrix)")
         return original_save(self, data, result)
 
     pool_class = urllib3.connectionpool.HTTPConnectionPool

@@ -93,7 +93,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         results = []
         for order_id, cell in by_order.items():
             outcome, problems = classify(facts[order_id])
-            result = {
+            result: dict[str, Any] = {
                 "row": cell.row,
                 "fault": cell.fault,
                 "persistence": cell.persistence,
@@ -138,7 +138,7 @@ def run_repairs(run: PipelineRun, by_order: dict[str, Cell]) -> dict[str, dict[s
             result = str(answer.get("result"))
         except SystemExit as exc:  # a CLI-style refusal
             answer, result = {"refused": str(exc)}, "refused"
-        except Exception as exc:  # noqa: BLE001 - a refusal is an error the tool raises; record what it said
+        except Exception as exc:  # a refusal is an error the tool raises: record what it said
             answer, result = {"refused": f"{type(exc).__name__}: {exc}"}, "refused"
         out[order_id] = {"action": cell.repair, "status_before": before, "result": result}
     return out
