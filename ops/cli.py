@@ -78,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="per order, one extra hostile input: deep nesting, oversize, floats, wrong types, unknown order",
     )
     run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
+    run.add_argument(
+        "--ambiguous-rate", type=_rate, default=0.0, help="provider requests whose answer is lost after acting"
+    )
+    run.add_argument(
+        "--status-write-fail-rate", type=_rate, default=0.0, help="saga status writes failing with a DynamoDB error"
+    )
+    run.add_argument(
+        "--park-fail-rate", type=_rate, default=0.0, help="attempts of the park (MarkNeedsAttention) failing"
+    )
+    run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
@@ -331,6 +341,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 malformed=args.malformed_rate,
                 throttle=args.throttle_rate,
                 hostile=args.hostile_rate,
+                ambiguous=args.ambiguous_rate,
+                status_write_fail=args.status_write_fail_rate,
+                park_fail=args.park_fail_rate,
+                stop=args.stop_rate,
             ),
             replay_transient=args.replay_transient,
             stage=args.stage,

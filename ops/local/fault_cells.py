@@ -334,6 +334,34 @@ class OrderFacts:
     executions: dict[str, int] = field(default_factory=dict)  # status -> count
 
 
+def facts_from_records(
+    order_ids: Iterable[str],
+    statuses: Mapping[str, Mapping[str, Any]],
+    ledger: Iterable[Mapping[str, Any]],
+    inventory: Iterable[Mapping[str, Any]],
+) -> dict[str, OrderFacts]:
+    """Each order's status, provider side effects (sandbox ledger ops) and reservations (inventory table)."""
+    facts = {oid: OrderFacts(order_id=oid, status=statuses.get(oid, {}).get("status")) for oid in order_ids}
+    for op in ledger:
+        f = facts.get(str(op.get("order_id")))
+        if f is None or op.get("sk") != "op":
+            continue
+        action, status = op.get("action"), op.get("status")
+        if action == "charge" and status in ("captured", "partially_captured"):
+            f.captures += 1
+        elif action == "refund" and status == "refunded":
+            f.refunds += 1
+        elif action == "ship" and status == "shipped":
+            f.live_shipments += 1
+    for item in inventory:
+        f = facts.get(str(item.get("order_id")))
+        if f is None or not str(item.get("pk", "")).startswith("reservation#"):
+            continue
+        f.reserved = f.reserved or item.get("status") == "RESERVED"
+        f.released = f.released or item.get("status") == "RELEASED"
+    return facts
+
+
 def classify(f: OrderFacts) -> tuple[str, list[str]]:
     """``(outcome, what disagrees)``: COMPLETED / COMPENSATED / NEEDS_ATTENTION, or VIOLATION with reasons."""
     problems: list[str] = []

@@ -52,6 +52,10 @@ class FaultPlan:
     def add(self, order_id: str, rules: list[Rule]) -> None:
         self.rules[order_id] = list(rules)
 
+    def applies(self, order_id: str | None) -> bool:
+        """Whether any rule is planned for ``order_id``."""
+        return order_id is not None and order_id in self.rules
+
     def enter(self, order_id: str, state: str, execution: str) -> None:
         with self._lock:
             self._first_execution.setdefault(order_id, execution)
@@ -173,8 +177,9 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     def evaluate(self: Any, env: Any) -> None:
         state_input = env.states.get_input()
         order_id = find_order_id(state_input) if isinstance(state_input, Mapping) else None
-        if order_id is None or order_id not in plan.rules:
+        if not plan.applies(order_id):
             return original_eval(self, env)
+        assert order_id is not None
         execution = _context(env)
         plan.enter(order_id, self.name, str(execution.get("Name", "")))
         rule = plan.fire(order_id, self.name, ("error",))
@@ -194,8 +199,7 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     @functools.wraps(original_save)
     def save_success(self: Any, data: Any, result: Any) -> Any:
         order_id = find_order_id(data)
-        crash = order_id is not None and order_id in plan.rules
-        if crash and plan.fire(str(order_id), plan.current_state(str(order_id)), ("crash",)):
+        if plan.applies(order_id) and plan.fire(str(order_id), plan.current_state(str(order_id)), ("crash",)):
             raise SimulatedCrash("killed after the side effect, before the completion marker (fault matrix)")
         return original_save(self, data, result)
 
@@ -206,7 +210,7 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     def make_request(self: Any, conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         action, order_id = provider_call(method, url, kwargs.get("body", args[0] if args else None))
         rule = None
-        if action and order_id and order_id in plan.rules:
+        if action and order_id and plan.applies(order_id):
             rule = plan.fire(order_id, plan.current_state(order_id), ("ambiguous",), action=action)
         response = original_request(self, conn, method, url, *args, **kwargs)
         if rule is None:
@@ -252,3 +256,65 @@ def provider_call(method: str, url: str, body: Any) -> tuple[str | None, str | N
                 return action, None
             return action, payload.get("order_id") if isinstance(payload, dict) else None
     return None, None
+
+
+class RandomFaults(FaultPlan):
+    """The chaos run's low-rate faults in the same emulator hooks, rolled per attempt instead of planned.
+
+    ``status_write``: a status write (a direct DynamoDB integration) fails with a DynamoDB error
+    AWS documents, chosen at random; ``park``: the park (a state whose name holds ``NeedsAttention``)
+    fails with ``Lambda.Unknown`` after it acted, or ``Lambda.ServiceException`` before; ``stop``:
+    StopExecution in the state being entered; ``ambiguous``: a provider's answer is lost after it acted.
+    """
+
+    def __init__(
+        self, definition: Mapping[str, Any], rates: Mapping[str, float], seed: int, counter: FaultCounter
+    ) -> None:
+        import random
+
+        from ops.local.fault_cells import DYNAMODB_FAULTS, task_states
+
+        super().__init__(counter=counter)
+        states = task_states(definition)
+        self.status_writes = {n for n, s in states.items() if s.integration == "dynamodb"}
+        self.parks = {n for n in states if "NeedsAttention" in n}
+        self.rates = dict(rates)
+        self._dynamodb_errors = DYNAMODB_FAULTS
+        self._rng = random.Random(seed)
+
+    def applies(self, order_id: str | None) -> bool:
+        return order_id is not None
+
+    def _roll(self, rate: float) -> bool:
+        if rate <= 0:
+            return False
+        with self._lock:
+            return self._rng.random() < rate
+
+    def fire(self, order_id: str, state: str | None, kinds: tuple[str, ...], action: str = "") -> Rule | None:
+        if state is None:
+            return None
+        rule: Rule | None = None
+        if "error" in kinds and state in self.status_writes and self._roll(self.rates.get("status_write", 0.0)):
+            with self._lock:
+                error = self._rng.choice(self._dynamodb_errors)
+            rule, kind = Rule(state, "error", error), "status_write_error"
+        elif "error" in kinds and state in self.parks and self._roll(self.rates.get("park", 0.0)):
+            with self._lock:
+                after = self._rng.random() < 0.5
+            rule = Rule(
+                state,
+                "error",
+                "Lambda.Unknown" if after else "Lambda.ServiceException",
+                timing="after" if after else "before",
+            )
+            kind = "park_failure"
+        elif "stop" in kinds and self._roll(self.rates.get("stop", 0.0)):
+            rule, kind = Rule(state, "stop"), "stop"
+        elif "ambiguous" in kinds and self._roll(self.rates.get("ambiguous", 0.0)):
+            with self._lock:
+                transport = self._rng.choice(("read_timeout", "connection_reset"))
+            rule, kind = Rule(state, "ambiguous", transport, action=action), f"ambiguous_{transport}"
+        if rule is not None:
+            self.counter.add(kind)
+        return rule

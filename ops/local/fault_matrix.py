@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ops.local.clients import aws
-from ops.local.fault_cells import Cell, OrderFacts, classify, generate_cells, render
+from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, generate_cells, render
 from ops.local.fault_inject import FaultPlan, inject_plan
 from ops.local.options import RunOptions
 from ops.local.orders import make_order
@@ -200,25 +200,9 @@ def execution_statuses(run: PipelineRun, order_ids: list[str]) -> dict[str, Coun
 
 def order_facts(run: PipelineRun, order_ids: list[str], in_alarm: list[str]) -> dict[str, OrderFacts]:
     """What the records say of each order (see :class:`OrderFacts`)."""
-    statuses = order_statuses(run.orders_table)
-    facts = {oid: OrderFacts(order_id=oid, status=statuses.get(oid, {}).get("status")) for oid in order_ids}
-    for op in scan_all(run.ledger_table):
-        if op.get("sk") != "op" or str(op.get("order_id")) not in facts:
-            continue
-        f = facts[str(op.get("order_id"))]
-        action, status = op.get("action"), op.get("status")
-        if action == "charge" and status in ("captured", "partially_captured"):
-            f.captures += 1
-        elif action == "refund" and status == "refunded":
-            f.refunds += 1
-        elif action == "ship" and status == "shipped":
-            f.live_shipments += 1
-    for item in scan_all(run.inventory_table):
-        if not str(item.get("pk", "")).startswith("reservation#") or str(item.get("order_id")) not in facts:
-            continue
-        f = facts[str(item.get("order_id"))]
-        f.reserved = f.reserved or item.get("status") == "RESERVED"
-        f.released = f.released or item.get("status") == "RELEASED"
+    facts = facts_from_records(
+        order_ids, order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
+    )
     queue = needs_attention_queue(run)
     if queue is not None:
         alarm_on = any(

@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 from ops.local.calls import count_aws_calls
-from ops.local.chaos import inject, plan_deliveries
+from ops.local.chaos import SAGA_FAULTS, inject, plan_deliveries
 from ops.local.clients import aws
 from ops.local.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
+from ops.local.fault_matrix import deployed_definition
 from ops.local.faults import FaultCounter
 from ops.local.options import RunOptions
 from ops.local.orders import make_orders
@@ -82,7 +83,8 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     with local_pipeline(options) as run:
         deployed = time.monotonic()
         run.submitted.extend(orders)
-        with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter):
+        definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
+        with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
             run.submit_messages(plan.initial)
             run.start_hostile_executions(plan.hostile_executions)
             run.drain()

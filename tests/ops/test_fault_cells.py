@@ -15,7 +15,8 @@ from ops.local.fault_cells import (
     route_to,
     task_states,
 )
-from ops.local.fault_inject import find_order_id, provider_call
+from ops.local.fault_inject import RandomFaults, find_order_id, provider_call
+from ops.local.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 FORWARD_RETRY = [
@@ -212,3 +213,65 @@ def test_provider_call_names_the_action_and_order_of_state_changing_requests() -
     assert provider_call("POST", "http://127.0.0.1:1/carrier/shipments", '{"order_id": "o-2"}') == ("ship", "o-2")
     assert provider_call("POST", "/carrier/shipments/o-3%23ship-order%23attempt-1/cancel", b"{}") == ("cancel", "o-3")
     assert provider_call("GET", "/payment/charges/o-1%23charge-payment%23attempt-1", None) == (None, None)
+
+
+def _history(*events: tuple[str, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for kind, name in events:
+        if kind == "in":
+            out.append({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": name}})
+        elif kind == "out":
+            out.append({"type": "TaskStateExited", "stateExitedEventDetails": {"name": name}})
+        else:
+            out.append({"type": kind})
+    return out
+
+
+def test_failed_executions_counts_parked_and_refused_and_names_the_others() -> None:
+    histories = [
+        ("arn:x:park", _history(("in", "MarkNeedsAttention"), ("out", "MarkNeedsAttention"), ("ExecutionFailed", ""))),
+        ("arn:x:refused", _history(("in", "ReserveInventory"), ("in", "InputRefused"), ("ExecutionFailed", ""))),
+        ("arn:x:silent", _history(("in", "MarkCompleted"), ("ExecutionFailed", ""))),
+        ("arn:x:park-failed", _history(("in", "MarkNeedsAttention"), ("ExecutionFailed", ""))),
+        ("arn:x:ok", _history(("in", "MarkCompleted"), ("ExecutionSucceeded", ""))),
+    ]  # fmt: skip
+    assert failed_executions(histories) == {
+        "failed": 4,
+        "parked": 1,
+        "refused": 1,
+        "unexplained": ["silent (failed in MarkCompleted)", "park-failed (failed in MarkNeedsAttention)"],
+    }
+
+
+def test_status_disagreements_reads_terminal_orders_against_the_ledger() -> None:
+    statuses = {
+        "ok": {"status": "COMPLETED"},
+        "shipped-and-refunded": {"status": "COMPENSATED"},
+        "stuck": {"status": "SHIPPED"},  # not terminal: another invariant's business
+    }
+    ledger = [
+        {"sk": "op", "order_id": "ok", "action": "charge", "status": "captured"},
+        {"sk": "op", "order_id": "ok", "action": "ship", "status": "shipped"},
+        {"sk": "op", "order_id": "shipped-and-refunded", "action": "charge", "status": "captured"},
+        {"sk": "op", "order_id": "shipped-and-refunded", "action": "refund", "status": "refunded"},
+        {"sk": "op", "order_id": "shipped-and-refunded", "action": "ship", "status": "shipped"},
+        {"sk": "op", "order_id": "stuck", "action": "charge", "status": "captured"},
+    ]
+    inventory = [{"pk": "reservation#ok", "order_id": "ok", "status": "RESERVED"}]
+    wrong = status_disagreements(statuses, ledger, inventory)
+    assert len(wrong) == 1 and wrong[0].startswith(
+        "shipped-and-refunded: COMPENSATED but captures=1 refunds=1 live_shipments=1"
+    )
+
+
+def test_random_faults_roll_only_the_kinds_that_are_on() -> None:
+    from ops.local.faults import FaultCounter
+
+    counter = FaultCounter()
+    faults = RandomFaults(saga(), {"status_write": 1.0, "park": 0.0, "stop": 0.0, "ambiguous": 0.0}, 3, counter)
+    rule = faults.fire("o-1", "MarkCompleted", ("error",))
+    assert rule is not None and rule.error in DYNAMODB_FAULTS
+    assert faults.fire("o-1", "ChargePayment", ("error",)) is None
+    assert faults.fire("o-1", "MarkNeedsAttention", ("error",)) is None
+    assert faults.fire("o-1", "ChargePayment", ("stop",)) is None
+    assert counter.injected == {"status_write_error": 1}
