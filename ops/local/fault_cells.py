@@ -86,7 +86,7 @@ AMBIGUOUS_PERSISTENCES: tuple[Persistence, ...] = ("once", "forever")
 REPAIR_ACTIONS = ("redrive", "compensate")
 
 #: Outcomes a cell may end in; anything else is a violation.
-GOOD_OUTCOMES = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
+GOOD_OUTCOMES = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION", "REFUSED")
 
 
 @dataclass(frozen=True)
@@ -416,7 +416,7 @@ def matrix_rows(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dic
     return out
 
 
-SHORT = {"COMPLETED": "C", "COMPENSATED": "X", "NEEDS_ATTENTION": "NA", "VIOLATION": "VIOL"}
+SHORT = {"COMPLETED": "C", "COMPENSATED": "X", "NEEDS_ATTENTION": "NA", "REFUSED": "R", "VIOLATION": "VIOL"}
 
 
 def render(results: Sequence[Mapping[str, Any]]) -> str:
@@ -433,7 +433,8 @@ def render(results: Sequence[Mapping[str, Any]]) -> str:
     lines.append(
         f"{len(results)} cells: "
         + ", ".join(f"{o} {n}" for o, n in sorted(totals.items()))
-        + "   (C = COMPLETED, X = COMPENSATED, NA = NEEDS_ATTENTION announced, VIOL = violation)"
+        + "   (C = COMPLETED, X = COMPENSATED, NA = NEEDS_ATTENTION announced, R = repair refused, order left as it"
+        " was, VIOL = violation)"
     )
     violations = [r for r in results if r["outcome"] == "VIOLATION"]
     for r in violations:

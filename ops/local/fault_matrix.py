@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ops.errors import OpsError
 from ops.local.clients import aws
 from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, generate_cells, render
 from ops.local.fault_inject import FaultPlan, inject_plan
@@ -92,7 +93,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         facts = order_facts(run, list(by_order), in_alarm)
         results = []
         for order_id, cell in by_order.items():
-            outcome, problems = classify(facts[order_id])
+            outcome, problems = judge(facts[order_id], repairs.get(order_id))
             result: dict[str, Any] = {
                 "row": cell.row,
                 "fault": cell.fault,
@@ -122,8 +123,9 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
 def run_repairs(run: PipelineRun, by_order: dict[str, Cell]) -> dict[str, dict[str, Any]]:
     """``ops repair`` (ops/repair.py's function, as the CLI calls it) for each repair cell's order.
 
-    A refusal (the tool says the action is unsafe there) is recorded as ``refused``; the order is
-    then judged as it was left.
+    A refusal (the tool raises: the CLI prints one line and exits 2; or answers ``refused``) is
+    recorded with whether the order was left as it was (status, ledger and reservations unchanged).
+    Anything else is judged, like every cell, by how the order ends.
     """
     from ops.repair import repair
 
@@ -132,16 +134,38 @@ def run_repairs(run: PipelineRun, by_order: dict[str, Cell]) -> dict[str, dict[s
     for order_id, cell in by_order.items():
         if not cell.repair:
             continue
-        before = order_statuses(run.orders_table).get(order_id, {}).get("status")
+        before = snapshot(run, order_id)
         try:
             answer = repair(target, order_id, cell.repair)  # type: ignore[arg-type]
-            result = str(answer.get("result"))
-        except SystemExit as exc:  # a CLI-style refusal
-            answer, result = {"refused": str(exc)}, "refused"
-        except Exception as exc:  # a refusal is an error the tool raises: record what it said
-            answer, result = {"refused": f"{type(exc).__name__}: {exc}"}, "refused"
-        out[order_id] = {"action": cell.repair, "status_before": before, "result": result}
+            result, said = str(answer.get("result")), ""
+        except (OpsError, SystemExit) as exc:  # a refusal: the CLI prints it as one line and exits 2
+            result, said = "refused", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # anything else is the tool failing: a violation, with what it said
+            result, said = "error", f"{type(exc).__name__}: {exc}"
+        entry: dict[str, Any] = {"action": cell.repair, "status_before": before.status, "result": result}
+        if result in ("refused", "error"):
+            entry.update(said=said, left_as_it_was=snapshot(run, order_id) == before)
+        out[order_id] = entry
     return out
+
+
+def snapshot(run: PipelineRun, order_id: str) -> OrderFacts:
+    """The order's status, side effects and reservations now."""
+    return facts_from_records(
+        [order_id], order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
+    )[order_id]
+
+
+def judge(facts: OrderFacts, repair: dict[str, Any] | None) -> tuple[str, list[str]]:
+    """The cell's outcome: a refused repair that left the order as it was is ``REFUSED`` (fine);
+    a refusal that changed it is a violation; otherwise :func:`classify`."""
+    if repair and repair.get("result") == "error":
+        return "VIOLATION", [f"repair failed: {repair.get('said')}"]
+    if repair and repair.get("result") == "refused":
+        if repair.get("left_as_it_was"):
+            return "REFUSED", []
+        return "VIOLATION", [f"repair refused ({repair.get('said')}) but the order changed"]
+    return classify(facts)
 
 
 def sweeper_threshold(run: PipelineRun) -> float:

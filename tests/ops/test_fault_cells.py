@@ -275,3 +275,14 @@ def test_random_faults_roll_only_the_kinds_that_are_on() -> None:
     assert faults.fire("o-1", "MarkNeedsAttention", ("error",)) is None
     assert faults.fire("o-1", "ChargePayment", ("stop",)) is None
     assert counter.injected == {"status_write_error": 1}
+
+
+def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was() -> None:
+    from ops.local.fault_matrix import judge
+
+    stuck = facts(status="SHIPPED", captures=1, live_shipments=1)
+    assert judge(stuck, {"result": "refused", "left_as_it_was": True}) == ("REFUSED", [])
+    outcome, problems = judge(stuck, {"result": "refused", "left_as_it_was": False, "said": "RepairRefused: no"})
+    assert outcome == "VIOLATION" and "but the order changed" in problems[0]
+    assert judge(stuck, {"result": "error", "said": "ClientError: boom"})[0] == "VIOLATION"
+    assert judge(stuck, {"result": "started"})[0] == "VIOLATION"  # judged by how it ended
