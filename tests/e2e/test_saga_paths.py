@@ -13,7 +13,7 @@ import pytest
 from ops.local.orders import make_order
 from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from ops.local.template import CloudAssembly
-from ops.repair import order_executions, repair
+from ops.repair import RepairRefused, order_executions, repair
 
 pytestmark = pytest.mark.e2e
 
@@ -159,7 +159,8 @@ def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -
     assert first["result"] == "started"
     pipeline.drain()
     assert order_item(pipeline, "path-stuck")["status"] == "COMPLETED"
-    assert repair(target, "path-stuck", "redrive")["result"] == "already_terminal"
+    with pytest.raises(RepairRefused, match="already COMPLETED"):
+        repair(target, "path-stuck", "redrive")
 
     assert "path-stuck" not in pipeline.sweep()
     assert not any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
