@@ -40,8 +40,14 @@ def _malformed_in_dlq_as_permanent(r: dict[str, Any]) -> str | None:
 
 
 def _no_reservation_held(r: dict[str, Any]) -> str | None:
-    n = r["side_effects"]["reservations_outstanding"]
-    return f"{n} reservations held for orders that did not complete" if n else None
+    """No stock held for an order that did not complete, except a parked one: a NEEDS_ATTENTION order
+    may have shipped (e.g. its status write failed after ShipOrder), so its stock is the operator's call."""
+    held = (r.get("ledger") or {}).get("reservations_outstanding_orders")
+    if held is None:  # a report without the list: the count alone
+        n = r["side_effects"]["reservations_outstanding"]
+        return f"{n} reservations held for orders that did not complete" if n else None
+    held = [h for h in held if not str(h).endswith(":NEEDS_ATTENTION")]
+    return f"{len(held)} reservations held for orders that did not complete; e.g. {held[:3]}" if held else None
 
 
 def _every_log_line_correlated(r: dict[str, Any]) -> str | None:

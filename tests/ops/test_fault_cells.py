@@ -286,3 +286,14 @@ def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was()
     assert outcome == "VIOLATION" and "but the order changed" in problems[0]
     assert judge(stuck, {"result": "error", "said": "ClientError: boom"})[0] == "VIOLATION"
     assert judge(stuck, {"result": "started"})[0] == "VIOLATION"  # judged by how it ended
+
+
+def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
+    from ops.local.invariants import CHECKS
+
+    held = CHECKS["no_reservation_held_for_incomplete_orders"]
+    report = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}
+    report["ledger"]["reservations_outstanding_orders"] = ["o-1:NEEDS_ATTENTION"]
+    assert held(report) is None
+    report["ledger"]["reservations_outstanding_orders"] = ["o-1:NEEDS_ATTENTION", "o-2:COMPENSATED"]
+    assert held(report) == "1 reservations held for orders that did not complete; e.g. ['o-2:COMPENSATED']"
