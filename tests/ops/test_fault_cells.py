@@ -292,7 +292,7 @@ def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
     from ops.local.invariants import CHECKS
 
     held = CHECKS["no_reservation_held_for_incomplete_orders"]
-    report = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}
+    report: dict[str, Any] = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}
     report["ledger"]["reservations_outstanding_orders"] = ["o-1:NEEDS_ATTENTION"]
     assert held(report) is None
     report["ledger"]["reservations_outstanding_orders"] = ["o-1:NEEDS_ATTENTION", "o-2:COMPENSATED"]
