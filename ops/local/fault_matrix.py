@@ -94,8 +94,12 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         results = []
         for order_id, cell in by_order.items():
             outcome, problems = judge(facts[order_id], repairs.get(order_id))
+            row = cell.row
+            if order_id in repairs:  # the row names the status the repair found, and how it got there
+                row = f"repair@{repairs[order_id]['status_before']} ({cell.setup})"
             result: dict[str, Any] = {
-                "row": cell.row,
+                "cell": cell.key,
+                "row": row,
                 "fault": cell.fault,
                 "persistence": cell.persistence,
                 "order_id": order_id,

@@ -50,7 +50,7 @@ def matrix(assembly: CloudAssembly) -> dict[str, Any]:
 
 def _cells(matrix: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     keys = SLICE[kind]
-    cells = [c for c in matrix["cells"] if f"{c['row']}|{c['fault']}|{c['persistence']}" in keys]
+    cells = [c for c in matrix["cells"] if c["cell"] in keys]
     assert len(cells) == len(keys), f"the deployed state machine lacks a cell of {keys}"
     return cells
 
