@@ -25,6 +25,7 @@ from ops.local.moto_patches import (
     cached_step_functions_clients,
     cached_update_expressions,
     direct_sqs_retention_check,
+    dynamodb_task_timeout,
     fast_backend_lookup,
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
@@ -78,6 +79,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(atomic_dynamodb())
         # States.ALL catches neither States.Runtime nor States.DataLimitExceeded, as on AWS.
         stack.enter_context(states_all_excludes_terminal_errors())
+        # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
+        stack.enter_context(dynamodb_task_timeout())
         for name, speed_patch in SPEED_PATCHES:
             if enabled(name):
                 stack.enter_context(speed_patch())

@@ -399,3 +399,26 @@ def states_all_excludes_terminal_errors() -> Iterator[None]:
 
     with mock.patch.object(ErrorEqualsDecl, "_eval_body", eval_body):
         yield
+
+
+@contextmanager
+def dynamodb_task_timeout() -> Iterator[None]:
+    """moto's DynamoDB task reports every exception that is not a ClientError as
+    ``DynamoDB.AmazonDynamoDBException``, its own timeout included; on AWS a task that runs past its
+    ``TimeoutSeconds`` fails with ``States.Timeout``
+    (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html, States.Timeout),
+    which the saga's status writes handle differently (a retrier or catcher may name it)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
+        StateTaskServiceDynamoDB,
+    )
+
+    original = StateTaskServiceDynamoDB._from_error
+
+    @functools.wraps(original)
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, TimeoutError):
+            return self._get_timed_out_failure_event(env)
+        return original(self, env, ex)
+
+    with mock.patch.object(StateTaskServiceDynamoDB, "_from_error", from_error):
+        yield

@@ -56,6 +56,16 @@ PATCHES: tuple[Patch, ...] = (
         "ops.local.environment.moto_behaviour",
         "test_canary_states_all_does_not_catch_runtime_errors",
     ),
+    Patch(
+        "dynamodb_task_timeout",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb:"
+        "StateTaskServiceDynamoDB._from_error",
+        "correctness",
+        "moto's DynamoDB task reports its own timeout as DynamoDB.AmazonDynamoDBException; on AWS a task past its "
+        "TimeoutSeconds fails with States.Timeout (concepts-error-handling.html), which retriers and catchers name.",
+        "ops.local.environment.moto_behaviour",
+        "test_canary_dynamodb_task_timeout_is_states_timeout",
+    ),
     # -- emulation: what AWS does that moto does not ------------------------------------------------
     Patch(
         "lambda_in_process",

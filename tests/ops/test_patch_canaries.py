@@ -40,6 +40,7 @@ from ops.local.moto_patches import (
     cached_serializer_keys,
     cached_update_expressions,
     direct_sqs_retention_check,
+    dynamodb_task_timeout,
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
 )
@@ -701,3 +702,23 @@ def test_canary_urllib3_make_request_errors_are_retried_by_urlopen() -> None:
     source = inspect.getsource(pool.urlopen)
     assert "self._make_request(" in source and "retries.increment(" in source
     assert issubclass(urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.TimeoutError)
+
+
+def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
+        StateTaskServiceDynamoDB,
+    )
+
+    task: Any = StateTaskServiceDynamoDB.__new__(StateTaskServiceDynamoDB)
+    timed_out = types.SimpleNamespace(error_name=types.SimpleNamespace(error_name="States.Timeout"))
+    task._get_timed_out_failure_event = lambda env: timed_out
+    task.resource = types.SimpleNamespace(api_action="updateItem", service_name="dynamodb")
+    env: Any = types.SimpleNamespace(
+        next_state_name="MarkCompleted", event_history_context=types.SimpleNamespace(source_event_id=0)
+    )
+    from_error: Any = StateTaskServiceDynamoDB._from_error
+    # moto renames its own timeout (drop the patch once it stops doing so) ...
+    assert from_error(task, env, TimeoutError()).error_name.error_name == "DynamoDB.AmazonDynamoDBException"
+    with dynamodb_task_timeout():
+        # ... AWS reports States.Timeout
+        assert StateTaskServiceDynamoDB._from_error(task, env, TimeoutError()) is timed_out
