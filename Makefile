@@ -14,7 +14,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos spike clean
+.PHONY: help setup demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -86,6 +86,9 @@ chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.jso
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --report-file chaos-report.json
 	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png
+
+faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
+	$(PY) -m ops local faults
 
 SPIKE_SCALE ?= 100
 
