@@ -134,7 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("order_id")
     repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
     _target_arguments(repair)
+
+    smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
+    smoke.add_argument("--timeout", type=_positive_float, default=180.0, help="wait for terminal states (s, 180)")
+    smoke.add_argument("--alarm-wait", type=_non_negative_float, default=180.0, help="wait for alarms to clear (s)")
+    smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
+    smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
+    smoke.add_argument("--undeliverable-country", help="a country the carrier refuses (real carriers: test mode)")
+    smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
+    _target_arguments(smoke)
     return parser
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text) if text.replace(".", "", 1).isdigit() else -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
 
 
 def _quota_argument(parser: argparse.ArgumentParser) -> None:
@@ -191,6 +207,26 @@ def _capacity(args: argparse.Namespace) -> int:
     )
     print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
     return 0
+
+
+def _smoke(target: Any, args: argparse.Namespace) -> int:
+    from ops.smoke import SmokeOptions, context_defaults, format_table, run_smoke
+
+    context = context_defaults()
+    options = SmokeOptions(
+        timeout_seconds=args.timeout,
+        alarm_wait_seconds=args.alarm_wait,
+        payment_token=args.payment_token or context.get("payment_token"),
+        decline_token=args.decline_token or context.get("decline_token"),
+        undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),
+    )
+    report = run_smoke(target, options)
+    if args.json:
+        checks = [{"check": c.name, "expected": c.expected, "observed": c.observed, "ok": c.ok} for c in report.checks]
+        print(json.dumps({"run_id": report.run_id, "passed": report.passed, "checks": checks, "notes": report.notes}))
+    else:
+        print(format_table(report))
+    return 0 if report.passed else 1
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -368,6 +404,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "trace" and not args.correlation_id.strip():
         raise UsageError("a correlation ID is required")
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
+    if args.command == "smoke":
+        return _smoke(target, args)
     if args.command == "repair":
         from ops.repair import repair
 
