@@ -59,6 +59,8 @@ TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
 SANDBOX_OK_TOKEN = "tok_ok"
 SANDBOX_DECLINE_TOKEN = "tok_decline"
 SANDBOX_UNDELIVERABLE_COUNTRY = "ZZ"
+#: Outputs only a stack with the sandbox provider has (the deployed stack's; ``ops local up``'s).
+SANDBOX_OUTPUTS = ("LedgerTableName", "SandboxLedgerTableName")
 CONTEXT_KEYS = {
     "payment_token": "smoke_payment_token",
     "decline_token": "smoke_decline_token",
@@ -78,8 +80,8 @@ class SmokeOptions:
     decline_token: str | None = None
     undeliverable_country: str | None = None
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
-    #: Test hook: how to sleep between polls.
-    sleep: Callable[[float], None] = time.sleep
+    #: Test hook: how to wait between polls (default time.sleep).
+    sleep: Callable[[float], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -168,11 +170,19 @@ class Smoke:
         self.sent_message_ids: list[str] = []
         self.seeded_sku = False
 
+    def pause(self, seconds: float) -> None:
+        (self.options.sleep or time.sleep)(seconds)
+
     # --- setup ---------------------------------------------------------------------------------
+    def sandbox(self, env: dict[str, str]) -> bool:
+        """The sandbox provider answers: as a function (dev) or over HTTP on loopback (``ops local up``)."""
+        outputs = self.target.outputs
+        return bool(env.get("PAYMENT_PROVIDER_FUNCTION")) or any(k in outputs for k in SANDBOX_OUTPUTS)
+
     def tokens(self, env: dict[str, str]) -> tuple[str, str, str | None]:
         """(good token, declining token, undeliverable country or None) for this deployment."""
         o = self.options
-        if not env.get("PAYMENT_API_URL"):  # the sandbox provider: its own token prefixes
+        if self.sandbox(env):  # the sandbox provider: its own token prefixes
             marker = secrets.token_hex(6)
             return (
                 o.payment_token or f"{SANDBOX_OK_TOKEN}_{marker}",
@@ -287,7 +297,7 @@ class Smoke:
             )
             if done or time.monotonic() > deadline:
                 return seen
-            self.options.sleep(POLL_SECONDS)
+            self.pause(POLL_SECONDS)
 
     def dead_lettered(self, correlation_id: str, deadline: float) -> Any:
         """The orders DLQ's message with ``correlation_id`` (a DlqMessage), or None by the deadline."""
@@ -302,7 +312,7 @@ class Smoke:
                     return message
             if time.monotonic() > deadline:
                 return None
-            self.options.sleep(POLL_SECONDS)
+            self.pause(POLL_SECONDS)
 
     # --- the run -----------------------------------------------------------------------------------
     def run(self) -> SmokeReport:
@@ -371,7 +381,7 @@ class Smoke:
             left = sorted(self.alarms_in_alarm() - before)
             if not left or time.monotonic() > deadline:
                 break
-            self.options.sleep(5 * POLL_SECONDS)
+            self.pause(5 * POLL_SECONDS)
         self.report.check("alarms left in ALARM by the smoke", "none", ", ".join(left) or "none")
         if before:
             self.report.notes.append(f"already in ALARM before the smoke: {', '.join(sorted(before))}")
