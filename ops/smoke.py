@@ -33,6 +33,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -139,17 +140,37 @@ def charge_function_environment(target: Target) -> dict[str, str]:
 
 
 def payment_port(target: Target, env: dict[str, str]) -> Any:
-    """The pipeline's own PaymentProvider adapter, its AWS calls made through ``target``'s clients."""
-    aws = _layer()
+    """The pipeline's own PaymentProvider adapter (its AWS calls go through :func:`layer_clients`)."""
+    _layer()
     from order_domain.settings import Settings
     from order_domain.wiring import payment_provider
 
-    # The layer's client factory (lambda_resilience.aws.client) takes no endpoint or profile: give it
-    # the target's clients, so the adapter reaches the same deployment as every other call here.
-    with aws._lock:
-        for service in ("lambda", "secretsmanager"):
-            aws._clients[service] = target.client(service)
     return payment_provider(Settings.from_env(env))
+
+
+@contextmanager
+def layer_clients(target: Target) -> Iterator[None]:
+    """Within: the layer's shared clients for Lambda and Secrets Manager are ``target``'s.
+
+    The layer's client factory (lambda_resilience.aws.client) takes no endpoint or profile; the
+    adapter must reach the same deployment as every other call here. The previous clients are put
+    back on exit (``ops local up`` runs handlers in-process, which share that cache).
+    """
+    aws = _layer()
+    services = ("lambda", "secretsmanager")
+    with aws._lock:
+        saved = {service: aws._clients.get(service) for service in services}
+        for service in services:
+            aws._clients[service] = target.client(service)
+    try:
+        yield
+    finally:
+        with aws._lock:
+            for service, previous in saved.items():
+                if previous is None:
+                    aws._clients.pop(service, None)
+                else:
+                    aws._clients[service] = previous
 
 
 @dataclass(frozen=True)
@@ -351,7 +372,8 @@ class Smoke:
             self.report.check(
                 "malformed: orders DLQ category", "permanent", message.category if message else "not found"
             )
-            self._check_charges(port, cases, wanted)
+            with layer_clients(self.target):
+                self._check_charges(port, cases, wanted)
             stock_after = self.stock()
             self.report.check(
                 "smoke SKU stock taken", completed, "missing" if stock_after is None else stock_before - stock_after
