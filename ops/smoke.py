@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,7 @@ class Smoke:
         self.report = SmokeReport(options.run_id)
         self.sent_message_ids: list[str] = []
         self.seeded_sku = False
+        self.started_at = datetime.now(UTC)
 
     def pause(self, seconds: float) -> None:
         (self.options.sleep or time.sleep)(seconds)
@@ -259,6 +261,33 @@ class Smoke:
         names = set()
         paginator = self.target.client("cloudwatch").get_paginator("describe_alarms")
         for page in paginator.paginate(StateValue="ALARM"):
+            for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", []):
+                if topic is None or topic in alarm.get("AlarmActions", []):
+                    names.add(alarm["AlarmName"])
+        return names
+
+    def alarms_raised_since(self, started: datetime) -> set[str]:
+        """The stack's alarms that went to ALARM since ``started`` (alarm history), as far as it is kept."""
+        names: set[str] = set()
+        try:
+            pages = (
+                self.target.client("cloudwatch")
+                .get_paginator("describe_alarm_history")
+                .paginate(HistoryItemType="StateUpdate", StartDate=started, EndDate=datetime.now(UTC))
+            )
+            for page in pages:
+                for item in page.get("AlarmHistoryItems", []):
+                    if item.get("HistorySummary", "").endswith("to ALARM"):
+                        names.add(item["AlarmName"])
+        except Exception:  # an endpoint without alarm history (an emulator): nothing to add to the notes
+            return set()
+        topic_alarms = self._stack_alarm_names()
+        return names & topic_alarms if topic_alarms else names
+
+    def _stack_alarm_names(self) -> set[str]:
+        topic = self.target.outputs.get("AlarmTopicArn")
+        names = set()
+        for page in self.target.client("cloudwatch").get_paginator("describe_alarms").paginate():
             for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", []):
                 if topic is None or topic in alarm.get("AlarmActions", []):
                     names.add(alarm["AlarmName"])
@@ -342,6 +371,7 @@ class Smoke:
         port = payment_port(self.target, env)
         cases = self.cases(good, decline, undeliverable)
         alarms_before = self.alarms_in_alarm()
+        self.started_at = datetime.now(UTC)
         stock_before = self.seed_stock()
         deadline = time.monotonic() + self.options.timeout_seconds
         malformed_cid = self.correlation_id("malformed")
@@ -405,6 +435,9 @@ class Smoke:
                 break
             self.pause(5 * POLL_SECONDS)
         self.report.check("alarms left in ALARM by the smoke", "none", ", ".join(left) or "none")
+        raised = sorted(self.alarms_raised_since(self.started_at) - before)
+        if raised:
+            self.report.notes.append(f"went to ALARM during the smoke (and cleared): {', '.join(raised)}")
         if before:
             self.report.notes.append(f"already in ALARM before the smoke: {', '.join(sorted(before))}")
 

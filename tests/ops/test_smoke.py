@@ -38,6 +38,7 @@ class FakePipeline:
     double_charge: bool = False
     dead_letter: bool = True
     raise_alarm: bool = False
+    flap_alarm: bool = False  # to ALARM once, back to OK at the next step
     charges: dict[str, str] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
@@ -51,8 +52,16 @@ class FakePipeline:
         for message in messages:
             self._process(message, sqs, dynamodb)
             sqs.delete_message(QueueUrl=self.outputs["OrdersQueueUrl"], ReceiptHandle=message["ReceiptHandle"])
+        cloudwatch = self.client("cloudwatch")
         if self.raise_alarm:
-            self.client("cloudwatch").set_alarm_state(AlarmName=ALARM, StateValue="ALARM", StateReason="test")
+            cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="ALARM", StateReason="test")
+        elif self.flap_alarm:
+            state = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"][0]["StateValue"]
+            if state == "ALARM":
+                cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="OK", StateReason="test")
+                self.flap_alarm = False
+            else:
+                cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="ALARM", StateReason="test")
 
     def _process(self, message: dict[str, Any], sqs: Any, dynamodb: Any) -> None:
         body = json.loads(message["Body"])
@@ -222,6 +231,44 @@ def test_smoke_fails_when_the_malformed_order_is_not_dead_lettered(
 def test_smoke_fails_on_an_alarm_it_left_in_alarm(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     report = _smoke(monkeypatch, FakePipeline(stack, raise_alarm=True))
     assert _failed(report) == {"alarms left in ALARM by the smoke": ALARM}
+
+
+def test_smoke_waits_for_an_alarm_to_clear_and_notes_it(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _smoke(monkeypatch, FakePipeline(stack, flap_alarm=True), alarm_wait_seconds=30.0)
+    assert report.passed, format_table(report)
+
+
+class _Pages:
+    def __init__(self, pages: list[dict[str, Any]]) -> None:
+        self.pages = pages
+
+    def paginate(self, **_kwargs: Any) -> list[dict[str, Any]]:
+        return self.pages
+
+
+class _AlarmHistory:
+    """CloudWatch's DescribeAlarmHistory and DescribeAlarms (moto implements no alarm history)."""
+
+    def get_paginator(self, name: str) -> _Pages:
+        if name == "describe_alarm_history":
+            summaries = [("ours", "Alarm updated from OK to ALARM"), ("ours", "Alarm updated from ALARM to OK")]
+            summaries += [
+                ("other-stack", "Alarm updated from OK to ALARM"),
+                ("quiet", "Alarm updated from ALARM to OK"),
+            ]
+            items = [{"AlarmName": n, "HistorySummary": h} for n, h in summaries]
+            return _Pages([{"AlarmHistoryItems": items}])
+        alarms = [{"AlarmName": n, "AlarmActions": ["topic"]} for n in ("ours", "quiet")]
+        return _Pages([{"MetricAlarms": [*alarms, {"AlarmName": "other-stack", "AlarmActions": ["elsewhere"]}]}])
+
+
+def test_smoke_alarms_raised_since_reads_the_stack_alarms_history() -> None:
+    from datetime import UTC, datetime
+
+    from ops.smoke import Smoke
+
+    target = Target({"AlarmTopicArn": "topic"}, _clients={"cloudwatch": _AlarmHistory()})
+    assert Smoke(target, SmokeOptions()).alarms_raised_since(datetime.now(UTC)) == {"ours"}
 
 
 def test_smoke_fails_by_its_deadline_when_nothing_processes_orders(
