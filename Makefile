@@ -12,7 +12,8 @@ PYTHON ?= $(shell for p in python$(LAMBDA_PYTHON) $$(ls -d $${PYENV_ROOT:-$$HOME
 	$$p -c '' 2>/dev/null && { echo $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
-# The stamp names the interpreter version: a virtualenv built on another Python is rebuilt.
+# The stamp names the interpreter version: a virtualenv built on another Python (an older .venv, or after a
+# change of DEFAULT_RUNTIME) is rebuilt.
 VENV_STAMP := $(VENV)/.installed-py$(LAMBDA_PYTHON)
 STACK ?= OrderPipeline-dev
 STAGE ?= dev
@@ -26,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt constructs_lib/function.py
+$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -45,7 +46,7 @@ setup: $(VENV_STAMP) node_modules/.installed ## create the virtualenv and instal
 REHEARSE_VENV := .rehearse/venv
 REHEARSE_STAMP := $(REHEARSE_VENV)/.installed-py$(LAMBDA_PYTHON)
 
-$(REHEARSE_STAMP): requirements-rehearse.txt constructs_lib/function.py
+$(REHEARSE_STAMP): requirements-rehearse.txt
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	rm -rf $(REHEARSE_VENV)
 	$(PYTHON) -m venv $(REHEARSE_VENV)
