@@ -13,6 +13,7 @@ import botocore.exceptions
 
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
+from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.arguments import rate as _rate
@@ -144,13 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
     return parser
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text) if text.replace(".", "", 1).isdigit() else -1.0
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
 
 
 def _quota_argument(parser: argparse.ArgumentParser) -> None:
