@@ -8,12 +8,19 @@ outcome recorders. The shape it builds (a Standard workflow)::
     Fi fails with one of its ``skip_compensation_on`` errors
                          -> C(i-1) -> ... -> C1 -> [compensated recorder]
     Cj keeps failing     -> C(j-1)ThenPark -> ... -> C1ThenPark -> [parked recorder] -> Fail
+    Cj fails with one of its ``park_at_once_on`` errors -> [parked recorder] -> Fail (no earlier Ci)
+    a recorder fails (not ``already_recorded_on``, after its retries) -> [parked recorder] -> Fail
+    [parked recorder] fails -> [last resort] -> Fail           (the last resort failing: Fail anyway)
     F1 fails with ``refused_input_errors``   -> Fail (nothing was done, nothing to compensate)
     F1 fails with ``compensate_all_on``      -> Cn -> ... -> C1 (an operator's "undo everything")
 
 Only task states are on the happy path: no Pass, no Choice, no Succeed (a task with no ``Next``
 ends the execution), so a completed execution costs one state transition per step plus one per
 recorder. Steps without a compensation are skipped in the chains.
+
+Every route to the parked recorder leaves its error at one path, ``compensation_error_path``
+(default ``$.compensation_error``): the first failing compensation's error, a recorder's error, or
+a ``park_at_once_on`` error. The parked recorder and the last resort read that one path.
 
 Tasks are Lambda invocations (:class:`LambdaTask`) or direct service integrations
 (:class:`ServiceTask`, e.g. ``tasks.DynamoUpdateItem`` with a condition expression).
@@ -57,6 +64,25 @@ DYNAMODB_TRANSIENT_ERRORS: tuple[str, ...] = (
 
 _ALL = "States.ALL"
 
+#: A task state the saga can retry, catch and chain: a ``tasks.*`` state, or a ``sfn.CustomState``
+#: holding a ``"Type": "Task"`` (for an integration field the ``tasks`` class does not expose, e.g.
+#: ``MessageAttributes`` of ``arn:aws:states:::sqs:sendMessage``).
+TaskState = sfn.TaskStateBase | sfn.CustomState
+
+#: A Lambda attempt may spend up to 10 s in a failed Init phase before its invocation, which then
+#: re-runs Init within the function timeout: "The Init phase is limited to 10 seconds. If all three
+#: tasks do not complete within 10 seconds, Lambda retries the Init phase at the time of the first
+#: function invocation with the configured function timeout."
+#: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html
+LAMBDA_INIT_SECONDS = 10.0
+
+#: Our allowance, per task attempt, for Step Functions' own latency (scheduling the state, the
+#: integration's API call and its answer, the transition). AWS publishes no bound for it
+#: (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html lists none), so this
+#: is a documented assumption: 2 s per attempt, well above the sub-second transitions Standard
+#: workflows show in practice; raise it with ``SagaProps.state_latency``.
+STATE_LATENCY_SECONDS = 2.0
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -78,15 +104,18 @@ class RetryPolicy:
         if self.max_attempts < 0 or self.backoff_rate < 1:
             raise ValueError("max_attempts must be >= 0 and backoff_rate >= 1")
 
-    def worst_case_seconds(self, step_timeout_seconds: float) -> float:
-        """Upper bound of one task's time including all retries (every attempt times out)."""
+    def worst_case_seconds(self, step_timeout_seconds: float, overhead_seconds: float = 0.0) -> float:
+        """Upper bound of one task's time including all retries (every attempt times out).
+
+        ``overhead_seconds`` is added to each attempt (a Lambda Init phase, Step Functions' latency).
+        """
         delays = sum(
             min(self.interval.to_seconds() * self.backoff_rate**n, self.max_delay.to_seconds())
             for n in range(self.max_attempts)
         )
-        return (self.max_attempts + 1) * step_timeout_seconds + delays
+        return (self.max_attempts + 1) * (step_timeout_seconds + overhead_seconds) + delays
 
-    def apply(self, task: sfn.TaskStateBase, errors: Sequence[str]) -> None:
+    def apply(self, task: TaskState, errors: Sequence[str]) -> None:
         """Add this policy as a retrier on ``task`` for ``errors`` (nothing if there are none)."""
         if not errors:
             return
@@ -114,7 +143,9 @@ class SagaTask(Protocol):
 
     def attempt_seconds(self, where: str) -> float: ...
 
-    def build(self, scope: Construct, state_id: str, *, result_path: str) -> sfn.TaskStateBase: ...
+    def init_seconds(self) -> float: ...
+
+    def build(self, scope: Construct, state_id: str, *, result_path: str) -> TaskState: ...
 
 
 @dataclass(frozen=True)
@@ -145,7 +176,11 @@ class LambdaTask:
             )
         return timeout.to_seconds()
 
-    def build(self, scope: Construct, state_id: str, *, result_path: str) -> sfn.TaskStateBase:
+    def init_seconds(self) -> float:
+        """A cold start's failed Init phase before the attempt (:data:`LAMBDA_INIT_SECONDS`)."""
+        return LAMBDA_INIT_SECONDS
+
+    def build(self, scope: Construct, state_id: str, *, result_path: str) -> TaskState:
         return tasks.LambdaInvoke(
             scope,
             state_id,
@@ -158,7 +193,7 @@ class LambdaTask:
 
 
 #: ``factory(scope, state_id, result_path=..., task_timeout=...)`` -> the integration's task state.
-ServiceTaskFactory = Callable[..., sfn.TaskStateBase]
+ServiceTaskFactory = Callable[..., TaskState]
 
 
 @dataclass(frozen=True)
@@ -180,9 +215,13 @@ class ServiceTask:
     def attempt_seconds(self, where: str) -> float:
         return self.timeout.to_seconds()
 
-    def build(self, scope: Construct, state_id: str, *, result_path: str) -> sfn.TaskStateBase:
+    def init_seconds(self) -> float:
+        """A service integration has no Init phase (its TimeoutSeconds bounds the whole call)."""
+        return 0.0
+
+    def build(self, scope: Construct, state_id: str, *, result_path: str) -> TaskState:
         state = self.factory(scope, state_id, result_path=result_path, task_timeout=sfn.Timeout.duration(self.timeout))
-        if not isinstance(state, sfn.TaskStateBase):
+        if not isinstance(state, (sfn.TaskStateBase, sfn.CustomState)):
             raise TypeError(f"{state_id}: ServiceTask.factory must return a task state, got {type(state).__name__}")
         return state
 
@@ -201,6 +240,10 @@ class SagaStep:
         compensation_result_path: where the compensation result goes; default ``$.<compensation_name>``.
         skip_compensation_on: business errors of the forward task meaning "this step did nothing":
             its own compensation is skipped, earlier steps are still compensated. Default none.
+        park_at_once_on: errors of the compensation meaning "this cannot be undone, and undoing
+            the earlier steps would do harm" (e.g. a parcel the carrier will not cancel: never
+            refund it): not retried, the earlier compensations are skipped and the saga parks at
+            once (the ``parked`` recorder is required). Default none.
         retry: the forward task's retry policy; default the saga's ``forward_retry``.
         compensation_retry: the compensation's retry policy (any error); default the saga's.
     """
@@ -212,6 +255,7 @@ class SagaStep:
     result_path: str | None = None
     compensation_result_path: str | None = None
     skip_compensation_on: Sequence[str] = ()
+    park_at_once_on: Sequence[str] = ()
     retry: RetryPolicy | None = None
     compensation_retry: RetryPolicy | None = None
 
@@ -248,7 +292,12 @@ class SagaProps:
         completed: records success after the last step; default none (the last step ends it).
         compensated: records "compensated" after the last compensation; default none.
         parked: records "needs attention" before the park state fails the execution; default none.
-        forward_retry: retry policy of forward steps and recorders; default 3 retries, 1 s .. 10 s.
+            It reads the error at ``compensation_error_path`` (every route to it writes there).
+        last_resort: runs when the ``parked`` recorder still fails after its retries (e.g. a direct
+            SQS SendMessage to the alarmed queue), then the park state fails the execution; its own
+            failure goes to the park state too. Its ``already_recorded_on`` is ignored. Default none.
+        forward_retry: retry policy of forward steps, recorders and the last resort; default 3
+            retries, 1 s .. 10 s.
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         retry_on: errors retried on forward steps and recorders whose task names none;
             default :data:`LAMBDA_SERVICE_ERRORS`. ``States.ALL`` is refused (it would retry business errors).
@@ -258,8 +307,9 @@ class SagaProps:
             compensation (an operator's "undo everything" entry, without a routing Choice state);
             default none.
         error_path: where a forward step's error goes; default ``$.error``.
-        compensation_error_path: where the first failing compensation's error goes; default
-            ``$.compensation_error`` (a later failure goes to ``<its result path>_error``).
+        compensation_error_path: the error the park reads: where the first failing compensation's
+            error goes (a later ThenPark failure goes to ``<its result path>_error``), and a failing
+            recorder's error; default ``$.compensation_error``.
         park_error, park_cause: the park Fail state's error (also its state name) and cause;
             default ``CompensationFailed``.
         refused_state_name, refused_cause: the refused-input Fail state; default ``InputRefused``.
@@ -268,6 +318,8 @@ class SagaProps:
         already_recorded_state_name: the Succeed state of ``already_recorded_on``; default
             ``OutcomeAlreadyRecorded``.
         timeout_margin: added to the budgeted execution timeout; default 60 s.
+        state_latency: Step Functions' latency allowed per task attempt in the budget; default
+            :data:`STATE_LATENCY_SECONDS`.
         state_machine_name: default generated.
         removal_policy: of the execution log group; default DESTROY.
         log_retention: of the execution log group; default one month.
@@ -275,8 +327,8 @@ class SagaProps:
         log_level, include_execution_data: execution logging; default ALL with execution data
             (pass references only through the saga, never customer data).
         tracing: X-Ray tracing; default on.
-        alarm_topic: SNS topic for ExecutionsFailed / ExecutionsTimedOut / ExecutionThrottled > 0
-            alarms; default none (no alarms).
+        alarm_topic: SNS topic for ExecutionsFailed / ExecutionsTimedOut / ExecutionsAborted /
+            ExecutionThrottled > 0 alarms; default none (no alarms).
         alarm_period: period of those alarms; default 1 minute.
         alarm_label: prefix of the alarms' descriptions; default ``saga``.
     """
@@ -285,6 +337,7 @@ class SagaProps:
     completed: SagaRecorder | None = None
     compensated: SagaRecorder | None = None
     parked: SagaRecorder | None = None
+    last_resort: SagaRecorder | None = None
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     retry_on: Sequence[str] = LAMBDA_SERVICE_ERRORS
@@ -299,6 +352,7 @@ class SagaProps:
     compensated_state_name: str = "Compensated"
     already_recorded_state_name: str = "OutcomeAlreadyRecorded"
     timeout_margin: Duration = field(default_factory=lambda: Duration.seconds(60))
+    state_latency: Duration = field(default_factory=lambda: Duration.seconds(int(STATE_LATENCY_SECONDS)))
     state_machine_name: str | None = None
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
@@ -337,6 +391,13 @@ def validate(props: SagaProps) -> None:
             raise ValueError(f"{where}: skip_compensation_on needs a compensation to skip")
         if _ALL in step.skip_compensation_on:
             raise ValueError(f"{where}: skip_compensation_on cannot be States.ALL (name the business errors)")
+        if step.park_at_once_on:
+            if step.compensation is None:
+                raise ValueError(f"{where}: park_at_once_on needs a compensation whose errors it names")
+            if _ALL in step.park_at_once_on:
+                raise ValueError(f"{where}: park_at_once_on cannot be States.ALL (name the business errors)")
+            if props.parked is None:
+                raise ValueError(f"{where}: park_at_once_on needs a parked recorder (the order must be announced)")
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
         if _ALL in retry_on:
             raise ValueError(f"{where}: forward steps retry transient errors only, not States.ALL")
@@ -356,7 +417,9 @@ def validate(props: SagaProps) -> None:
         raise ValueError("compensate_all_on needs at least one step with a compensation")
     if props.parked is not None and not compensations:
         raise ValueError("parked: no step has a compensation, so nothing can park")
-    for recorder in (props.completed, props.compensated, props.parked):
+    if props.last_resort is not None and props.parked is None:
+        raise ValueError("last_resort: it runs when the parked recorder fails, and there is none")
+    for recorder in (props.completed, props.compensated, props.parked, props.last_resort):
         if recorder is not None:
             names.append(recorder.name)
             _check_path(f"recorder {recorder.name!r}", recorder.result_path)
@@ -372,22 +435,32 @@ def validate(props: SagaProps) -> None:
         raise ValueError(f"state names must be unique; repeated: {duplicates}")
 
 
+def _task_worst(policy: RetryPolicy, task: SagaTask, where: str, latency: float) -> float:
+    """One task at its worst: every attempt a failed Init (Lambda), its timeout and the state latency."""
+    return policy.worst_case_seconds(task.attempt_seconds(where), task.init_seconds() + latency)
+
+
 def budget_seconds(props: SagaProps) -> float:
     """The execution timeout: the longest path with every attempt of every task timing out.
 
-    Every forward step (its retry policy exhausted), every compensation once (each runs either in
-    the compensation chain or in the park chain, never both), the slowest recorder, plus the margin.
+    Each attempt counts its timeout, a failed Lambda Init phase (:data:`LAMBDA_INIT_SECONDS`, Lambda
+    tasks only) and ``state_latency``. The path: every forward step (its retry policy exhausted),
+    every compensation once (each runs either in the compensation chain or in the park chain, never
+    both), the slower of the completed / compensated recorders (it may fail and park), the parked
+    recorder, the last resort, plus the margin. An upper bound: no path runs every one of these.
     """
+    latency = props.state_latency.to_seconds()
     total = 0.0
     for step in props.steps:
-        total += (step.retry or props.forward_retry).worst_case_seconds(step.forward.attempt_seconds(step.name))
+        total += _task_worst(step.retry or props.forward_retry, step.forward, step.name, latency)
         if step.compensation is not None:
             policy = step.compensation_retry or props.compensation_retry
-            total += policy.worst_case_seconds(step.compensation.attempt_seconds(step.undo_name))
-    recorders = [r for r in (props.completed, props.compensated, props.parked) if r is not None]
-    total += max(
-        (props.forward_retry.worst_case_seconds(r.task.attempt_seconds(r.name)) for r in recorders), default=0.0
-    )
+            total += _task_worst(policy, step.compensation, step.undo_name, latency)
+    outcome = [r for r in (props.completed, props.compensated) if r is not None]
+    total += max((_task_worst(props.forward_retry, r.task, r.name, latency) for r in outcome), default=0.0)
+    for recorder in (props.parked, props.last_resort):
+        if recorder is not None:
+            total += _task_worst(props.forward_retry, recorder.task, recorder.name, latency)
     return total + props.timeout_margin.to_seconds()
 
 
@@ -398,14 +471,15 @@ class Saga(Construct):
     errors (``retry_on``) with ``forward_retry``; compensations retry any error with
     ``compensation_retry``. A compensation that still fails does not stop the earlier ones (they
     run as ``<name>ThenPark`` copies), then the ``parked`` recorder runs and the execution fails
-    with ``park_error``: never silently half-done.
+    with ``park_error``: never silently half-done. A recorder that fails (other than "already
+    recorded") parks too; a parked recorder that fails runs the last resort, then fails.
 
     Attributes:
         state_machine: the ``sfn.StateMachine``.
         log_group: its execution log group.
         timeout: the execution timeout (:func:`budget_seconds`).
         states: every state built, by name.
-        alarms: ``{"failed" | "timed_out" | "throttled": alarm}``; empty without ``alarm_topic``.
+        alarms: ``{"failed" | "timed_out" | "aborted" | "throttled": alarm}``; empty without ``alarm_topic``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: SagaProps) -> None:
@@ -421,16 +495,33 @@ class Saga(Construct):
         self._compensated_end: sfn.Succeed | None = None
         self._already: sfn.Succeed | None = None
 
-        completed = self._recorder(props.completed) if props.completed else None
-        compensated = self._recorder(props.compensated) if props.compensated else None
-        parked = self._recorder(props.parked, then=self._park()) if props.parked else None
+        # The park: [parked recorder] -> Fail; the recorder failing -> [last resort] -> Fail.
+        parked: TaskState | None = None
+        if props.parked is not None:
+            on_failure: sfn.IChainable | None = None
+            if props.last_resort is not None:
+                last = props.last_resort
+                on_failure = self._recorder(
+                    SagaRecorder(last.name, last.task, last.result_path),
+                    then=self._park(),
+                    on_failure=self._park(),
+                    failure_path=f"{last.result_path}_error",
+                )
+            parked = self._recorder(
+                props.parked, then=self._park(), on_failure=on_failure, failure_path=f"{props.parked.result_path}_error"
+            )
 
         def park_target() -> sfn.IChainable:
             return parked if parked is not None else self._park()
 
+        # Outcome recorders: already recorded -> end; any other error after the retries -> the park.
+        fail_to = park_target() if props.parked is not None else None
+        completed = self._recorder(props.completed, on_failure=fail_to) if props.completed else None
+        compensated = self._recorder(props.compensated, on_failure=fail_to) if props.compensated else None
+
         # The park chain: copies of compensations 0..k-1 that run after compensation k failed.
         last_comp = max((i for i, s in enumerate(steps) if s.compensation is not None), default=-1)
-        park_chain: dict[int, sfn.TaskStateBase] = {}
+        park_chain: dict[int, TaskState] = {}
         for i, step in enumerate(steps):
             if step.compensation is not None and i < last_comp:
                 park_chain[i] = self._compensation_task(step, f"{step.undo_name}ThenPark")
@@ -443,11 +534,13 @@ class Saga(Construct):
         for i, task in park_chain.items():
             step = steps[i]
             result = step.compensation_result_path or f"$.{step.undo_name}"
+            if step.park_at_once_on:  # the error is already recorded: keep it, park at once
+                task.add_catch(park_target(), errors=list(step.park_at_once_on), result_path=f"{result}_error")
             task.add_catch(park_from(i), errors=[_ALL], result_path=f"{result}_error")
             task.next(park_from(i))
 
         # The compensation chain.
-        chain: dict[int, sfn.TaskStateBase] = {}
+        chain: dict[int, TaskState] = {}
         for i, step in enumerate(steps):
             if step.compensation is not None:
                 chain[i] = self._compensation_task(step, step.undo_name)
@@ -460,13 +553,17 @@ class Saga(Construct):
             return compensated or self._compensated()
 
         for i, task in chain.items():
+            if steps[i].park_at_once_on:
+                task.add_catch(
+                    park_target(), errors=list(steps[i].park_at_once_on), result_path=props.compensation_error_path
+                )
             task.add_catch(park_from(i), errors=[_ALL], result_path=props.compensation_error_path)
             after = compensate_from(i - 1) if any(j < i for j in chain) else compensated
             if after is not None:
                 task.next(after)
 
         # The forward steps.
-        forward: list[sfn.TaskStateBase] = []
+        forward: list[TaskState] = []
         for i, step in enumerate(steps):
             task = step.forward.build(self, step.name, result_path=step.result_path or f"$.{step.name}")
             self.states[step.name] = task
@@ -519,6 +616,12 @@ class Saga(Construct):
             for key, name, metric, what in (
                 ("failed", "ExecutionsFailedAlarm", machine.metric_failed, "executions failed (parked or refused)"),
                 ("timed_out", "ExecutionsTimedOutAlarm", machine.metric_timed_out, "executions timed out (half-done)"),
+                (
+                    "aborted",
+                    "ExecutionsAbortedAlarm",
+                    machine.metric_aborted,
+                    "executions aborted (stopped by an operator or a deploy: possibly half-done)",
+                ),
                 ("throttled", "ExecutionThrottledAlarm", machine.metric_throttled, "executions throttled"),
             ):
                 self.alarms[key] = first_occurrence_alarm(
@@ -551,7 +654,17 @@ class Saga(Construct):
             self.states[name] = self._already
         return self._already
 
-    def _recorder(self, recorder: SagaRecorder, then: sfn.IChainable | None = None) -> sfn.TaskStateBase:
+    def _recorder(
+        self,
+        recorder: SagaRecorder,
+        then: sfn.IChainable | None = None,
+        *,
+        on_failure: sfn.IChainable | None = None,
+        failure_path: str | None = None,
+    ) -> TaskState:
+        """A recorder task: retries its transient errors; ``already_recorded_on`` -> ``then`` (or the
+        already-recorded end); any other error -> ``on_failure`` (its error at ``failure_path``,
+        default ``compensation_error_path``: the one the park reads)."""
         task = recorder.task.build(self, recorder.name, result_path=recorder.result_path)
         self.states[recorder.name] = task
         retry_on = recorder.task.retry_on if recorder.task.retry_on is not None else self.props.retry_on
@@ -561,13 +674,17 @@ class Saga(Construct):
             task.add_catch(
                 target, errors=list(recorder.already_recorded_on), result_path=f"{recorder.result_path}_error"
             )
+        if on_failure is not None:
+            task.add_catch(on_failure, errors=[_ALL], result_path=failure_path or self.props.compensation_error_path)
         if then is not None:
             task.next(then)
         return task
 
-    def _compensation_task(self, step: SagaStep, name: str) -> sfn.TaskStateBase:
+    def _compensation_task(self, step: SagaStep, name: str) -> TaskState:
         assert step.compensation is not None
         task = step.compensation.build(self, name, result_path=step.compensation_result_path or f"$.{step.undo_name}")
         self.states[name] = task
+        if step.park_at_once_on:  # never retried: the next try would refuse the same way
+            task.add_retry(errors=list(step.park_at_once_on), max_attempts=0)
         (step.compensation_retry or self.props.compensation_retry).apply(task, [_ALL])
         return task

@@ -30,6 +30,10 @@ DLQ_RETENTION = Duration.days(14)
 DEFAULT_MAX_RECEIVE_COUNT = 3
 DEFAULT_RETENTION = Duration.days(4)
 DEFAULT_VISIBILITY_WITHOUT_CONSUMER = Duration.seconds(30)
+#: SQS's bounds of a queue's MaximumMessageSize ("from 1,024 bytes (1 KiB) up to 1,048,576 bytes
+#: (1 MiB)"): https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
+SQS_MIN_MESSAGE_BYTES = 1_024
+SQS_MAX_MESSAGE_BYTES = 1_048_576
 
 #: Options ``ResilientQueue`` sets itself on the source queue, and what to use instead.
 _QUEUE_OWNED = {"dead_letter_queue": "existing_dead_letter_queue / dead_letter_queue_props and max_receive_count"}
@@ -73,6 +77,11 @@ class ResilientQueueProps:
         batch_size: event source batch size; default 10.
         max_batching_window: default none (0 s).
         max_concurrency: event source maximum concurrency (2..1000); default unset.
+        max_message_size_bytes: the queue's MaximumMessageSize (1,024..1,048,576): SQS refuses a
+            larger message (body plus attributes) at SendMessage, so the producer learns it at once.
+            The DLQ created here then gets the SQS maximum, so it holds every message the queue
+            accepted plus the dead-letterer's attributes. Not with ``existing_queue``. Default
+            unset (SQS's default).
         removal_policy: for the queues created here; default DESTROY (pass RETAIN so a stack
             delete never drops failed messages).
         alarm_on_queue_depth: also alarm when the queue itself holds a message (for queues
@@ -96,6 +105,7 @@ class ResilientQueueProps:
     batch_size: int = 10
     max_batching_window: Duration | None = None
     max_concurrency: int | None = None
+    max_message_size_bytes: int | None = None
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     alarm_on_queue_depth: bool = False
     dlq_alarm_description: str | None = None
@@ -119,6 +129,11 @@ class ResilientQueueProps:
             raise ValueError("batch_size above 10 needs max_batching_window of at least 1 s (SQS event source rule)")
         if self.max_concurrency is not None and not 2 <= self.max_concurrency <= 1000:
             raise ValueError("max_concurrency must be within 2..1000")
+        size = self.max_message_size_bytes
+        if size is not None and not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES:
+            raise ValueError(
+                f"max_message_size_bytes must be within {SQS_MIN_MESSAGE_BYTES}..{SQS_MAX_MESSAGE_BYTES}, got {size}"
+            )
         queue = self.queue_overrides()
         dlq = self.dead_letter_queue_overrides()
         for name, values in (("queue_props", queue), ("dead_letter_queue_props", dlq)):
@@ -148,7 +163,7 @@ class ResilientQueueProps:
                 "existing_queue needs existing_dead_letter_queue (the DLQ its redrive policy names): "
                 "the construct alarms on it"
             )
-        for name in ("visibility_timeout", "retention_period", "max_receive_count"):
+        for name in ("visibility_timeout", "retention_period", "max_receive_count", "max_message_size_bytes"):
             if getattr(self, name) is not None:
                 raise ValueError(f"existing_queue and {name} are mutually exclusive: the queue is not created here")
 
@@ -159,7 +174,11 @@ class ResilientQueueProps:
             self.queue_props,
             what="queue_props",
             owned=_QUEUE_OWNED,
-            typed={"visibility_timeout": self.visibility_timeout, "retention_period": self.retention_period},
+            typed={
+                "visibility_timeout": self.visibility_timeout,
+                "retention_period": self.retention_period,
+                "max_message_size_bytes": self.max_message_size_bytes,
+            },
         )
 
     def dead_letter_queue_overrides(self) -> dict[str, Any]:
@@ -197,7 +216,9 @@ class ResilientQueue(Construct):
         if props.existing_dead_letter_queue is not None:
             self.dlq = props.existing_dead_letter_queue
         else:
-            dlq_defaults = {"retention_period": DLQ_RETENTION, **secure}
+            dlq_defaults: dict[str, Any] = {"retention_period": DLQ_RETENTION, **secure}
+            if props.max_message_size_bytes is not None:  # holds any accepted message + dead-letter attributes
+                dlq_defaults["max_message_size_bytes"] = SQS_MAX_MESSAGE_BYTES
             self.dlq = sqs.Queue(self, "Dlq", **{**dlq_defaults, **props.dead_letter_queue_overrides()})
 
         self.queue: sqs.IQueue
@@ -219,6 +240,8 @@ class ResilientQueue(Construct):
                 "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=self.max_receive_count),
                 **secure,
             }
+            if props.max_message_size_bytes is not None:
+                queue_defaults["max_message_size_bytes"] = props.max_message_size_bytes
             self.queue = sqs.Queue(self, "Queue", **{**queue_defaults, **props.queue_overrides()})
 
         self.dlq_alarm = self._depth_alarm(

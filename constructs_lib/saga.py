@@ -1,4 +1,5 @@
-"""The order saga: ReserveInventory -> ChargePayment -> ShipOrder, compensations in reverse.
+"""The order saga: ReserveInventory -> ChargePayment -> ShipOrder, compensations in reverse
+(CancelShipment -> RefundPayment -> ReleaseInventory).
 
 A thin use of the generic :class:`constructs_lib.generic_saga.Saga`: this module holds the order
 vocabulary (state names, business errors, the orders table's status rules), the generic one none.
@@ -10,13 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -67,6 +69,26 @@ COMPENSATION_REQUESTED = "CompensationRequested"
 #: that outcome (a repeat), is past it, or a newer payment attempt owns it. Nothing is overwritten.
 CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
 
+#: The one path every route to the park writes its error to, and the park (and the last resort) reads:
+#: a compensation's error, an outcome write's error, or ShipmentNotCancellable.
+PARK_ERROR_PATH = "$.compensation_error"
+
+#: Raised by CancelShipment when the carrier refuses to cancel a parcel (already handed over): the
+#: saga parks at once, without refunding or releasing (never refund a parcel that ships).
+SHIPMENT_NOT_CANCELLABLE = "ShipmentNotCancellable"
+
+#: Raised by ShipOrder when the carrier rejected the shipment: nothing shipped, CancelShipment is skipped.
+SHIPPING_UNAVAILABLE = "ShippingUnavailable"
+
+#: Errors of the last resort's direct SQS integration worth retrying: Step Functions names an
+#: optimized integration's errors ``SQS.<exception>`` (``SQS.AmazonSQSException`` for a service
+#: error, ``SQS.SdkClientException`` for a client-side one), and ``States.Timeout`` for its TimeoutSeconds.
+#: https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html
+SQS_SEND_RETRY_ERRORS: tuple[str, ...] = ("SQS.AmazonSQSException", "SQS.SdkClientException", "States.Timeout")
+
+#: The needs-attention message's ``source`` when the state machine sends it itself (the park failed).
+LAST_RESORT_SOURCE = "saga-last-resort"
+
 #: What a DynamoDB caller needs on a table's customer-managed key to write an item.
 KMS_FOR_DDB_WRITE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
 
@@ -77,9 +99,11 @@ class OrderSagaProps:
 
     Attributes:
         reserve_inventory, charge_payment, ship_order: forward steps.
-        refund_payment, release_inventory: compensations (idempotent, state-tolerant).
+        cancel_shipment, refund_payment, release_inventory: compensations (idempotent, state-tolerant).
         finalize_order: parks an order (NEEDS_ATTENTION, its error and correlation ID, and a
-            message on the needs-attention queue).
+            message on the needs-attention queue), keyed per execution.
+        needs_attention_queue: where the last resort sends the order's references and error when
+            the park itself fails (a direct SQS SendMessage; the role gets ``sqs:SendMessage`` on it only).
         orders_table: the orders table; MarkCompleted / MarkCompensated write the outcome to it
             directly (Step Functions' DynamoDB UpdateItem integration, conditional).
         completed_from: the statuses COMPLETED may be recorded from; default ``("SHIPPED",)``.
@@ -95,7 +119,7 @@ class OrderSagaProps:
         log_retention: of the execution log group; default one month (prod passes one year).
         log_encryption_key: customer-managed key for the execution log group (its policy must let
             CloudWatch Logs use it); default none.
-        alarm_topic: SNS topic for the execution alarms (failed, timed out, throttled); default
+        alarm_topic: SNS topic for the execution alarms (failed, timed out, aborted, throttled); default
             none (then the caller owns alarming on ``ExecutionsFailed``, which ``ResilienceChecks``
             requires).
         alarm_period: period of those alarms (one evaluation period); default 1 minute.
@@ -104,10 +128,12 @@ class OrderSagaProps:
     reserve_inventory: lambda_.IFunction
     charge_payment: lambda_.IFunction
     ship_order: lambda_.IFunction
+    cancel_shipment: lambda_.IFunction
     refund_payment: lambda_.IFunction
     release_inventory: lambda_.IFunction
     finalize_order: lambda_.IFunction
     orders_table: dynamodb.ITable
+    needs_attention_queue: sqs.IQueue
     completed_from: Sequence[str] = ("SHIPPED",)
     compensated_from: Sequence[str] = ("COMPENSATING",)
     step_timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
@@ -176,6 +202,54 @@ def _status_write(table: dynamodb.ITable, status: str, sources: Sequence[str]) -
     return ServiceTask(build, timeout=Duration.seconds(10), retry_on=DYNAMODB_TRANSIENT_ERRORS)
 
 
+def _last_resort(queue: sqs.IQueue, error_path: str) -> ServiceTask:
+    """A direct SQS SendMessage of the order's references and the park's error to the needs-attention
+    queue, with the ``correlation_id`` message attribute (the body of every needs-attention message:
+    ``order_id, payment_attempt, correlation_id, reason, error, source``; no customer data).
+
+    A ``CustomState``: ``tasks.SqsSendMessage`` has no ``MessageAttributes`` prop, and the queue's
+    consumers (and the repair tool) find the correlation ID there, as on every other message.
+    Parameters of the integration: https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html
+    """
+
+    def build(scope: Construct, state_id: str, *, result_path: str, task_timeout: sfn.Timeout) -> Any:
+        del task_timeout  # rendered below as TimeoutSeconds (a CustomState takes the raw ASL)
+        return sfn.CustomState(
+            scope,
+            state_id,
+            state_json={
+                "Type": "Task",
+                "Resource": f"arn:{Stack.of(scope).partition}:states:::sqs:sendMessage",
+                "Parameters": {
+                    "QueueUrl": queue.queue_url,
+                    "MessageBody": {
+                        "order_id.$": "$.order_id",
+                        "payment_attempt.$": "$.payment_attempt",
+                        "correlation_id.$": "$.correlation_id",
+                        "reason.$": (
+                            "States.Format('MarkNeedsAttention failed in execution {}: the order is not marked "
+                            "NEEDS_ATTENTION; this message is its only record', $$.Execution.Name)"
+                        ),
+                        "error.$": error_path,
+                        "source": LAST_RESORT_SOURCE,
+                    },
+                    "MessageAttributes": {
+                        "correlation_id": {"DataType": "String", "StringValue.$": "$.correlation_id"}
+                    },
+                },
+                "TimeoutSeconds": LAST_RESORT_TIMEOUT_SECONDS,
+                "ResultSelector": {"message_id.$": "$.MessageId"},
+                "ResultPath": result_path,
+            },
+        )
+
+    return ServiceTask(build, timeout=Duration.seconds(LAST_RESORT_TIMEOUT_SECONDS), retry_on=SQS_SEND_RETRY_ERRORS)
+
+
+#: The last resort's TimeoutSeconds (one SendMessage call).
+LAST_RESORT_TIMEOUT_SECONDS = 10
+
+
 class OrderSaga(Saga):
     """A Standard workflow that never leaves an order half-done.
 
@@ -185,20 +259,34 @@ class OrderSaga(Saga):
     - ReserveInventory fails -> ReleaseInventory (a partial reservation is released).
     - ChargePayment declined -> ReleaseInventory; any other charge failure (outcome unknown)
       -> RefundPayment (asks the provider by idempotency key, refunds only what moved) -> ReleaseInventory.
-    - ShipOrder fails -> RefundPayment -> ReleaseInventory.
+    - ShipOrder rejected by the carrier (``ShippingUnavailable``: nothing shipped) -> RefundPayment
+      -> ReleaseInventory; any other ShipOrder failure (outcome unknown) -> CancelShipment (looks the
+      shipment up by ShipOrder's key: cancels it, or cancels the key so a late ship is refused)
+      -> RefundPayment -> ReleaseInventory.
+    - CancelShipment refused by the carrier (``ShipmentNotCancellable``: the parcel was handed over)
+      -> MarkNeedsAttention at once: no refund, no release (never refund a parcel that ships).
     - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails
       (a failed refund still releases the stock first: ReleaseInventoryThenPark).
+    - MarkCompleted / MarkCompensated failing with anything but "already recorded", after their
+      retries -> MarkNeedsAttention (the order is never left SHIPPED / COMPENSATING unannounced).
+    - MarkNeedsAttention failing after its retries -> NotifyNeedsAttention (the last resort: a direct
+      SQS SendMessage of the references and the error, source ``saga-last-resort``) -> Fail; the
+      last resort failing -> Fail too. The execution fails either way (ExecutionsFailed alarm).
+    - Every route to the park leaves its error at :data:`PARK_ERROR_PATH`, the one path the park reads.
     - Input ``"compensate": true`` (an operator's repair): ReserveInventory raises
-      ``CompensationRequested`` before anything else, caught -> RefundPayment -> ReleaseInventory
-      (no routing Choice state, so ordinary executions do not pay a transition for it).
+      ``CompensationRequested`` before anything else, caught -> CancelShipment -> RefundPayment ->
+      ReleaseInventory (no refund of a possibly shipped order without cancelling its shipment first;
+      no routing Choice state, so ordinary executions do not pay a transition for it).
     - The outcome: MarkCompleted and MarkCompensated are direct DynamoDB UpdateItem tasks
       (conditional: from the allowed source statuses, for this payment attempt only; a repeat or
       a late write changes nothing and ends the execution as ``OutcomeAlreadyRecorded``);
-      MarkNeedsAttention is the ``finalize_order`` function (it also notifies the queue).
+      MarkNeedsAttention is the ``finalize_order`` function (it also notifies the queue), keyed
+      per execution (``execution_name``), so a repair's park is a new park.
 
-    The execution timeout is budgeted by the generic saga: the three forward steps and the two
-    compensations at their worst case (every attempt timing out, maximal backoff), the slowest
-    outcome task, plus 60 s.
+    The execution timeout is budgeted by the generic saga: the three forward steps and the three
+    compensations at their worst case (every attempt a failed Lambda Init phase plus its timeout
+    plus Step Functions' latency allowance, maximal backoff), the slower outcome write, the park,
+    the last resort, plus 60 s.
 
     Logging: level ALL *with* execution data, on purpose. The execution input carries references
     only (``order_id``, ``payment_attempt``, ``correlation_id``; intake enforces it), each step
@@ -208,17 +296,17 @@ class OrderSaga(Saga):
     output). Should a step ever return customer data, lower this to ERROR without execution data.
     In prod the log group is encrypted with the customer-managed key and kept a year.
 
-    Alarms (with ``alarm_topic``): ``ExecutionsFailed``, ``ExecutionsTimedOut`` and
-    ``ExecutionThrottled`` > 0 (Sum over ``alarm_period``, one evaluation period, missing data not
+    Alarms (with ``alarm_topic``): ``ExecutionsFailed``, ``ExecutionsTimedOut``, ``ExecutionsAborted``
+    and ``ExecutionThrottled`` > 0 (Sum over ``alarm_period``, one evaluation period, missing data not
     breaching), each notifying the topic on ALARM and OK. A failed execution is an order parked as
-    NEEDS_ATTENTION or an input refused; a timed-out one is an order left half-done.
+    NEEDS_ATTENTION or an input refused; a timed-out or aborted one is an order left half-done.
 
     Attributes (those of :class:`Saga`; a subclass, so the construct paths and logical IDs are
     the ones the hand-written saga had: no replacement of the state machine on deploy):
         state_machine: the ``sfn.StateMachine``.
         log_group: its execution log group (level ALL).
         timeout: the execution timeout.
-        alarms: ``{"failed" | "timed_out" | "throttled": alarm}``; empty without ``alarm_topic``.
+        alarms: ``{"failed" | "timed_out" | "aborted" | "throttled": alarm}``; empty without ``alarm_topic``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderSagaProps) -> None:
@@ -237,7 +325,8 @@ class OrderSaga(Saga):
                 "order_id": sfn.JsonPath.string_at("$.order_id"),
                 "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
                 "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
-                "error": sfn.JsonPath.object_at("$.compensation_error"),
+                "execution_name": sfn.JsonPath.string_at("$$.Execution.Name"),  # a park per execution
+                "error": sfn.JsonPath.object_at(PARK_ERROR_PATH),
             },
         )
         super().__init__(
@@ -262,7 +351,16 @@ class OrderSaga(Saga):
                         compensation_result_path="$.refund",
                         skip_compensation_on=("PaymentDeclined",),  # declined: no money moved
                     ),
-                    SagaStep("ShipOrder", fn(props.ship_order), result_path="$.shipment"),
+                    SagaStep(
+                        "ShipOrder",
+                        fn(props.ship_order),
+                        compensation=fn(props.cancel_shipment),
+                        compensation_name="CancelShipment",
+                        result_path="$.shipment",
+                        compensation_result_path="$.cancellation",
+                        skip_compensation_on=(SHIPPING_UNAVAILABLE,),  # the carrier rejected it: nothing shipped
+                        park_at_once_on=(SHIPMENT_NOT_CANCELLABLE,),  # never refund a parcel that ships
+                    ),
                 ],
                 completed=SagaRecorder(
                     "MarkCompleted",
@@ -277,12 +375,21 @@ class OrderSaga(Saga):
                     already_recorded_on=(CONDITION_FAILED,),
                 ),
                 parked=SagaRecorder("MarkNeedsAttention", park, result_path="$.final"),
+                last_resort=SagaRecorder(
+                    "NotifyNeedsAttention",
+                    _last_resort(props.needs_attention_queue, PARK_ERROR_PATH),
+                    result_path="$.last_resort",
+                ),
+                compensation_error_path=PARK_ERROR_PATH,
                 forward_retry=props.forward_retry,
                 compensation_retry=props.compensation_retry,
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),
-                park_cause="A compensation kept failing after its retries; the order is parked as NEEDS_ATTENTION",
+                park_cause=(
+                    "A compensation or an outcome write kept failing, or a shipment could not be cancelled; "
+                    "the order is parked as NEEDS_ATTENTION (see the needs-attention queue)"
+                ),
                 refused_cause=(
                     "The execution input names no order this saga can act on (see the step's log); nothing was done"
                 ),
@@ -293,6 +400,10 @@ class OrderSaga(Saga):
                 alarm_period=props.alarm_period,
                 alarm_label="order saga",
             ),
+        )
+        # The last resort: SendMessage on the needs-attention queue only (no GetQueueUrl / attributes).
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[props.needs_attention_queue.queue_arn])
         )
         key = props.orders_table.encryption_key
         if key is not None:  # DynamoDB uses the table's key on the caller's behalf (kms:ViaService)

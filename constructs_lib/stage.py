@@ -78,6 +78,13 @@ class ProviderEndpoint:
         return f"{self.secret_arn}-??????"
 
 
+#: Default stuck threshold: above the order saga's budgeted execution timeout (1,806 s = 30 min 6 s:
+#: every Lambda attempt also budgets a failed 10 s Init phase and 2 s of Step Functions latency,
+#: and the longest path now holds CancelShipment, the park and its last resort). The stack refuses
+#: a threshold at or below the saga timeout.
+DEFAULT_STUCK_AFTER_MINUTES = 35
+
+
 @dataclass(frozen=True)
 class StageConfig:
     """What differs between stages.
@@ -86,7 +93,7 @@ class StageConfig:
         name: ``dev`` (default) or ``prod``.
         alarm_email: e-mail subscribed to the alarm topic (context ``alarm_email``); required in prod.
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
-            (context ``stuck_after_minutes``, default 30: above the saga's execution timeout,
+            (context ``stuck_after_minutes``, default 35: above the saga's execution timeout of 1,806 s,
             so an order whose saga is still retrying is never reported; the stack checks this).
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.
@@ -103,7 +110,7 @@ class StageConfig:
 
     name: str = "dev"
     alarm_email: str | None = None
-    stuck_after_minutes: int = 30
+    stuck_after_minutes: int = DEFAULT_STUCK_AFTER_MINUTES
     payment_api_url: str | None = None
     payment_api_secret_arn: str | None = None
     carrier_api_url: str | None = None
@@ -192,7 +199,7 @@ class StageConfig:
             return str(value).strip() or None
 
         stuck = node.try_get_context("stuck_after_minutes")
-        stuck = 30 if stuck is None or stuck == "" else stuck
+        stuck = DEFAULT_STUCK_AFTER_MINUTES if stuck is None or stuck == "" else stuck
         try:
             stuck_minutes = int(stuck)
         except (TypeError, ValueError) as exc:

@@ -131,9 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", action="store_true")
     _target_arguments(trace)
 
-    repair = commands.add_parser("repair", help="move a stuck or needs-attention order to a terminal state")
+    repair = commands.add_parser(
+        "repair",
+        help="move a stuck or needs-attention order to a terminal state (an unsafe action is refused: exit 2)",
+    )
     repair.add_argument("order_id")
-    repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
+    repair.add_argument(
+        "--action",
+        choices=("redrive", "compensate"),
+        default="redrive",
+        help="redrive: rerun the saga (only if no compensation ran for the attempt); compensate: cancel the "
+        "shipment, refund, release (any non-terminal status, NEEDS_ATTENTION included)",
+    )
     _target_arguments(repair)
 
     smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
@@ -403,6 +412,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "repair":
         from ops.repair import repair
 
+        # An unsafe or pointless repair raises RepairRefused (an OpsError): one line on stderr, exit 2.
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     if args.command == "dlq":

@@ -98,7 +98,16 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
 
     # tasks.LambdaInvoke grants states:... lambda:InvokeFunction on "<fn arn>" and "<fn arn>:*".
     saga_role = stack.saga.state_machine.role
-    for step in (stack.reserve, stack.charge, stack.ship, stack.refund, stack.release, stack.finalize):
+    steps = (
+        stack.reserve,
+        stack.charge,
+        stack.ship,
+        stack.cancel_shipment,
+        stack.refund,
+        stack.release,
+        stack.finalize,
+    )
+    for step in steps:
         logical_id = Stack.of(step).get_logical_id(step.function.node.default_child)  # type: ignore[arg-type]
         Validations.of(saga_role).acknowledge(
             Acknowledgment(

@@ -65,8 +65,27 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 #: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
 #: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
 INTAKE_MAX_CONCURRENCY = 100
-#: Metric the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
+#: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
+#: keeps them equal: the CDK app does not import the Lambda code).
+ORDER_BODY_MAX_BYTES = 64 * 1024
+#: Room for the message attributes a producer and intake's requeue send with an order: SQS counts
+#: every attribute's name, type and value in the message size ("All parts of the message attribute,
+#: including Name, Type, and Value, are part of the message size restriction":
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html).
+#: The correlation ID (at most 128 characters), the requeue and replay counts need under 300 bytes; 4 KiB.
+ORDER_ATTRIBUTES_ALLOWANCE_BYTES = 4 * 1024
+#: The orders queue's MaximumMessageSize: a body over the contract (plus attributes) is refused at
+#: SendMessage, so the producer learns it synchronously; a body the queue still accepts (up to
+#: this size) is dead-lettered by intake as permanent, with its category (the DLQ holds 1 MiB).
+ORDERS_QUEUE_MAX_MESSAGE_BYTES = ORDER_BODY_MAX_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES
+#: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
+SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
+#: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
+SWEEP_RECONCILE_WINDOW_SECONDS = 900
+#: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
+#: the rest to the next sweep (every 5 minutes).
+SWEEPER_TIMEOUT = Duration.minutes(2)
 
 
 def _dlq_alarm_text(queue_id: str) -> str:
@@ -279,6 +298,7 @@ class OrderPipelineStack(Stack):
         self.charge = function("ChargePayment", "charge_payment", payment_env)
         self.refund = function("RefundPayment", "refund_payment", payment_env)
         self.ship = function("ShipOrder", "ship_order", carrier_env)
+        self.cancel_shipment = function("CancelShipment", "cancel_shipment", carrier_env)
         self.finalize = function(
             "FinalizeOrder",
             "finalize_order",
@@ -286,7 +306,7 @@ class OrderPipelineStack(Stack):
         )
         _grant_queue(self.needs_attention.queue, self.finalize.function, "sqs:SendMessage")
 
-        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.finalize)
+        steps = (self.reserve, self.release, self.charge, self.refund, self.ship, self.cancel_shipment, self.finalize)
         for step in steps:
             _grant_items(self.idempotency_table, step.function, *DDB_IDEMPOTENCY)
             _grant_items(self.orders_table, step.function, *DDB_ORDER_STEP)
@@ -296,6 +316,7 @@ class OrderPipelineStack(Stack):
             (self.charge, self.payment_provider, self.payment_api),
             (self.refund, self.payment_provider, self.payment_api),
             (self.ship, self.carrier, self.carrier_api),
+            (self.cancel_shipment, self.carrier, self.carrier_api),
         ):
             if api is not None:
                 api.grant_to(step.function)
@@ -309,10 +330,12 @@ class OrderPipelineStack(Stack):
                 reserve_inventory=self.reserve.function,
                 charge_payment=self.charge.function,
                 ship_order=self.ship.function,
+                cancel_shipment=self.cancel_shipment.function,
                 refund_payment=self.refund.function,
                 release_inventory=self.release.function,
                 finalize_order=self.finalize.function,
                 orders_table=self.orders_table,
+                needs_attention_queue=self.needs_attention.queue,
                 step_timeout=STEP_TIMEOUT,
                 removal_policy=removal,
                 log_retention=stage.log_retention,
@@ -350,6 +373,7 @@ class OrderPipelineStack(Stack):
                 max_receive_count=3,
                 batch_size=10,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if throttle_backoff else None,
+                max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
                 removal_policy=removal,
                 dlq_alarm_description=_dlq_alarm_text("OrdersQueue"),
             ),
@@ -406,13 +430,24 @@ class OrderPipelineStack(Stack):
                 f"stuck_after_minutes ({stage.stuck_after_minutes}) must exceed the saga timeout "
                 f"({int(self.saga.timeout.to_seconds())} s): a retrying saga is not stuck"
             )
+        # It finishes or parks stuck orders and reconciles recently terminal ones with the providers'
+        # records (lambdas/order_domain/sweeper.py): the order table's index and items, RUNNING
+        # executions, the providers' lookups, the needs-attention queue.
+        sweeper_env = {
+            "ORDERS_TABLE_NAME": self.orders_table.table_name,
+            "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
+            "RECONCILE_WINDOW_SECONDS": str(SWEEP_RECONCILE_WINDOW_SECONDS),
+            "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn,
+            "NEEDS_ATTENTION_QUEUE_URL": self.needs_attention.queue.queue_url,
+        }
+        if self.payment_provider is not None and self.carrier is not None:
+            sweeper_env["PAYMENT_PROVIDER_FUNCTION"] = self.payment_provider.function.function_name
+            sweeper_env["CARRIER_FUNCTION"] = self.carrier.function.function_name
         self.sweeper = function(
             "Sweeper",
             "sweeper",
-            {
-                "ORDERS_TABLE_NAME": self.orders_table.table_name,
-                "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
-            },
+            sweeper_env,
+            SWEEPER_TIMEOUT,
             # A sweeper that fails publishes no StuckOrders at all: its errors alarm says so.
             alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
         )
@@ -422,6 +457,18 @@ class OrderPipelineStack(Stack):
             )
         )
         _grant_key_use(self.orders_table, self.sweeper.function, ("dynamodb:Query",))
+        _grant_items(self.orders_table, self.sweeper.function, *DDB_ORDER_STEP)
+        _grant_queue(self.needs_attention.queue, self.sweeper.function, "sqs:SendMessage")
+        self.sweeper.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:ListExecutions"], resources=[self.saga.state_machine.state_machine_arn]
+            )
+        )
+        for sandbox, api in ((self.payment_provider, self.payment_api), (self.carrier, self.carrier_api)):
+            if api is not None:
+                api.grant_to(self.sweeper.function)
+            elif sandbox is not None:
+                sandbox.grant_invoke_to(self.sweeper.function)
         self.sweep_rule = events.Rule(
             self,
             "SweepSchedule",
@@ -442,6 +489,19 @@ class OrderPipelineStack(Stack):
             f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
             self.alarm_topic,
         )
+        self.mismatch_alarm = first_occurrence_alarm(
+            self,
+            "SideEffectMismatchAlarm",
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=SIDE_EFFECT_MISMATCHES_METRIC,
+                dimensions_map={"service": "sweeper"},
+                statistic="Maximum",
+                period=Duration.minutes(5),
+            ),
+            "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
+            self.alarm_topic,
+        )
         assert self.sweeper.errors_alarm is not None
         self.sweeper_errors_alarm = self.sweeper.errors_alarm
 
@@ -452,6 +512,7 @@ class OrderPipelineStack(Stack):
                 self.reserve,
                 self.charge,
                 self.ship,
+                self.cancel_shipment,
                 self.refund,
                 self.release,
                 self.finalize,
@@ -475,7 +536,28 @@ class OrderPipelineStack(Stack):
                 state_machine=self.saga.state_machine,
                 metrics_namespace=METRICS_NAMESPACE,
                 extra_graphs=[
-                    DashboardGraph("Stuck orders (sweeper)", [stuck_orders.with_(label="Stuck orders")], label="orders")
+                    DashboardGraph(
+                        "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",
+                        [
+                            stuck_orders.with_(label="Stuck orders"),
+                            *(
+                                cloudwatch.Metric(
+                                    namespace=METRICS_NAMESPACE,
+                                    metric_name=name,
+                                    dimensions_map={"service": "sweeper"},
+                                    statistic="Sum",
+                                    period=Duration.minutes(5),
+                                    label=label,
+                                )
+                                for name, label in (
+                                    ("StuckOrdersFinished", "Finished (COMPLETED)"),
+                                    ("StuckOrdersParked", "Parked (NEEDS_ATTENTION)"),
+                                    (SIDE_EFFECT_MISMATCHES_METRIC, "Side-effect mismatches"),
+                                )
+                            ),
+                        ],
+                        label="orders",
+                    )
                 ],
                 titles=DashboardTitles(
                     dlq_depth="DLQ depth (each is an order needing attention)",
@@ -487,11 +569,12 @@ class OrderPipelineStack(Stack):
                     "reserve-inventory",
                     "charge-payment",
                     "ship-order",
+                    "cancel-shipment",
                     "refund-payment",
                     "release-inventory",
                     "finalize-order",
                 ],
-                alarms=[*function_alarms, *self.saga.alarms.values(), self.stuck_alarm],
+                alarms=[*function_alarms, *self.saga.alarms.values(), self.stuck_alarm, self.mismatch_alarm],
             ),
         ).dashboard
 

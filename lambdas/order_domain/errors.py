@@ -45,6 +45,11 @@ class ShippingUnavailable(PermanentError):
     """The carrier rejected the shipment."""
 
 
+class ShipmentNotCancellable(PermanentError):
+    """The carrier refused to cancel a shipment (the parcel was already handed over): the saga parks
+    the order at once, without refunding it (never refund a parcel that ships)."""
+
+
 class ProviderRejected(PermanentError):
     """An external provider refused the request (HTTP 4xx other than 409 and 429): it will refuse it again."""
 
@@ -55,3 +60,7 @@ class ProviderUnavailable(TransientError):
 
 class AttemptInProgress(TransientError):
     """An earlier payment attempt of the same order is still running: wait for it, then retry."""
+
+
+class RefundIncomplete(PermanentError):
+    """The provider's refund answer does not give back what its own records say moved: a person must look."""

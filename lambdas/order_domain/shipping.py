@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lambda_resilience.idempotency import business_key
-from order_domain.errors import ShippingUnavailable
+from order_domain.errors import ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
 from order_domain.orders import OrderRepository
-from order_domain.ports import SHIPPED, Carrier
+from order_domain.ports import CANCELLED, REJECTED, SHIPPED, Carrier
 from order_domain.status import OrderStatus
 
 SHIP = "ship-order"
@@ -32,3 +32,35 @@ class ShippingService:
             raise ShippingUnavailable(f"order {order_id}: carrier {result.status} ({result.reason or ''})")
         self.orders.transition(order_id, OrderStatus.SHIPPED, attempt=attempt)
         return {"status": SHIPPED, "tracking_id": result.tracking_id}
+
+    def cancel(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Undo ShipOrder by what really happened at the carrier, looked up by ShipOrder's key.
+
+        - nothing there: cancel the key (a late ship request with it is answered ``cancelled``);
+        - shipped: cancel the parcel;
+        - rejected or already cancelled: nothing to undo;
+        - the carrier refuses to cancel (the parcel was handed over): :class:`ShipmentNotCancellable`
+          (permanent; the saga parks the order at once, without a refund).
+
+        An order the table does not know was never shipped (ShipOrder refuses unknown orders before
+        calling the carrier): nothing to undo, and no carrier call.
+        """
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
+        if self.orders.find(order_id) is None:
+            return {"status": "nothing_to_undo", "reason": "unknown order"}
+        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
+        key = business_key(order_id, SHIP, attempt)
+        found = self.carrier.find_shipment(key)
+        if found is not None and found.status in (REJECTED, CANCELLED):
+            return {"status": "nothing_to_undo", "shipment": found.status}
+        result = self.carrier.cancel_shipment(key)
+        if result.status == CANCELLED:
+            return {"status": CANCELLED, "shipment": found.status if found is not None else "not_found"}
+        if result.status == REJECTED:  # a ship request arrived between the lookup and the cancel: rejected
+            return {"status": "nothing_to_undo", "shipment": REJECTED}
+        if result.status == SHIPPED:
+            raise ShipmentNotCancellable(
+                f"order {order_id}: the carrier refused to cancel shipment {result.tracking_id or ''} "
+                f"({result.reason or 'no reason given'})"
+            )
+        raise ProviderUnavailable(f"order {order_id}: cancel ended {result.status}")  # unreachable: parsed statuses

@@ -12,7 +12,10 @@ so every test order can carry its own unique token (``tok_decline_<hex>``):
 - ``tok_refund_flaky...``: charges normally; the first two refund requests fail with a provider error;
 - ``tok_refund_broken...``: charges normally; every refund request fails with a provider error;
 - any other token: captured;
-- country ``ZZ``: the carrier rejects the shipment.
+- country ``ZZ``: the carrier rejects the shipment;
+- country ``XH`` ("handed over"): the carrier ships, and the parcel is at once handed over to the
+  delivery network: a later cancel is refused (the answer keeps ``shipped``, reason
+  ``handed_over``). Any other shipped parcel is cancelled on request (status ``cancelled``).
 
 The sandbox never logs, stores or returns a payment token, name or address: the ledger keeps
 the token's behaviour profile (:func:`token_profile`), not the token.
@@ -25,6 +28,7 @@ REFUND_FLAKY_TOKEN = "tok_refund_flaky"
 REFUND_BROKEN_TOKEN = "tok_refund_broken"
 REFUND_FLAKY_FAILURES = 2
 UNDELIVERABLE_COUNTRY = "ZZ"
+HANDED_OVER_COUNTRY = "XH"
 
 #: Behaviour profiles, by token prefix (no prefix is a prefix of another).
 TOKEN_PROFILES = (

@@ -43,6 +43,24 @@ class Ledger:
             stored = from_item(old) if old else self.get_op(provider, key)
             return stored or item, False
 
+    def replace_op(self, provider: str, key: str, op: dict[str, Any]) -> dict[str, Any]:
+        """Overwrite the operation under ``key`` if it is still ``shipped`` (a carrier recalling a
+        parcel); returns what is stored afterwards (the other writer's op if it changed meanwhile)."""
+        item = {"pk": f"op#{provider}#{key}", "sk": OP_SK, "provider": provider, "idempotency_key": key, **op}
+        try:
+            client("dynamodb").put_item(
+                TableName=self.table_name,
+                Item=to_item(item),
+                ConditionExpression="#s = :shipped",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":shipped": {"S": "shipped"}},
+            )
+            return item
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            return self.get_op(provider, key) or item
+
     def op_item(self, provider: str, key: str, op: dict[str, Any]) -> dict[str, Any]:
         return to_item({"pk": f"op#{provider}#{key}", "sk": OP_SK, "provider": provider, "idempotency_key": key, **op})
 

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ops.local.capture import LineCapture
 from ops.local.clients import aws
+
+#: Step Functions execution metrics -> the execution status each counts.
+EXECUTION_METRICS = {
+    "ExecutionsFailed": "FAILED",
+    "ExecutionsTimedOut": "TIMED_OUT",
+    "ExecutionsAborted": "ABORTED",
+    "ExecutionsSucceeded": "SUCCEEDED",
+}
 
 
 class AlarmEvaluator:
@@ -28,6 +37,29 @@ class AlarmEvaluator:
         )["Attributes"]
         return float(attrs["ApproximateNumberOfMessages"])
 
+    def state_machine_executions(self, alarm: dict[str, Any]) -> float | None:
+        """``AWS/States`` execution metrics (``ExecutionsFailed``, ``ExecutionsTimedOut``,
+        ``ExecutionsAborted``, ``ExecutionsSucceeded``) of the alarm's ``StateMachineArn``: the number
+        of executions that ended with that status within the alarm's last period (the Sum statistic
+        over one period, as the alarms declare). None: not an execution metric, or no such machine.
+        Metric definitions: https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html
+        """
+        status = EXECUTION_METRICS.get(alarm["MetricName"])
+        arn = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "StateMachineArn"), None)
+        if status is None or arn is None:
+            return None
+        since = time.time() - float(alarm.get("Period", 60)) * float(alarm.get("EvaluationPeriods", 1))
+        count = 0
+        try:
+            pages = (
+                aws("stepfunctions").get_paginator("list_executions").paginate(stateMachineArn=arn, statusFilter=status)
+            )
+            for page in pages:
+                count += sum(1 for e in page["executions"] if e.get("stopDate") and e["stopDate"].timestamp() >= since)
+        except aws("stepfunctions").exceptions.StateMachineDoesNotExist:
+            return None
+        return float(count) if count else None  # no execution ended so: no datapoint (missing data)
+
     def latest_emf(self, alarm: dict[str, Any]) -> float | None:
         """The most recent datapoint the handlers printed (EMF) for the alarm's metric and dimensions."""
         wanted = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
@@ -45,13 +77,16 @@ class AlarmEvaluator:
     def evaluate(self) -> list[str]:
         """Set each alarm's state in moto; return the alarms in ALARM (sorted).
 
-        SQS depth alarms read the queue; custom-metric alarms read the latest EMF datapoint the
-        handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
+        SQS depth alarms read the queue; Step Functions execution alarms count the executions that
+        ended with their status in the last period; custom-metric alarms read the latest EMF
+        datapoint the handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
         """
         cloudwatch = aws("cloudwatch")
         for name, alarm in self.alarms.items():
             if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
                 value = self.sqs_depth(alarm)
+            elif alarm["Namespace"] == "AWS/States":
+                value = self.state_machine_executions(alarm)
             else:
                 value = self.latest_emf(alarm)
             breaching = value is not None and (

@@ -4,10 +4,17 @@ SQS kinds (sent to the orders queue; intake must dead-letter each as ``permanent
 first receive):
 
 - ``deep_nesting``: a body nested ~3,000 levels deep (``json.loads`` would hit the recursion limit);
-- ``oversize``: a valid-looking order of ~100 KB (a huge address line): over intake's 64 KiB,
-  under SQS's 256 KiB, so SQS accepts it and intake must refuse it;
+- ``oversize``: a valid-looking order (a huge address line) whose body and correlation ID attribute
+  add up to exactly the orders queue's MaximumMessageSize (stacks.order_pipeline_stack
+  ORDERS_QUEUE_MAX_MESSAGE_BYTES: the 64 KiB contract plus an attribute allowance): SQS accepts it,
+  it is over intake's 64 KiB, so intake must dead-letter it as permanent;
 - ``floats``: ``quantity`` 2.0 or ``unit_price_cents`` 1e3 where the contract wants JSON integers;
 - ``wrong_types``: ``order_id`` a number, ``items`` a string, a body of ``[]`` or ``null``.
+
+``oversize_refused`` is the same order one byte over the queue's limit: SQS refuses it at
+SendMessage (``InvalidParameterValue``; SQS counts attributes in the size:
+https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html),
+so the producer learns it synchronously and it must end ``refused_at_send``, never in a queue.
 
 ``unknown_order`` starts the saga directly with references to an order the orders table does
 not know: the execution must end FAILED with no reservation, charge or shipment.
@@ -28,19 +35,24 @@ from typing import Any
 
 from ops.local.orders import make_order
 
-SQS_KINDS = ("deep_nesting", "oversize", "floats", "wrong_types")
+OVERSIZE_REFUSED = "oversize_refused"
+SQS_KINDS = ("deep_nesting", "oversize", OVERSIZE_REFUSED, "floats", "wrong_types")
 UNKNOWN_ORDER = "unknown_order"
 KINDS = (*SQS_KINDS, UNKNOWN_ORDER)
 CID_PREFIX = "cid-hostile-"
 NESTING_DEPTH = 3_000
-OVERSIZE_BYTES = 100_000
 #: The one place a hostile message may end: the orders DLQ, permanent, dead-lettered on its first receive.
 EXPECTED_SQS_END = "dlq_permanent_first_receive"
 #: The same, when earlier receives ended in an invocation crash (another record's injected crash
 #: fails the whole batch before this record was looked at, on AWS as here): dead-lettered as
 #: permanent on the first receive that ran to the end, never retried because of its content.
 EXPECTED_AFTER_CRASH = "dlq_permanent_first_receive_after_crashed_batches"
-EXPECTED_SQS_ENDS = (EXPECTED_SQS_END, EXPECTED_AFTER_CRASH)
+#: Where ``oversize_refused`` must end: refused by SQS at SendMessage (the producer saw the error).
+REFUSED_AT_SEND = "refused_at_send"
+#: The ends a hostile SQS message may have (each message is held to its kind's: see :func:`expected_ends`).
+EXPECTED_SQS_ENDS = (EXPECTED_SQS_END, EXPECTED_AFTER_CRASH, REFUSED_AT_SEND)
+#: The name, type and value of the correlation ID attribute count in the message size (as SQS counts them).
+CORRELATION_ATTRIBUTE_OVERHEAD = len("correlation_id") + len("String")
 #: No captured log line may be longer than this (CloudWatch Logs' event limit is 256 KiB; we want far less).
 MAX_LOG_LINE_BYTES = 16_384
 
@@ -93,11 +105,31 @@ def _deep_nesting(order_id: str, rng: random.Random) -> str:
     return '{"a": ' * NESTING_DEPTH + "1" + "}" * NESTING_DEPTH
 
 
-def _oversize(order_id: str, rng: random.Random) -> str:
+def orders_queue_limit() -> int:
+    """The orders queue's MaximumMessageSize, as the stack sets it (imported on use: it loads the CDK)."""
+    from stacks.order_pipeline_stack import ORDERS_QUEUE_MAX_MESSAGE_BYTES
+
+    return ORDERS_QUEUE_MAX_MESSAGE_BYTES
+
+
+def sized_order_body(order_id: str, rng: random.Random, body_bytes: int) -> str:
+    """A valid-looking order of exactly ``body_bytes`` bytes (ASCII), padded in its address line."""
     order = make_order(order_id, rng)
     line = order["shipping_address"]["line1"] + " "
-    order["shipping_address"]["line1"] = (line * (OVERSIZE_BYTES // len(line) + 1))[:OVERSIZE_BYTES]
-    return json.dumps(order)
+    order["shipping_address"]["line1"] = ""
+    room = body_bytes - len(json.dumps(order))
+    if room < 0:
+        raise ValueError(f"an order body cannot be as small as {body_bytes} bytes")
+    order["shipping_address"]["line1"] = (line * (room // len(line) + 1))[:room]
+    body = json.dumps(order)
+    assert len(body.encode()) == body_bytes
+    return body
+
+
+def oversize_body(order_id: str, rng: random.Random, correlation_id: str, over: int = 0) -> str:
+    """An order whose body plus its correlation ID attribute is the queue's limit plus ``over`` bytes."""
+    attributes = CORRELATION_ATTRIBUTE_OVERHEAD + len(correlation_id.encode())
+    return sized_order_body(order_id, rng, orders_queue_limit() - attributes + over)
 
 
 def _floats(order_id: str, rng: random.Random) -> str:
@@ -121,7 +153,7 @@ def _wrong_types(order_id: str, rng: random.Random) -> str:
     return json.dumps(order)
 
 
-_BODIES = {"deep_nesting": _deep_nesting, "oversize": _oversize, "floats": _floats, "wrong_types": _wrong_types}
+_BODIES = {"deep_nesting": _deep_nesting, "floats": _floats, "wrong_types": _wrong_types}
 
 
 def make_hostile(kind: str, rng: random.Random) -> HostileMessage | HostileExecution:
@@ -131,7 +163,16 @@ def make_hostile(kind: str, rng: random.Random) -> HostileMessage | HostileExecu
     order_id = f"hostile-{kind.replace('_', '-')}-{marker}"
     if kind == UNKNOWN_ORDER:
         return HostileExecution(order_id=order_id, correlation_id=cid)
+    if kind in ("oversize", OVERSIZE_REFUSED):
+        return HostileMessage(
+            kind, oversize_body(order_id, rng, cid, over=int(kind == OVERSIZE_REFUSED)), cid, order_id
+        )
     return HostileMessage(kind, _BODIES[kind](order_id, rng), cid, order_id)
+
+
+def expected_ends(kind: str) -> tuple[str, ...]:
+    """Where a hostile SQS message of ``kind`` may end."""
+    return (REFUSED_AT_SEND,) if kind == OVERSIZE_REFUSED else (EXPECTED_SQS_END, EXPECTED_AFTER_CRASH)
 
 
 def execution_name(order_id: str, attempt: int) -> str:
@@ -154,11 +195,14 @@ def _receive_count(message: Any) -> int:
         return 0
 
 
-def _sqs_end(copies: list[Any], accepted: bool, crashed_receives: int = 0) -> str:
+def _sqs_end(copies: list[Any], accepted: bool, crashed_receives: int = 0, refused: bool = False) -> str:
     """Where one hostile message ended, from its DLQ copies (``(queue, DlqMessage)``).
 
-    ``crashed_receives``: receives of it that ended in an invocation crash (the whole batch failed).
+    ``crashed_receives``: receives of it that ended in an invocation crash (the whole batch failed);
+    ``refused``: SQS refused it at SendMessage.
     """
+    if refused:
+        return REFUSED_AT_SEND
     permanent = [m for queue, m in copies if queue == "orders" and m.category == "permanent"]
     if any(_receive_count(m) == 1 for m in permanent):
         return EXPECTED_SQS_END
@@ -177,14 +221,18 @@ def outcomes(
     execution_status: dict[str, str],
     side_effects: dict[str, int],
     crashed_receives: dict[str, int] | None = None,
+    refused_at_send: Iterable[str] = (),
 ) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
     """(``{kind: {"injected": n, <where it ended>: n}}``, the ones that ended anywhere else).
 
     ``execution_status``: unknown-order ID -> its execution's status; ``side_effects``: order
     ID -> ledger records and reservations found for it; ``crashed_receives``: correlation ID ->
-    receives of it that ended in an invocation crash.
+    receives of it that ended in an invocation crash; ``refused_at_send``: correlation IDs of the
+    messages SQS refused at SendMessage. A message that ended where another kind may (e.g. an
+    ``oversize`` refused at send) is reported as ``unexpected_<end>``.
     """
     crashed = crashed_receives or {}
+    refused = set(refused_at_send)
     by_cid: dict[str, list[tuple[str, Any]]] = {}
     for queue, message in dlq_messages:
         if str(message.correlation_id).startswith(CID_PREFIX):
@@ -198,7 +246,10 @@ def outcomes(
                 by_cid.get(item.correlation_id, []),
                 item.order_id in accepted_order_ids,
                 crashed.get(item.correlation_id, 0),
+                item.correlation_id in refused,
             )
+            if end in EXPECTED_SQS_ENDS and end not in expected_ends(kind):
+                end = f"unexpected_{end}"
             report[kind]["injected"] += 1
             report[kind][end] += 1
             if end not in EXPECTED_SQS_ENDS:
@@ -217,7 +268,7 @@ def outcomes(
     full[UNKNOWN_ORDER].setdefault("execution_failed", 0)
     full[UNKNOWN_ORDER].setdefault("side_effects", 0)
     for kind in SQS_KINDS:
-        full[kind].setdefault(EXPECTED_SQS_END, 0)
+        full[kind].setdefault(expected_ends(kind)[0], 0)
     return full, misplaced
 
 

@@ -36,6 +36,12 @@ def _batches(messages: list[Message]) -> Iterator[list[Message]]:
         yield batch
 
 
+def _too_long(error: dict[str, Any]) -> bool:
+    """SQS's answer to a message over the queue's MaximumMessageSize (``InvalidParameterValue``,
+    "Message must be shorter than N bytes"): https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html"""
+    return error.get("Code") == "InvalidParameterValue" and "shorter than" in str(error.get("Message", ""))
+
+
 def _entry(index: int, body: str, cid: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
     if cid:  # the correlation ID travels as a message attribute
@@ -50,6 +56,9 @@ class Producer:
         self.queue_url = queue_url
         self.state_machine_arn = state_machine_arn
         self.inventory_table = inventory_table
+        #: Correlation IDs (or "" when none) of the messages SQS refused as too long at SendMessage:
+        #: the producer learnt it synchronously, as a client must (the hostile ``oversize_refused``).
+        self.refused_at_send: list[str] = []
 
     def seed_inventory(self) -> None:
         """Every stocked SKU at :data:`~ops.local.orders.INITIAL_STOCK`."""
@@ -67,16 +76,40 @@ class Producer:
             for _ in range(SEND_ATTEMPTS):
                 try:
                     response = sqs.send_message_batch(QueueUrl=self.queue_url, Entries=list(entries.values()))
-                except botocore.exceptions.ClientError:
+                except botocore.exceptions.ClientError as exc:
+                    if _too_long(exc.response.get("Error", {})):  # one entry over the limit fails the batch:
+                        entries = self._send_one_by_one(entries)  # send each alone, keep what is throttled
+                        if not entries:
+                            break
                     continue
                 for failed in response.get("Failed", []):
-                    if failed.get("SenderFault"):
+                    if failed.get("SenderFault") and _too_long(failed):
+                        self._refused(entries.pop(failed["Id"]))
+                    elif failed.get("SenderFault"):
                         raise RuntimeError(f"SQS refused a message: {failed}")
-                entries = {f["Id"]: entries[f["Id"]] for f in response.get("Failed", [])}
+                entries = {f["Id"]: entries[f["Id"]] for f in response.get("Failed", []) if f["Id"] in entries}
                 if not entries:
                     break
             else:
                 raise RuntimeError(f"could not submit messages after {SEND_ATTEMPTS} attempts")
+
+    def _refused(self, entry: dict[str, Any]) -> None:
+        cid = entry.get("MessageAttributes", {}).get("correlation_id", {}).get("StringValue", "")
+        self.refused_at_send.append(str(cid))
+
+    def _send_one_by_one(self, entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Send each entry with SendMessage; record those refused as too long; return the rest unsent."""
+        sqs = aws("sqs")
+        left: dict[str, dict[str, Any]] = {}
+        for key, entry in entries.items():
+            try:
+                sqs.send_message(QueueUrl=self.queue_url, **{k: v for k, v in entry.items() if k != "Id"})
+            except botocore.exceptions.ClientError as exc:
+                if _too_long(exc.response.get("Error", {})):
+                    self._refused(entry)
+                else:
+                    left[key] = entry
+        return left
 
     def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
         """Send orders as JSON, ten per batch (no retry: ``ops local up``'s demo orders)."""

@@ -160,7 +160,9 @@ def hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]
     crashed: Counter[str] = Counter()
     for poller in run.pollers:
         crashed.update(poller.interrupted)
-    ended, misplaced = hostile_outcomes(plan.hostile, dlq_messages, accepted, status, effects, dict(crashed))
+    ended, misplaced = hostile_outcomes(
+        plan.hostile, dlq_messages, accepted, status, effects, dict(crashed), run.producer.refused_at_send
+    )
     return {"hostile": ended, "hostile_misplaced": misplaced}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ops.cli import main
-from ops.local.hostile import EXPECTED_SQS_ENDS, KINDS, SQS_KINDS, UNKNOWN_ORDER
+from ops.local.hostile import EXPECTED_SQS_ENDS, KINDS, OVERSIZE_REFUSED, SQS_KINDS, UNKNOWN_ORDER
 from ops.local.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
@@ -20,8 +20,8 @@ HOSTILE_INVARIANTS = (
     "no_payment_token_name_or_address_in_logs_histories_or_dlq_attributes",
     "no_log_line_over_16_kib",
 )
-#: Seed 1 with 60 orders at rate 0.2 injects every kind at least once (12 hostile inputs).
-ARGS = ["--orders", "60", "--seed", "1", "--hostile-rate", "0.2", "--malformed-rate", "0.05", "--check"]
+#: Seed 4 with 60 orders at rate 0.2 injects every kind at least once (15 hostile inputs).
+ARGS = ["--orders", "60", "--seed", "4", "--hostile-rate", "0.2", "--malformed-rate", "0.05", "--check"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_hostile_run_reports_each_kind_where_it_ended(hostile_run: tuple[int, di
 
 def test_hostile_run_dead_letters_only_hostile_and_malformed_input(hostile_run: tuple[int, dict[str, Any]]) -> None:
     _, report = hostile_run
-    sqs_hostile = sum(report["hostile"][k]["injected"] for k in SQS_KINDS)
+    sqs_hostile = sum(report["hostile"][k]["injected"] for k in SQS_KINDS if k != OVERSIZE_REFUSED)
     malformed = report["faults_injected"].get("malformed", 0)
     assert report["dlq_categories"]["orders"] == {"permanent": sqs_hostile + malformed}
     assert report["orders"]["submitted"] == report["orders"]["completed"] + report["orders"]["compensated"]
@@ -85,3 +85,55 @@ def test_hostile_correlation_id_with_quotes_and_spaces_traced_end_to_end(assembl
     # The outcome is written by the saga's own DynamoDB task (no finalize Lambda on the happy path).
     assert {"log:intake", "log:charge-payment", "log:ship-order"} <= services
     assert any(e.source.startswith("execution:order-order-quoted-1-attempt-1") for e in events)
+
+
+def test_hostile_oversize_at_the_queue_limit_is_dead_lettered_one_byte_over_is_refused_at_send(
+    assembly: CloudAssembly,
+) -> None:
+    """The orders queue's MaximumMessageSize is the contract plus an attribute allowance: a body the
+    queue accepts (exactly at its limit, attributes counted) is dead-lettered by intake as permanent
+    with its category; one byte more is refused at SendMessage, so the producer learns it at once."""
+    import random
+
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from ops.local.hostile import oversize_body
+    from ops.local.run import RunOptions, local_pipeline
+
+    with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
+        queue_url = run.target().output("OrdersQueueUrl")
+        sqs = boto3.client("sqs")
+        limit = int(
+            sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MaximumMessageSize"])["Attributes"][
+                "MaximumMessageSize"
+            ]
+        )
+        assert limit == 69_632
+
+        def send(cid: str, over: int) -> None:
+            sqs.send_message(
+                QueueUrl=queue_url,
+                MessageBody=oversize_body(f"big-{over}", random.Random(over), cid, over=over),
+                MessageAttributes={"correlation_id": {"DataType": "String", "StringValue": cid}},
+            )
+
+        with pytest.raises(ClientError) as refused:
+            send("cid-big-over", 1)
+        assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
+        assert f"shorter than {limit} bytes" in refused.value.response["Error"]["Message"]
+
+        send("cid-big-at", 0)
+        run.drain()
+        dlq_url = run.target().output("OrdersDlqUrl")
+        (message,) = sqs.receive_message(
+            QueueUrl=dlq_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, VisibilityTimeout=0
+        )["Messages"]
+        attrs = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+        assert (attrs["correlation_id"], attrs["dlq_category"], attrs["dlq_error_type"]) == (
+            "cid-big-at",
+            "permanent",
+            "InvalidOrder",
+        )
+        assert attrs["dlq_receive_count"] == "1"
+        assert len(message["Body"].encode()) > 65_536

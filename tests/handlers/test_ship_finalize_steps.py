@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lambda_resilience.exceptions import ConfigurationError
-from order_domain.errors import ShippingUnavailable
+from order_domain.errors import ShipmentNotCancellable, ShippingUnavailable
 from order_domain.status import OrderStatus
 
 from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture, NeedsAttentionQueue
@@ -187,8 +187,11 @@ def test_finalize_needs_attention_sends_one_message_with_correlation_id(
     (message,) = needs_attention_queue.messages()
     assert message["body"] == {
         "order_id": order["order_id"],
+        "payment_attempt": 1,
         "correlation_id": "cid-notify",
-        "error": {**error, "correlation_id": "cid-notify"},
+        "reason": "the saga could not finish or compensate the order",
+        "error": error,
+        "source": "saga-park",
     }
     assert message["attributes"] == {"correlation_id": {"DataType": "String", "StringValue": "cid-notify"}}
 
@@ -254,3 +257,70 @@ def test_finalize_needs_attention_parks_an_order_no_compensation_moved(
 
     assert result["status"] == "NEEDS_ATTENTION"
     assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value
+
+
+# --- CancelShipment: ShipOrder's compensation, by what really happened at the carrier ----------
+
+
+@pytest.fixture
+def cancel(load, providers):
+    return load("cancel_shipment")
+
+
+def test_cancel_shipment_recalls_a_shipped_parcel(
+    ship, cancel, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+    shipped = ship(saga_input(order), lambda_context)
+
+    result = cancel(saga_input(order, "cid-cancel"), lambda_context)
+
+    assert result == {"status": "cancelled", "shipment": "shipped"}
+    (op,) = ledger.ops("carrier")
+    assert (op["status"], op["tracking_id"]) == ("cancelled", shipped["tracking_id"])
+    assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
+    assert cancel(saga_input(order, "cid-cancel"), lambda_context) == result  # a repeat: same answer
+
+
+def test_cancel_shipment_with_nothing_shipped_cancels_the_key_so_a_late_ship_is_refused(
+    ship, cancel, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+
+    assert cancel(saga_input(order), lambda_context) == {"status": "cancelled", "shipment": "not_found"}
+    with pytest.raises(ShippingUnavailable):  # the ship request arrives late: the carrier refuses it
+        ship(saga_input(order), lambda_context)
+    (op,) = ledger.ops("carrier")
+    assert op["status"] == "cancelled"
+
+
+def test_cancel_shipment_of_a_rejected_shipment_has_nothing_to_undo(
+    ship, cancel, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context
+):
+    order = order_factory(shipping_address={"name": "N", "line1": "L", "city": "C", "postcode": "P", "country": "ZZ"})
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+    with pytest.raises(ShippingUnavailable):
+        ship(saga_input(order), lambda_context)
+
+    assert cancel(saga_input(order), lambda_context) == {"status": "nothing_to_undo", "shipment": "rejected"}
+    assert [r["action"] for r in ledger.requests("carrier")] == ["ship", "get"]  # no cancel request
+
+
+def test_cancel_shipment_handed_over_raises_shipment_not_cancellable(
+    ship, cancel, order_factory, saga_input, seed_order, ledger: LedgerView, lambda_context, logs: LogCapture
+):
+    order = order_factory(shipping_address={"name": "N", "line1": "L", "city": "C", "postcode": "P", "country": "XH"})
+    seed_order(order, OrderStatus.PAYMENT_CHARGED)
+    ship(saga_input(order), lambda_context)
+
+    with pytest.raises(ShipmentNotCancellable) as raised:
+        cancel(saga_input(order, "cid-xh"), lambda_context)
+
+    assert type(raised.value).__name__ == "ShipmentNotCancellable"  # the name the saga catches
+    (op,) = ledger.ops("carrier")
+    assert op["status"] == "shipped"  # the parcel still ships
+    (failed,) = logs.find("cancel-shipment failed")
+    assert failed["category"] == "permanent"
+    assert failed["correlation_id"] == "cid-xh"

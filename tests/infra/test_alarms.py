@@ -50,7 +50,7 @@ def test_alarms_every_function_has_errors_alarm_on_topic(stage: str, request: py
         by_function[dim["Value"]["Ref"]] = props
     functions = set(synth.of_type("AWS::Lambda::Function"))
     assert set(by_function) == functions
-    assert len(functions) == (11 if stage == "dev" else 9)
+    assert len(functions) == (12 if stage == "dev" else 10)
     for logical_id, props in by_function.items():
         assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE, logical_id
         assert props["Period"] == 300, logical_id
@@ -69,7 +69,12 @@ def test_alarms_dlq_replay_has_errors_alarm(dev: SynthResult) -> None:
 
 @pytest.mark.parametrize(
     ("metric", "key"),
-    [("ExecutionsFailed", "failed"), ("ExecutionsTimedOut", "timed_out"), ("ExecutionThrottled", "throttled")],
+    [
+        ("ExecutionsFailed", "failed"),
+        ("ExecutionsTimedOut", "timed_out"),
+        ("ExecutionsAborted", "aborted"),
+        ("ExecutionThrottled", "throttled"),
+    ],
 )
 def test_alarms_state_machine_executions(dev: SynthResult, metric: str, key: str) -> None:
     (props,) = _alarms_on(dev, "AWS/States", metric).values()
@@ -97,7 +102,7 @@ def test_alarms_every_alarm_acts_on_the_one_topic(stage: str, request: pytest.Fi
     synth: SynthResult = request.getfixturevalue(stage)
     synth.template.resource_count_is("AWS::SNS::Topic", 1)
     alarms = synth.of_type("AWS::CloudWatch::Alarm")
-    assert len(alarms) == (19 if stage == "dev" else 17)
+    assert len(alarms) == (22 if stage == "dev" else 20)
     for logical_id, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == _topic(synth), logical_id
         assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id

@@ -11,6 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from constructs_lib.generic_saga import (
+    LAMBDA_INIT_SECONDS,
+    STATE_LATENCY_SECONDS,
     LambdaTask,
     RetryPolicy,
     Saga,
@@ -73,10 +75,86 @@ def test_saga_execution_timeout_is_budgeted_from_the_policies() -> None:
         steps=_steps(stack), forward_retry=RetryPolicy(max_attempts=1), timeout_margin=Duration.seconds(0)
     )
     saga = Saga(stack, "Saga", props=props)
-    # 3 forward steps: 2 attempts x 10 s + one 1 s delay each; 2 compensations: 6 attempts x 10 s + 2+4+8+16+30 s.
-    assert budget_seconds(props) == 3 * (2 * 10 + 1) + 2 * (6 * 10 + 60)
+    # Each Lambda attempt: its 10 s timeout + a failed 10 s Init phase + 2 s of Step Functions latency.
+    # 3 forward steps: 2 attempts x 22 s + one 1 s delay each; 2 compensations: 6 attempts x 22 s + 2+4+8+16+30 s.
+    assert budget_seconds(props) == 3 * (2 * 22 + 1) + 2 * (6 * 22 + 60)
     assert saga.timeout.to_seconds() == budget_seconds(props)
     assert _definition(stack)["TimeoutSeconds"] == budget_seconds(props)
+
+
+def _recorders(stack: Stack, **extra: Any) -> SagaProps:
+    return SagaProps(
+        steps=_steps(stack),
+        completed=SagaRecorder("Done", LambdaTask(_fn(stack, "D")), already_recorded_on=("Repeat",)),
+        compensated=SagaRecorder("Undone", LambdaTask(_fn(stack, "U")), already_recorded_on=("Repeat",)),
+        parked=SagaRecorder("Park", LambdaTask(_fn(stack, "P"))),
+        **extra,
+    )
+
+
+def test_saga_failing_recorder_parks_unless_already_recorded() -> None:
+    """A recorder's error other than "already recorded" (after its retries) goes to the park, at the
+    one error path the park reads; never a failed execution with the outcome unrecorded."""
+    stack = Stack(App(), "SagaUnderTest")
+    Saga(stack, "Saga", props=_recorders(stack))
+    states = _definition(stack)["States"]
+    for name in ("Done", "Undone"):
+        catches = [(c["ErrorEquals"], c["Next"], c["ResultPath"]) for c in states[name]["Catch"]]
+        assert catches == [
+            (["Repeat"], "OutcomeAlreadyRecorded", "$.outcome_error"),
+            (["States.ALL"], "Park", "$.compensation_error"),
+        ], name
+
+
+def test_saga_failing_park_runs_the_last_resort_then_fails() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    props = _recorders(stack, last_resort=SagaRecorder("Shout", LambdaTask(_fn(stack, "S")), result_path="$.shout"))
+    saga = Saga(stack, "Saga", props=props)
+    states = _definition(stack)["States"]
+    assert [(c["ErrorEquals"], c["Next"]) for c in states["Park"]["Catch"]] == [(["States.ALL"], "Shout")]
+    assert states["Park"]["Catch"][0]["ResultPath"] == "$.outcome_error"  # the park's error path is kept
+    assert states["Shout"]["Next"] == "CompensationFailed"
+    assert [(c["ErrorEquals"], c["Next"]) for c in states["Shout"]["Catch"]] == [(["States.ALL"], "CompensationFailed")]
+    # Budget: the park and the last resort are on the longest path, each at its worst.
+    without = budget_seconds(_recorders(Stack(App(), "Other")))
+    attempt = 10 + LAMBDA_INIT_SECONDS + STATE_LATENCY_SECONDS
+    assert budget_seconds(props) == without + 4 * attempt + 7
+    assert saga.timeout.to_seconds() == budget_seconds(props)
+
+
+def test_saga_park_at_once_skips_the_earlier_compensations() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    steps = _steps(stack)
+    steps[1] = SagaStep("Charge", steps[1].forward, compensation=steps[1].compensation, park_at_once_on=("CannotUndo",))
+    steps.append(SagaStep("Ship", LambdaTask(_fn(stack, "S")), compensation=LambdaTask(_fn(stack, "US"))))
+    Saga(stack, "Saga", props=SagaProps(steps=steps, parked=SagaRecorder("Park", LambdaTask(_fn(stack, "P")))))
+    states = _definition(stack)["States"]
+    for name in ("UndoCharge", "UndoChargeThenPark"):
+        assert states[name]["Retry"][0] == {"ErrorEquals": ["CannotUndo"], "MaxAttempts": 0}, name
+        assert states[name]["Retry"][1]["ErrorEquals"] == ["States.ALL"], name
+        assert [(c["ErrorEquals"], c["Next"]) for c in states[name]["Catch"]] == [
+            (["CannotUndo"], "Park"),
+            (["States.ALL"], "UndoReserveThenPark"),
+        ], name
+
+
+def test_saga_alarms_on_aborted_executions() -> None:
+    from aws_cdk import aws_sns as sns
+
+    stack = Stack(App(), "SagaUnderTest")
+    saga = Saga(stack, "Saga", props=SagaProps(steps=_steps(stack), alarm_topic=sns.Topic(stack, "T")))
+    assert set(saga.alarms) == {"failed", "timed_out", "aborted", "throttled"}
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/States",
+            "MetricName": "ExecutionsAborted",
+            "Statistic": "Sum",
+            "Threshold": 0,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "EvaluationPeriods": 1,
+        },
+    )
 
 
 def _refused(make: Any) -> str:
@@ -129,6 +207,39 @@ def _refused(make: Any) -> str:
         (
             lambda s: SagaProps(steps=_steps(s), refused_input_errors=("Unknown",), compensate_all_on=("Unknown",)),
             "two meanings",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[
+                    SagaStep("A", LambdaTask(_fn(s, "A")), compensation=LambdaTask(_fn(s, "U")), park_at_once_on=("X",))
+                ]
+            ),
+            "park_at_once_on needs a parked recorder",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[SagaStep("A", LambdaTask(_fn(s, "A")), park_at_once_on=("X",))],
+                parked=SagaRecorder("Park", LambdaTask(_fn(s, "P"))),
+            ),
+            "park_at_once_on needs a compensation",
+        ),
+        (
+            lambda s: SagaProps(
+                steps=[
+                    SagaStep(
+                        "A",
+                        LambdaTask(_fn(s, "A")),
+                        compensation=LambdaTask(_fn(s, "U")),
+                        park_at_once_on=("States.ALL",),
+                    )
+                ],
+                parked=SagaRecorder("Park", LambdaTask(_fn(s, "P"))),
+            ),
+            "park_at_once_on cannot be States.ALL",
+        ),
+        (
+            lambda s: SagaProps(steps=_steps(s), last_resort=SagaRecorder("Shout", LambdaTask(_fn(s, "S")))),
+            "last_resort: it runs when the parked recorder fails",
         ),
         (lambda s: SagaProps(steps=[SagaStep("A", LambdaTask(_fn(s, "A")), result_path="$")]), "must start with '$.'"),
         (

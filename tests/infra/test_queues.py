@@ -96,6 +96,51 @@ def test_orders_dlq_outlives_orders_queue(dev: SynthResult) -> None:
     assert dlq["MessageRetentionPeriod"] == FOURTEEN_DAYS_S > queue["MessageRetentionPeriod"]
 
 
+def test_orders_queue_refuses_bodies_over_the_contract_and_its_dlq_holds_what_it_accepts(dev: SynthResult) -> None:
+    """The orders queue's MaximumMessageSize is the 64 KiB contract plus an allowance for message
+    attributes (SQS counts them); its DLQ holds the largest accepted message plus intake's attributes."""
+    from order_domain.model import MAX_BODY_BYTES
+    from stacks.order_pipeline_stack import ORDER_ATTRIBUTES_ALLOWANCE_BYTES, ORDER_BODY_MAX_BYTES
+
+    assert ORDER_BODY_MAX_BYTES == MAX_BODY_BYTES == 65_536
+    queue = dev.properties(dev.logical_id(dev.stack.orders_queue.queue))
+    dlq = dev.properties(dev.logical_id(dev.stack.orders_queue.dlq))
+    assert queue["MaximumMessageSize"] == MAX_BODY_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES == 69_632
+    assert dlq["MaximumMessageSize"] == 1_048_576  # the SQS maximum: an accepted body + the dlq_* attributes
+    assert dlq["MaximumMessageSize"] >= queue["MaximumMessageSize"] + 10 * 1024
+
+
+@pytest.mark.parametrize("size", [1_023, 1_048_577, 0])
+def test_resilient_queue_refuses_a_max_message_size_out_of_sqs_range(size: int) -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_sns as sns
+
+    from constructs_lib.queue import ResilientQueueProps
+
+    topic = sns.Topic(Stack(App(), "S"), "T")
+    with pytest.raises(ValueError, match=r"max_message_size_bytes must be within 1024\.\.1048576"):
+        ResilientQueueProps(alarm_topic=topic, max_message_size_bytes=size)
+
+
+@pytest.mark.parametrize("size", [1_024, 1_048_576])
+def test_resilient_queue_accepts_the_sqs_range_bounds(size: int) -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_sns as sns
+    from aws_cdk.assertions import Template
+
+    from constructs_lib.queue import ResilientQueue, ResilientQueueProps
+
+    stack = Stack(App(), "S")
+    ResilientQueue(
+        stack, "Q", props=ResilientQueueProps(alarm_topic=sns.Topic(stack, "T"), max_message_size_bytes=size)
+    )
+    sizes = sorted(
+        q["Properties"].get("MaximumMessageSize")
+        for q in Template.from_stack(stack).find_resources("AWS::SQS::Queue").values()
+    )
+    assert sizes == sorted([size, 1_048_576])
+
+
 def test_orders_queue_visibility_covers_six_intake_timeouts(dev: SynthResult) -> None:
     queue = dev.properties(dev.logical_id(dev.stack.orders_queue.queue))
     intake = dev.properties(dev.logical_id(dev.stack.intake.function))

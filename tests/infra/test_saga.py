@@ -12,17 +12,24 @@ import boto3
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
-from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS
+from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS, LAMBDA_INIT_SECONDS, STATE_LATENCY_SECONDS
 from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
 from order_domain.status import OrderStatus, sources_of
 from order_domain.step import step_payload
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
-COMPENSATIONS = ("RefundPayment", "ReleaseInventory", "ReleaseInventoryThenPark")
+COMPENSATIONS = (
+    "CancelShipment",
+    "RefundPayment",
+    "RefundPaymentThenPark",
+    "ReleaseInventory",
+    "ReleaseInventoryThenPark",
+)
 #: Outcome writes: direct DynamoDB UpdateItem integrations (no Lambda), and the park function.
 OUTCOME_WRITES = {"MarkCompleted": "COMPLETED", "MarkCompensated": "COMPENSATED"}
 DYNAMODB_UPDATE_ITEM = "arn:ARN<AWS::Partition>:states:::dynamodb:updateItem"
@@ -54,6 +61,10 @@ def _render_parameters(parameters: dict[str, Any], state: dict[str, Any]) -> dic
             continue
         assert value.startswith("$"), value
         resolved: Any = state
+        if value.startswith("$$."):  # the context object: only $$.Execution.Name is used
+            assert value == "$$.Execution.Name", value
+            rendered[key[:-2]] = state.get("__execution_name__", "order-o-1-attempt-1")
+            continue
         for part in filter(None, value[1:].split(".")):
             resolved = resolved[part]
         rendered[key[:-2]] = resolved
@@ -65,6 +76,8 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
 
     Each retrier is exhausted (its own attempt counter), each delay is the un-jittered cap
     ``min(IntervalSeconds * BackoffRate**n, MaxDelaySeconds)``; Catch transitions count as edges.
+    Each attempt also costs Step Functions' latency allowance, and a Lambda attempt a failed Init
+    phase (10 s, https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html).
     """
     states = definition["States"]
 
@@ -80,6 +93,7 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
         timeout = function_timeouts[target] if target else math.inf  # a service integration: its TimeoutSeconds
         timeout = min(timeout, state.get("TimeoutSeconds", math.inf))
         assert timeout < math.inf, f"{name} has no bounded attempt time"
+        timeout += STATE_LATENCY_SECONDS + (LAMBDA_INIT_SECONDS if target else 0.0)
         attempts, delays = 1, 0.0
         for retrier in state.get("Retry", []):
             n_max = retrier.get("MaxAttempts", 3)
@@ -139,7 +153,9 @@ def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: di
         "ReserveInventory": stack.reserve,
         "ChargePayment": stack.charge,
         "ShipOrder": stack.ship,
+        "CancelShipment": stack.cancel_shipment,
         "RefundPayment": stack.refund,
+        "RefundPaymentThenPark": stack.refund,
         "ReleaseInventory": stack.release,
         "ReleaseInventoryThenPark": stack.release,
         "MarkNeedsAttention": stack.finalize,
@@ -152,8 +168,11 @@ def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: di
         state = saga_definition["States"][name]
         assert state["Resource"] == DYNAMODB_UPDATE_ITEM, name
         assert state["Parameters"]["TableName"] == f"ARN<{dev.logical_id(stack.orders_table)}>", name
+    last_resort = saga_definition["States"]["NotifyNeedsAttention"]
+    assert last_resort["Resource"] == "arn:ARN<AWS::Partition>:states:::sqs:sendMessage"
+    assert last_resort["Parameters"]["QueueUrl"] == f"ARN<{dev.logical_id(stack.needs_attention.queue)}>"  # its Ref
     tasks = {name for name, state in saga_definition["States"].items() if state["Type"] == "Task"}
-    assert tasks == set(expected) | set(OUTCOME_WRITES)
+    assert tasks == set(expected) | set(OUTCOME_WRITES) | {"NotifyNeedsAttention"}
 
 
 # --- no routing states; the repair entry ----------------------------------------------------------
@@ -169,8 +188,9 @@ def test_saga_has_no_routing_states(saga_definition: dict[str, Any]) -> None:
 
 
 def test_saga_repair_request_skips_to_the_compensations(saga_definition: dict[str, Any]) -> None:
-    """``ops repair --action compensate``: ReserveInventory raises CompensationRequested -> RefundPayment."""
-    (catcher,) = [c for c in saga_definition["States"]["ReserveInventory"]["Catch"] if c["Next"] == "RefundPayment"]
+    """``ops repair --action compensate``: ReserveInventory raises CompensationRequested -> CancelShipment
+    (no refund of a possibly shipped order without cancelling its shipment first)."""
+    (catcher,) = [c for c in saga_definition["States"]["ReserveInventory"]["Catch"] if c["Next"] == "CancelShipment"]
     assert catcher["ErrorEquals"] == ["CompensationRequested"]
     assert catcher["ResultPath"] == "$.error"
 
@@ -179,7 +199,7 @@ def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]
     # First: an input naming no order we can act on ends the execution; nothing was done.
     assert _catches(saga_definition["States"]["ReserveInventory"]) == [
         (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
-        (["CompensationRequested"], "RefundPayment"),
+        (["CompensationRequested"], "CancelShipment"),
         (["States.ALL"], "ReleaseInventory"),
     ]
     assert saga_definition["States"]["InputRefused"]["Type"] == "Fail"
@@ -193,12 +213,30 @@ def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict
     ]
 
 
-def test_saga_ship_failure_refunds(saga_definition: dict[str, Any]) -> None:
-    assert _catches(saga_definition["States"]["ShipOrder"]) == [(["States.ALL"], "RefundPayment")]
+def test_saga_ship_failure_cancels_the_shipment_unless_the_carrier_rejected_it(saga_definition: dict[str, Any]) -> None:
+    """Rejected: nothing shipped, refund. Any other failure (outcome unknown): cancel the shipment first."""
+    assert _catches(saga_definition["States"]["ShipOrder"]) == [
+        (["ShippingUnavailable"], "RefundPayment"),
+        (["States.ALL"], "CancelShipment"),
+    ]
+    cancel = saga_definition["States"]["CancelShipment"]
+    assert cancel["Next"] == "RefundPayment" and cancel["ResultPath"] == "$.cancellation"
+
+
+def test_saga_shipment_not_cancellable_parks_at_once_without_refund(saga_definition: dict[str, Any]) -> None:
+    """A parcel the carrier will not recall is never refunded: not retried, straight to the park."""
+    cancel = saga_definition["States"]["CancelShipment"]
+    assert cancel["Retry"][0] == {"ErrorEquals": ["ShipmentNotCancellable"], "MaxAttempts": 0}
+    assert _catches(cancel) == [
+        (["ShipmentNotCancellable"], "MarkNeedsAttention"),
+        (["States.ALL"], "RefundPaymentThenPark"),
+    ]
+    assert all(c["ResultPath"] == "$.compensation_error" for c in cancel["Catch"])
 
 
 def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
+    assert states["CancelShipment"]["Next"] == "RefundPayment"
     assert states["RefundPayment"]["Next"] == "ReleaseInventory"
     assert states["RefundPayment"]["ResultPath"] == "$.refund"
     assert states["ReleaseInventory"]["ResultPath"] == "$.release"
@@ -208,7 +246,7 @@ def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]
 
 def test_saga_compensations_retry_all_errors_with_full_jitter(saga_definition: dict[str, Any]) -> None:
     for name in COMPENSATIONS:
-        (retry,) = saga_definition["States"][name]["Retry"]
+        retry = saga_definition["States"][name]["Retry"][-1]
         assert retry["ErrorEquals"] == ["States.ALL"], name
         assert retry["JitterStrategy"] == "FULL", name
         assert retry["MaxDelaySeconds"] == 30, name
@@ -267,14 +305,53 @@ def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[st
 
 
 def test_saga_outcome_writes_retry_throttling_and_end_on_a_failed_condition(saga_definition: dict[str, Any]) -> None:
-    """A repeat or a late write fails the condition: the execution ends, nothing is overwritten."""
+    """A repeat or a late write fails the condition: the execution ends, nothing is overwritten. Any
+    other error (after the transient retries) parks the order: never SHIPPED / COMPENSATING unannounced."""
     for name in OUTCOME_WRITES:
         state = saga_definition["States"][name]
         (retry,) = state["Retry"]
         assert retry["ErrorEquals"] == list(DYNAMODB_TRANSIENT_ERRORS), name
         assert "DynamoDB.ConditionalCheckFailedException" not in retry["ErrorEquals"], name
-        assert _catches(state) == [(["DynamoDB.ConditionalCheckFailedException"], "OutcomeAlreadyRecorded")], name
+        assert _catches(state) == [
+            (["DynamoDB.ConditionalCheckFailedException"], "OutcomeAlreadyRecorded"),
+            (["States.ALL"], "MarkNeedsAttention"),
+        ], name
+        assert state["Catch"][1]["ResultPath"] == "$.compensation_error", name  # the one path the park reads
         assert state["TimeoutSeconds"] == 10, name
+
+
+def test_saga_park_that_fails_sends_the_last_resort_message_then_fails(saga_definition: dict[str, Any]) -> None:
+    states = saga_definition["States"]
+    park = states["MarkNeedsAttention"]
+    assert _catches(park) == [(["States.ALL"], "NotifyNeedsAttention")]
+    assert park["Catch"][0]["ResultPath"] == "$.final_error"  # the park error at $.compensation_error is kept
+    last = states["NotifyNeedsAttention"]
+    assert last["Next"] == "CompensationFailed"
+    assert _catches(last) == [(["States.ALL"], "CompensationFailed")]
+    assert last["TimeoutSeconds"] == 10
+    body = dict(last["Parameters"]["MessageBody"])
+    assert body.pop("reason.$").startswith("States.Format(")  # (not rendered here: it names the execution)
+    rendered = _render_parameters(
+        body, {**SAGA_INPUT, "compensation_error": {"Error": "ShipmentNotCancellable", "Cause": "handed over"}}
+    )
+    assert rendered == {
+        "order_id": "o-1",
+        "payment_attempt": 1,
+        "correlation_id": "c-1",
+        "error": {"Error": "ShipmentNotCancellable", "Cause": "handed over"},
+        "source": "saga-last-resort",
+    }
+    assert last["Parameters"]["MessageAttributes"] == {
+        "correlation_id": {"DataType": "String", "StringValue.$": "$.correlation_id"}
+    }
+
+
+def test_saga_role_sends_only_to_the_needs_attention_queue(dev: SynthResult) -> None:
+    role = dev.logical_id(dev.stack.saga.state_machine.role)
+    sends = [s for s in dev.statements_of_role(role) if any(a.startswith("sqs:") for a in as_list(s["Action"]))]
+    assert [(s["Action"], s["Resource"]) for s in sends] == [
+        ("sqs:SendMessage", {"Fn::GetAtt": [dev.logical_id(dev.stack.needs_attention.queue), "Arn"]})
+    ]
 
 
 def test_saga_catches_keep_the_order_state(saga_definition: dict[str, Any]) -> None:
@@ -300,28 +377,32 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
         if state["Type"] == "Task":
             assert "Next" in state or state.get("End") is True, name
     assert seen == set(states)
-    assert len(states) == 12  # 3 forward, 3 compensation tasks, 3 Mark*, 1 Succeed, 2 Fail
+    # 3 forward, 5 compensation tasks (3 + 2 ThenPark), 3 Mark*, the last resort, 1 Succeed, 2 Fail
+    assert len(states) == 15
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
-    """3 forward steps + 2 compensations (worst case each) + the slowest outcome task + 60 s."""
-    forward = RetryPolicy().worst_case_seconds(30)  # 4 x 30 s + 1 + 2 + 4 s
+    """3 forward steps + 3 compensations (worst case each) + the slower outcome write + the park + the
+    last resort + 60 s; each Lambda attempt also budgets a failed 10 s Init phase, each attempt 2 s
+    of Step Functions latency."""
+    lambda_attempt = 30 + 10 + 2  # timeout + failed Init phase + state latency
+    forward = RetryPolicy().worst_case_seconds(30, 12)  # 4 x 42 s + 1 + 2 + 4 s
     compensation = RetryPolicy(
         interval=Duration.seconds(2), max_attempts=5, max_delay=Duration.seconds(30)
-    ).worst_case_seconds(30)  # 6 x 30 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
-    outcome_write = RetryPolicy().worst_case_seconds(10)  # the UpdateItem tasks' TimeoutSeconds
-    assert (forward, compensation, outcome_write) == (127, 240, 47)
-    budget = 3 * forward + 2 * compensation + max(forward, outcome_write) + 60  # MarkNeedsAttention is a function
-    assert budget == 1048
+    ).worst_case_seconds(30, 12)  # 6 x 42 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
+    outcome_write = RetryPolicy().worst_case_seconds(10, 2)  # the UpdateItem / SendMessage TimeoutSeconds
+    assert (forward, compensation, outcome_write) == (4 * lambda_attempt + 7, 6 * lambda_attempt + 60, 55)
+    budget = 3 * forward + 3 * compensation + outcome_write + forward + outcome_write + 60
+    assert budget == 1806
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
 
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
-    # Reserve, Charge, Ship (127 s each), then two compensation tasks (240 s each: Refund and
-    # ReleaseInventory or ReleaseInventoryThenPark), then MarkNeedsAttention (127 s).
-    assert worst == 3 * 127 + 2 * 240 + 127
+    # Reserve, Charge, Ship (175 s each), CancelShipment, RefundPayment, ReleaseInventory (312 s each),
+    # MarkCompensated failing (55 s), MarkNeedsAttention failing (175 s), NotifyNeedsAttention (55 s).
+    assert worst == 3 * 175 + 3 * 312 + 55 + 175 + 55
     assert saga_definition["TimeoutSeconds"] >= worst + 60
 
 
@@ -347,9 +428,31 @@ def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, A
     rendered = _render_parameters(saga_definition["States"]["MarkNeedsAttention"]["Parameters"], state_document)
     assert rendered["outcome"] == "NEEDS_ATTENTION"
     assert rendered["correlation_id"] == "c-1"
+    # The park is keyed per execution (helper "domain": order_domain.step), so a repair's park is a new park.
+    assert rendered["execution_name"] == "order-o-1-attempt-1"
     # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
     expected = {"order_id": "o-1", "payment_attempt": 1, "outcome": "NEEDS_ATTENTION", "error": failure}
-    assert step_payload(rendered) == expected
+    assert {k: v for k, v in step_payload(rendered).items() if k != "execution_name"} == expected
+
+
+@pytest.mark.parametrize(
+    "route",
+    ["compensation", "outcome_write", "not_cancellable"],
+)
+def test_saga_park_reads_one_error_path_whatever_route_reached_it(saga_definition: dict[str, Any], route: str) -> None:
+    """Every catch into MarkNeedsAttention writes the path its payload reads (a compensation's failure,
+    an outcome write's failure, ShipmentNotCancellable)."""
+    states = saga_definition["States"]
+    read = states["MarkNeedsAttention"]["Parameters"]["error.$"]
+    into_park = {
+        "compensation": [c for c in states["ReleaseInventory"]["Catch"] if c["Next"] == "MarkNeedsAttention"],
+        "outcome_write": [
+            c for name in OUTCOME_WRITES for c in states[name]["Catch"] if c["Next"] == "MarkNeedsAttention"
+        ],
+        "not_cancellable": [c for c in states["CancelShipment"]["Catch"] if c["Next"] == "MarkNeedsAttention"],
+    }[route]
+    assert into_park
+    assert {c["ResultPath"] for c in into_park} == {read}
 
 
 # --- the outcome writes: a direct DynamoDB integration with a condition ------------------------
@@ -497,9 +600,8 @@ def test_saga_role_may_use_the_orders_key_in_prod(prod: SynthResult) -> None:
 
 def _saga_template(inline_function: InlineFunctionFactory, **props: Any) -> dict[str, Any]:
     stack = Stack(App(), "SagaUnderTest")
-    fns = {
-        name: inline_function(stack, name, 30) for name in ("Reserve", "Charge", "Ship", "Refund", "Release", "Final")
-    }
+    names = ("Reserve", "Charge", "Ship", "Cancel", "Refund", "Release", "Final")
+    fns = {name: inline_function(stack, name, 30) for name in names}
     orders = dynamodb.Table(
         stack, "Orders", partition_key=dynamodb.Attribute(name="order_id", type=dynamodb.AttributeType.STRING)
     )
@@ -510,10 +612,12 @@ def _saga_template(inline_function: InlineFunctionFactory, **props: Any) -> dict
             reserve_inventory=fns["Reserve"],
             charge_payment=fns["Charge"],
             ship_order=fns["Ship"],
+            cancel_shipment=fns["Cancel"],
             refund_payment=fns["Refund"],
             release_inventory=fns["Release"],
             finalize_order=fns["Final"],
             orders_table=orders,
+            needs_attention_queue=sqs.Queue(stack, "NeedsAttention"),
             step_timeout=Duration.seconds(30),
             **props,
         ),

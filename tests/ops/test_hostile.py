@@ -22,7 +22,6 @@ from ops.local.orders import PII_PATTERN, OrderMix, make_orders, order_kind
 from ops.local.run import _batches, body_order_id
 
 INTAKE_MAX_BODY = 65_536
-SQS_MAX_BODY = 256 * 1024
 
 
 def depth(text: str) -> int:
@@ -52,13 +51,54 @@ def test_hostile_deep_nesting_is_thousands_of_levels_deep() -> None:
             json.loads(message.body)
 
 
-def test_hostile_oversize_is_a_valid_looking_order_over_64_kib_under_sqs_limit() -> None:
+def _sqs_size(message: hostile.HostileMessage) -> int:
+    """Body plus the correlation ID attribute's name, type and value, as SQS counts a message."""
+    return len(message.body.encode()) + len("correlation_id") + len("String") + len(message.correlation_id.encode())
+
+
+def test_hostile_oversize_is_a_valid_looking_order_exactly_at_the_orders_queue_limit() -> None:
+    from stacks.order_pipeline_stack import ORDERS_QUEUE_MAX_MESSAGE_BYTES
+
     for message in sample("oversize", 3):
-        size = len(message.body.encode())
-        assert INTAKE_MAX_BODY < size < SQS_MAX_BODY
+        assert _sqs_size(message) == ORDERS_QUEUE_MAX_MESSAGE_BYTES  # SQS accepts it ...
+        assert len(message.body.encode()) > INTAKE_MAX_BODY  # ... intake must refuse it
         order = json.loads(message.body)
         assert order["order_id"] == message.order_id and order_kind(order) == "ok"
-        assert len(order["shipping_address"]["line1"]) == hostile.OVERSIZE_BYTES
+
+
+def test_hostile_oversize_refused_is_one_byte_over_the_orders_queue_limit() -> None:
+    from stacks.order_pipeline_stack import ORDERS_QUEUE_MAX_MESSAGE_BYTES
+
+    for message in sample(hostile.OVERSIZE_REFUSED, 3):
+        assert _sqs_size(message) == ORDERS_QUEUE_MAX_MESSAGE_BYTES + 1
+        assert hostile.expected_ends(message.kind) == (hostile.REFUSED_AT_SEND,)
+
+
+def test_hostile_outcomes_hold_oversize_kinds_to_their_own_end() -> None:
+    rng = random.Random(9)
+    accepted = hostile.make_hostile("oversize", rng)
+    refused = hostile.make_hostile(hostile.OVERSIZE_REFUSED, rng)
+    lost = hostile.make_hostile(hostile.OVERSIZE_REFUSED, rng)
+    wrong = hostile.make_hostile("oversize", rng)
+    assert all(isinstance(m, hostile.HostileMessage) for m in (accepted, refused, lost, wrong))
+    found = [dlq(accepted.correlation_id), dlq(lost.correlation_id)]
+    ended, misplaced = hostile.outcomes(
+        [accepted, refused, lost, wrong],
+        found,
+        set(),
+        {},
+        {},
+        refused_at_send=[refused.correlation_id, wrong.correlation_id],
+    )
+    assert ended["oversize"] == {"injected": 2, "dlq_permanent_first_receive": 1, "unexpected_refused_at_send": 1}
+    assert ended[hostile.OVERSIZE_REFUSED] == {
+        "injected": 2,
+        "refused_at_send": 1,
+        "unexpected_dlq_permanent_first_receive": 1,
+    }
+    assert sorted(m["correlation_id"] for m in misplaced) == sorted([lost.correlation_id, wrong.correlation_id])
+    failed = {k: v for k, v in check(base_report(hostile=ended, hostile_misplaced=misplaced)).items() if v}
+    assert set(failed) == {"hostile_messages_in_dlq_as_permanent_on_first_receive"}
 
 
 def test_hostile_floats_are_numbers_json_integers_are_not() -> None:

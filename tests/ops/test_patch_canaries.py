@@ -620,8 +620,8 @@ def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
 
 
 def test_registry_readme_lists_every_patch_as_registered() -> None:
-    readme = (OPS_LOCAL.parents[1] / "README.md").read_text()
-    assert patches.markdown_rows() in readme, "README's patch table is stale: paste patches.markdown_rows()"
+    doc = (OPS_LOCAL.parents[1] / "docs" / "local-run.md").read_text()
+    assert patches.markdown_rows() in doc, "docs/local-run.md's patch table is stale: paste patches.markdown_rows()"
 
 
 def test_canary_backend_history_equals_the_api_history() -> None:

@@ -1,0 +1,198 @@
+"""The saga's own glue under faults, through the real (synthesized) ASL on moto: an outcome write that
+fails, a park that fails, a shipment whose outcome is unknown (cancelled before any refund), a parcel
+the carrier will not recall (parked, never refunded)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from moto.dynamodb.exceptions import DynamodbException
+
+from ops.local.faults import ThrottledError
+from ops.local.orders import make_order
+from ops.local.run import PipelineRun, RunOptions, local_pipeline
+from ops.local.template import CloudAssembly
+from ops.repair import order_executions
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def pipeline(assembly: CloudAssembly) -> Iterator[PipelineRun]:
+    with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
+        yield run
+
+
+class AccessDenied(DynamodbException):
+    """What DynamoDB answers a caller whose key or role no longer allows the write (not retried)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "com.amazonaws.dynamodb.v20120810#AccessDeniedException", message="Injected fault: access denied"
+        )
+
+
+@contextmanager
+def failing_status_move(order_id: str, to: str, error: Callable[[], Exception]) -> Iterator[list[str]]:
+    """While active, every UpdateItem that moves ``order_id`` to ``to`` raises ``error()`` (from moto's
+    backend, so the caller sees what botocore would return from AWS). Yields the list of hits."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    original = DynamoDBBackend.update_item
+    hits: list[str] = []
+
+    @functools.wraps(original)
+    def update_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = kwargs.get("key") or (args[1] if len(args) > 1 else {})
+        values = kwargs.get("expression_attribute_values") or (args[4] if len(args) > 4 else {}) or {}
+        if key.get("order_id", {}).get("S") == order_id and values.get(":to", {}).get("S") == to:
+            hits.append(to)
+            raise error()
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(DynamoDBBackend, "update_item", update_item):
+        yield hits
+
+
+def submit_and_drain(run: PipelineRun, order: dict[str, Any], correlation_id: str) -> None:
+    run.submit([(order, correlation_id)])
+    run.drain()
+
+
+def order_item(run: PipelineRun, order_id: str) -> dict[str, Any]:
+    from lambda_resilience.aws import from_item
+
+    item = boto3.client("dynamodb").get_item(TableName=run.orders_table, Key={"order_id": {"S": order_id}})["Item"]
+    return from_item(item)
+
+
+def ledger_ops(run: PipelineRun, order_id: str) -> list[dict[str, Any]]:
+    from ops.local.report import scan_all
+
+    return [i for i in scan_all(run.ledger_table) if i.get("order_id") == order_id and i.get("sk") == "op"]
+
+
+def needs_attention(run: PipelineRun, order_id: str) -> list[dict[str, Any]]:
+    """The needs-attention messages of ``order_id`` (bodies, plus the correlation_id attribute)."""
+    queue_url = run.target().output("NeedsAttentionQueueUrl")
+    found: list[dict[str, Any]] = []
+    for _ in range(5):
+        messages = (
+            boto3.client("sqs")
+            .receive_message(
+                QueueUrl=queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, VisibilityTimeout=0
+            )
+            .get("Messages", [])
+        )
+        for m in messages:
+            body = json.loads(m["Body"])
+            if body.get("order_id") == order_id and m["MessageId"] not in {f["message_id"] for f in found}:
+                attribute = m.get("MessageAttributes", {}).get("correlation_id", {}).get("StringValue")
+                found.append({**body, "message_id": m["MessageId"], "attribute": attribute})
+    return found
+
+
+def only_execution(run: PipelineRun, order_id: str) -> dict[str, Any]:
+    (execution,) = order_executions(run.target(), order_id)
+    return dict(boto3.client("stepfunctions").describe_execution(executionArn=execution["executionArn"]))
+
+
+def entered(execution_arn: str) -> list[str]:
+    events = boto3.client("stepfunctions").get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    return [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
+
+
+def new_order(order_id: str, country: str | None = None) -> dict[str, Any]:
+    order = make_order(order_id, random.Random(order_id), "ok")
+    if country is not None:
+        order["shipping_address"] = {**order["shipping_address"], "country": country}
+    return order
+
+
+def test_saga_completed_write_failing_parks_the_shipped_order(pipeline: PipelineRun) -> None:
+    """MarkCompleted fails with a non-transient error (access denied): the order is parked and
+    announced, never left SHIPPED with a failed execution and nothing on the queue."""
+    with failing_status_move("glue-mark", "COMPLETED", AccessDenied) as hits:
+        submit_and_drain(pipeline, new_order("glue-mark"), "cid-glue-mark")
+    assert hits == ["COMPLETED"]  # not retried: not a transient name
+    assert order_item(pipeline, "glue-mark")["status"] == "NEEDS_ATTENTION"
+    described = only_execution(pipeline, "glue-mark")
+    assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
+    assert entered(described["executionArn"])[-3:] == ["MarkCompleted", "MarkNeedsAttention", "CompensationFailed"]
+    (message,) = needs_attention(pipeline, "glue-mark")
+    assert message["attribute"] == "cid-glue-mark"
+    assert "AccessDeniedException" in json.dumps(message["error"])
+
+
+def test_saga_park_failing_sends_the_last_resort_message(pipeline: PipelineRun) -> None:
+    """MarkCompleted fails, then the park itself keeps failing (its status write is throttled past
+    its retries): the state machine sends the needs-attention message itself, then fails."""
+    with (
+        failing_status_move("glue-lost", "COMPLETED", AccessDenied),
+        failing_status_move("glue-lost", "NEEDS_ATTENTION", ThrottledError) as park_hits,
+    ):
+        submit_and_drain(pipeline, new_order("glue-lost"), "cid-glue-lost")
+    assert len(park_hits) >= 4  # the park and its retries
+    assert order_item(pipeline, "glue-lost")["status"] == "SHIPPED"  # the park could not record it ...
+    described = only_execution(pipeline, "glue-lost")
+    assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
+    assert entered(described["executionArn"])[-3:] == [
+        "MarkNeedsAttention",
+        "NotifyNeedsAttention",
+        "CompensationFailed",
+    ]
+    (message,) = needs_attention(pipeline, "glue-lost")  # ... but the order is announced
+    assert message["source"] == "saga-last-resort"
+    assert message["attribute"] == message["correlation_id"] == "cid-glue-lost"
+    assert (message["order_id"], message["payment_attempt"]) == ("glue-lost", 1)
+    assert "AccessDeniedException" in json.dumps(message["error"])  # the error that sent it to the park
+    assert "order-glue-lost-attempt-1" in message["reason"]
+    assert not {"payment_token", "shipping_address", "customer_id"} & set(message)
+    assert any("ExecutionsFailedAlarm" in a for a in pipeline.evaluate_alarms())
+
+
+def test_saga_ship_outcome_unknown_cancels_the_shipment_before_refunding(pipeline: PipelineRun) -> None:
+    """The carrier shipped but ShipOrder kept failing after it (its status write throttled past the
+    retries): CancelShipment recalls the parcel, then the money goes back. Never refunded while shipping."""
+    with failing_status_move("glue-ship", "SHIPPED", ThrottledError):
+        submit_and_drain(pipeline, new_order("glue-ship"), "cid-glue-ship")
+    assert order_item(pipeline, "glue-ship")["status"] == "COMPENSATED"
+    described = only_execution(pipeline, "glue-ship")
+    assert entered(described["executionArn"])[-5:] == [
+        "ShipOrder",
+        "CancelShipment",
+        "RefundPayment",
+        "ReleaseInventory",
+        "MarkCompensated",
+    ]
+    ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-ship")}
+    assert ops == {"charge": "captured", "ship": "cancelled", "refund": "refunded"}
+
+
+def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRun) -> None:
+    """The same unknown outcome for a parcel already handed over (sandbox country XH): the carrier
+    refuses the cancel, so the order is parked at once, the money kept and the stock not released."""
+    with failing_status_move("glue-gone", "SHIPPED", ThrottledError):
+        submit_and_drain(pipeline, new_order("glue-gone", country="XH"), "cid-glue-gone")
+    assert order_item(pipeline, "glue-gone")["status"] == "NEEDS_ATTENTION"
+    described = only_execution(pipeline, "glue-gone")
+    assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
+    assert entered(described["executionArn"])[-4:] == [
+        "ShipOrder",
+        "CancelShipment",
+        "MarkNeedsAttention",
+        "CompensationFailed",
+    ]
+    ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-gone")}
+    assert ops == {"charge": "captured", "ship": "shipped"}  # no refund of a parcel that ships
+    (message,) = needs_attention(pipeline, "glue-gone")
+    assert "ShipmentNotCancellable" in json.dumps(message["error"])
+    assert message["attribute"] == "cid-glue-gone"
