@@ -13,6 +13,7 @@ import botocore.exceptions
 
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
+from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.arguments import rate as _rate
@@ -161,6 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
         "shipment, refund, release (any non-terminal status, NEEDS_ATTENTION included)",
     )
     _target_arguments(repair)
+
+    smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
+    smoke.add_argument("--timeout", type=_positive_float, default=180.0, help="wait for terminal states (s, 180)")
+    smoke.add_argument("--alarm-wait", type=_non_negative_float, default=180.0, help="wait for alarms to clear (s)")
+    smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
+    smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
+    smoke.add_argument("--undeliverable-country", help="a country the carrier refuses (real carriers: test mode)")
+    smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
+    _target_arguments(smoke)
     return parser
 
 
@@ -218,6 +228,26 @@ def _capacity(args: argparse.Namespace) -> int:
     )
     print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
     return 0
+
+
+def _smoke(target: Any, args: argparse.Namespace) -> int:
+    from ops.smoke import SmokeOptions, context_defaults, format_table, run_smoke
+
+    context = context_defaults()
+    options = SmokeOptions(
+        timeout_seconds=args.timeout,
+        alarm_wait_seconds=args.alarm_wait,
+        payment_token=args.payment_token or context.get("payment_token"),
+        decline_token=args.decline_token or context.get("decline_token"),
+        undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),
+    )
+    report = run_smoke(target, options)
+    if args.json:
+        checks = [{"check": c.name, "expected": c.expected, "observed": c.observed, "ok": c.ok} for c in report.checks]
+        print(json.dumps({"run_id": report.run_id, "passed": report.passed, "checks": checks, "notes": report.notes}))
+    else:
+        print(format_table(report))
+    return 0 if report.passed else 1
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -407,6 +437,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "trace" and not args.correlation_id.strip():
         raise UsageError("a correlation ID is required")
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
+    if args.command == "smoke":
+        return _smoke(target, args)
     if args.command == "repair":
         from ops.repair import repair
 

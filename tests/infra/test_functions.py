@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from constructs_lib.function import DEFAULT_RUNTIME
 from tests.infra.conftest import SynthResult, as_list, join_to_string, present
 
 #: construct attribute on OrderPipelineStack -> POWERTOOLS_SERVICE_NAME
@@ -76,7 +77,7 @@ def test_functions_use_runtime_tracing_and_json_logs(dev: SynthResult, functions
     assert len(layers) == 2
     for logical_id, function in functions.items():
         props = function["Properties"]
-        assert props["Runtime"] == "python3.14", logical_id
+        assert props["Runtime"] == DEFAULT_RUNTIME.name, logical_id
         assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
         logging = props["LoggingConfig"]
         assert logging["LogFormat"] == "JSON", logical_id
