@@ -104,7 +104,8 @@ bench: setup ## middleware benchmark: prints figures, writes bench-results.json
 
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \
-	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02
+	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02 \
+	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001
 
 chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
