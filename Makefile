@@ -1,12 +1,20 @@
-# Two commands for a fresh machine (Python 3.11+, Node 20+, npm): `make demo` and `make test`.
+# Two commands for a fresh machine (Python 3.13, Node 20+, npm): `make demo` and `make test`.
 # Each sets itself up: a virtualenv from the pinned requirements, npm packages from package-lock.json.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3
+# The Python of the template's Lambda runtime (constructs_lib/function.py DEFAULT_RUNTIME, e.g. 3.13): the tests
+# and the rehearsal run on it (tests/infra/test_runtime_parity.py fails when they differ).
+LAMBDA_PYTHON := $(shell sed -n 's/^DEFAULT_RUNTIME = lambda_\.Runtime\.PYTHON_3_\([0-9]*\).*/3.\1/p' constructs_lib/function.py)
+# python3.13 from PATH, else pyenv's own (pyenv's shim answers only for the versions selected in pyenv).
+PYTHON ?= $(shell for p in python$(LAMBDA_PYTHON) $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$(LAMBDA_PYTHON).*/bin/python$(LAMBDA_PYTHON) 2>/dev/null); do \
+	$$p -c '' 2>/dev/null && { echo $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
+# The stamp names the interpreter version: a virtualenv built on another Python (an older .venv, or after a
+# change of DEFAULT_RUNTIME) is rebuilt.
+VENV_STAMP := $(VENV)/.installed-py$(LAMBDA_PYTHON)
 STACK ?= OrderPipeline-dev
 STAGE ?= dev
 ORDERS ?= 20
@@ -14,13 +22,15 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos spike clean
+.PHONY: help setup rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt lambdas/requirements.txt
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt
+	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
+	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
@@ -30,7 +40,21 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(VENV)/.installed node_modules/.installed ## create the virtualenv and install pinned npm tools
+setup: $(VENV_STAMP) node_modules/.installed ## create the virtualenv and install pinned npm tools
+
+# MiniStack and boto3 only, on the Lambda runtime's Python (tools/rehearse.py says why).
+REHEARSE_VENV := .rehearse/venv
+REHEARSE_STAMP := $(REHEARSE_VENV)/.installed-py$(LAMBDA_PYTHON)
+
+$(REHEARSE_STAMP): requirements-rehearse.txt
+	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
+	rm -rf $(REHEARSE_VENV)
+	$(PYTHON) -m venv $(REHEARSE_VENV)
+	$(REHEARSE_VENV)/bin/python -m pip install --quiet -r requirements-rehearse.txt
+	@touch $@
+
+rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (local AWS) on a free port, then ops smoke
+	$(PY) -m tools.rehearse --ministack $(REHEARSE_VENV)/bin/ministack
 
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m ops local run --orders $(ORDERS)
@@ -80,12 +104,16 @@ bench: setup ## middleware benchmark: prints figures, writes bench-results.json
 
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \
-	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02
+	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02 \
+	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001
 
 chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --report-file chaos-report.json
 	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png
+
+faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
+	$(PY) -m ops local faults
 
 SPIKE_SCALE ?= 100
 

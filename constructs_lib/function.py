@@ -24,8 +24,11 @@ from constructs import Construct
 from constructs_lib.alarms import FUNCTION_ALARM_PERIOD, FunctionAlarmsProps, add_function_alarms
 from constructs_lib.overrides import PassThrough, check_overrides
 
-#: The runtime every function uses (the newest Python runtime aws-cdk-lib 2.275 knows).
-DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_14
+#: The runtime every function uses: the Python the tests and `make rehearse` run on (runtime parity,
+#: tests/infra/test_runtime_parity.py; the Makefile builds the virtualenvs from this line). python3.13 is
+#: supported by Lambda (deprecation 30 Jun 2029: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html);
+#: python3.14 is newer but cannot be installed on the project's machines, so nothing would test it.
+DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_13
 #: Graviton: 20% cheaper per GB-second than x86_64 (ops/local/costs.py); layer content is pure Python.
 DEFAULT_ARCHITECTURE = lambda_.Architecture.ARM_64
 #: Metric namespace for Powertools Metrics (EMF) when the app names none.

@@ -13,6 +13,7 @@ import botocore.exceptions
 
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
+from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.arguments import rate as _rate
@@ -50,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
     add_up_parser(local_commands)
+    faults = local_commands.add_parser(
+        "faults", help="the fault matrix: every fault at every Task state, one order per cell, judged from the records"
+    )
+    faults.add_argument("--state", help="only this row: a Task state, or repair (repair@<setup>)")
+    faults.add_argument("--fault", help="only faults whose name contains this text, e.g. Lambda.Unknown")
+    faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
+    faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
+    faults.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
@@ -70,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="per order, one extra hostile input: deep nesting, oversize, floats, wrong types, unknown order",
     )
     run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
+    run.add_argument(
+        "--ambiguous-rate", type=_rate, default=0.0, help="provider requests whose answer is lost after acting"
+    )
+    run.add_argument(
+        "--status-write-fail-rate", type=_rate, default=0.0, help="saga status writes failing with a DynamoDB error"
+    )
+    run.add_argument(
+        "--park-fail-rate", type=_rate, default=0.0, help="attempts of the park (MarkNeedsAttention) failing"
+    )
+    run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
@@ -130,10 +149,28 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", action="store_true")
     _target_arguments(trace)
 
-    repair = commands.add_parser("repair", help="move a stuck or needs-attention order to a terminal state")
+    repair = commands.add_parser(
+        "repair",
+        help="move a stuck or needs-attention order to a terminal state (an unsafe action is refused: exit 2)",
+    )
     repair.add_argument("order_id")
-    repair.add_argument("--action", choices=("redrive", "compensate"), default="redrive")
+    repair.add_argument(
+        "--action",
+        choices=("redrive", "compensate"),
+        default="redrive",
+        help="redrive: rerun the saga (only if no compensation ran for the attempt); compensate: cancel the "
+        "shipment, refund, release (any non-terminal status, NEEDS_ATTENTION included)",
+    )
     _target_arguments(repair)
+
+    smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
+    smoke.add_argument("--timeout", type=_positive_float, default=180.0, help="wait for terminal states (s, 180)")
+    smoke.add_argument("--alarm-wait", type=_non_negative_float, default=180.0, help="wait for alarms to clear (s)")
+    smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
+    smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
+    smoke.add_argument("--undeliverable-country", help="a country the carrier refuses (real carriers: test mode)")
+    smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
+    _target_arguments(smoke)
     return parser
 
 
@@ -191,6 +228,26 @@ def _capacity(args: argparse.Namespace) -> int:
     )
     print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
     return 0
+
+
+def _smoke(target: Any, args: argparse.Namespace) -> int:
+    from ops.smoke import SmokeOptions, context_defaults, format_table, run_smoke
+
+    context = context_defaults()
+    options = SmokeOptions(
+        timeout_seconds=args.timeout,
+        alarm_wait_seconds=args.alarm_wait,
+        payment_token=args.payment_token or context.get("payment_token"),
+        decline_token=args.decline_token or context.get("decline_token"),
+        undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),
+    )
+    report = run_smoke(target, options)
+    if args.json:
+        checks = [{"check": c.name, "expected": c.expected, "observed": c.observed, "ok": c.ok} for c in report.checks]
+        print(json.dumps({"run_id": report.run_id, "passed": report.passed, "checks": checks, "notes": report.notes}))
+    else:
+        print(format_table(report))
+    return 0 if report.passed else 1
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -323,6 +380,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 malformed=args.malformed_rate,
                 throttle=args.throttle_rate,
                 hostile=args.hostile_rate,
+                ambiguous=args.ambiguous_rate,
+                status_write_fail=args.status_write_fail_rate,
+                park_fail=args.park_fail_rate,
+                stop=args.stop_rate,
             ),
             replay_transient=args.replay_transient,
             stage=args.stage,
@@ -353,6 +414,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             for name, why in report["invariants"].items():
                 print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
         return 1 if args.check and failed else 0
+    if args.command == "local" and args.local_command == "faults":
+        from ops.local.fault_matrix import MatrixOptions
+        from ops.local.fault_matrix import main as main_faults
+
+        matrix = MatrixOptions(
+            state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly
+        )
+        return main_faults(matrix, args.json)
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
     if args.command == "local" and args.local_command == "spike":
@@ -368,9 +437,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "trace" and not args.correlation_id.strip():
         raise UsageError("a correlation ID is required")
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
+    if args.command == "smoke":
+        return _smoke(target, args)
     if args.command == "repair":
         from ops.repair import repair
 
+        # An unsafe or pointless repair raises RepairRefused (an OpsError): one line on stderr, exit 2.
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     if args.command == "dlq":

@@ -1,12 +1,20 @@
-"""``ops repair``: move a stuck order to a terminal state, idempotently.
+"""``ops repair``: move a stuck or parked order to a terminal state, only where that is safe.
 
-- ``redrive``: start a new saga execution for the order. Every step is idempotent on its
-  business key, so the steps that already ran return their recorded result and the saga
-  continues where it stopped.
-- ``compensate``: start a saga execution that goes straight to the compensations
-  (RefundPayment -> ReleaseInventory -> COMPENSATED).
+- ``redrive``: start a new saga execution for the order. Every step is idempotent on its business
+  key, so the steps that already ran return their recorded result and the saga continues where it
+  stopped. Allowed only while no compensation ran for the order's current payment attempt (status
+  RECEIVED, INVENTORY_RESERVED, PAYMENT_CHARGED or SHIPPED, and no COMPENSATING or
+  NEEDS_ATTENTION in the attempt's history): after a refund or a release, the forward steps would
+  answer from their records ("captured", "reserved") although the money or stock went back, and the
+  saga would ship an order that is no longer paid for.
+- ``compensate``: start a saga execution that goes straight to the compensations (CancelShipment ->
+  RefundPayment -> ReleaseInventory -> COMPENSATED: a shipped order's parcel is cancelled before any
+  refund, and a parcel that cannot be cancelled parks the order instead). Allowed from every
+  non-terminal status, NEEDS_ATTENTION included: each compensation looks up what really moved.
 
-Repeating the command is safe: a terminal order, or an order with a running execution, is left alone.
+Refused (:class:`RepairRefused`, one line and exit status 2 from the CLI, nothing started): an
+unknown order, a terminal order (COMPLETED, COMPENSATED), an order with a running execution, and a
+redrive where a compensation or a park already happened. Repeating a command is therefore safe.
 """
 
 from __future__ import annotations
@@ -17,12 +25,20 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
+from ops.errors import OpsError
 from ops.lambda_packages import ensure_importable
 from ops.target import Target
 
 Action = Literal["redrive", "compensate"]
-TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable: that is what it is for
+ACTIONS = ("redrive", "compensate")
+TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable (compensate): that is what it is for
+#: Statuses (current, or in the attempt's history) that mean a compensation ran or the order was parked.
+COMPENSATION_STARTED = ("COMPENSATING", "NEEDS_ATTENTION")
 EXECUTION_PREFIX = "order-"
+
+
+class RepairRefused(OpsError):
+    """The repair would be unsafe or pointless; the message says what, why, and what to do instead."""
 
 
 def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
@@ -37,33 +53,75 @@ def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
     return from_item(item["Item"])
 
 
-def order_executions(target: Target, order_id: str, attempt: int | None = None) -> list[dict[str, Any]]:
-    """Executions whose name belongs to the order: ``order-<id>-attempt-<N>`` and their repairs
-    ``order-<id>-attempt-<N>-repair-<k>``, for every attempt or only ``attempt``."""
-    sfn = target.client("stepfunctions")
+def _name_pattern(order_id: str, attempt: int | None) -> re.Pattern[str]:
     n = r"\d+" if attempt is None else str(int(attempt))
-    pattern = re.compile(rf"{re.escape(EXECUTION_PREFIX + order_id)}-attempt-{n}(-repair-\d+)?")
-    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=target.output("StateMachineArn"))
+    return re.compile(rf"{re.escape(EXECUTION_PREFIX + order_id)}-attempt-{n}(-repair-\d+)?")
+
+
+def order_executions(
+    target: Target, order_id: str, attempt: int | None = None, *, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Executions whose name belongs to the order: ``order-<id>-attempt-<N>`` and their repairs
+    ``order-<id>-attempt-<N>-repair-<k>``, for every attempt or only ``attempt``; only those in
+    ``status`` (e.g. ``RUNNING``: ListExecutions filters on the server) if given."""
+    sfn = target.client("stepfunctions")
+    pattern = _name_pattern(order_id, attempt)
+    kwargs: dict[str, Any] = {"stateMachineArn": target.output("StateMachineArn")}
+    if status is not None:
+        kwargs["statusFilter"] = status
+    pages = sfn.get_paginator("list_executions").paginate(**kwargs)
     return [e for p in pages for e in p["executions"] if pattern.fullmatch(e["name"])]
 
 
+def _attempt_history(order: dict[str, Any], attempt: int) -> list[str]:
+    """Statuses the attempt went through (entries written without an attempt count as this one's:
+    the safe reading for a redrive check)."""
+    return [
+        str(h.get("status"))
+        for h in order.get("history") or []
+        if isinstance(h, dict) and int(h.get("attempt", attempt)) == attempt
+    ]
+
+
+def check_repair(order_id: str, order: dict[str, Any] | None, action: str, running: list[dict[str, Any]]) -> None:
+    """Raise :class:`RepairRefused` unless ``action`` is safe for ``order`` (its item) now."""
+    if order is None:
+        raise RepairRefused(f"cannot repair order {order_id}: not in the orders table; check the order ID and --stack")
+    status = str(order.get("status"))
+    attempt = int(order.get("payment_attempt", 1))
+    if status in TERMINAL:
+        raise RepairRefused(
+            f"refusing to {action} order {order_id}: it is already {status} (terminal); nothing to repair"
+        )
+    if running:
+        raise RepairRefused(
+            f"refusing to {action} order {order_id}: execution {running[0]['name']} is still running; "
+            "wait for it to finish (or stop it) and run the command again"
+        )
+    if action == "redrive":
+        seen = [s for s in (status, *_attempt_history(order, attempt)) if s in COMPENSATION_STARTED]
+        if seen:
+            raise RepairRefused(
+                f"refusing to redrive order {order_id}: attempt {attempt} is {status} and was {seen[-1]} "
+                "(a compensation ran or it was parked), so a redrive could ship an order whose money or stock "
+                "went back; use --action compensate"
+            )
+
+
 def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
-    """Repair one order; returns what was done (``started`` / ``already_terminal`` / ``running``)."""
-    if action not in ("redrive", "compensate"):
+    """Repair one order: start the repair execution and return what was started, or raise
+    :class:`RepairRefused` (nothing started)."""
+    if action not in ACTIONS:
         raise ValueError(f"action must be redrive or compensate, got {action!r}")
     order = load_order(target, order_id)
-    if order is None:
-        return {"order_id": order_id, "result": "unknown_order"}
-    if order["status"] in TERMINAL:
-        return {"order_id": order_id, "result": "already_terminal", "status": order["status"]}
-    attempt = int(order.get("payment_attempt", 1))
-    executions = order_executions(target, order_id, attempt)
-    running = [e for e in executions if e["status"] == "RUNNING"]
-    if running:
-        return {"order_id": order_id, "result": "running", "execution_arn": running[0]["executionArn"]}
+    attempt = int(order.get("payment_attempt", 1)) if order else 1
+    running = order_executions(target, order_id, attempt, status="RUNNING") if order else []
+    check_repair(order_id, order, action, running)
+    assert order is not None  # check_repair refused an unknown order
     ensure_importable()
     from order_domain.saga_start import execution_name
 
+    executions = order_executions(target, order_id, attempt)
     # The attempt's own execution name (the runtime's one rule), plus which repair this is.
     name = f"{execution_name(order_id, attempt)}-repair-{len(executions)}"
     # References only, as intake starts it: the steps read the order from the table.
@@ -81,11 +139,15 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
             raise
-        return {"order_id": order_id, "result": "running", "execution_name": name}
+        raise RepairRefused(
+            f"refusing to {action} order {order_id}: execution {name} was started meanwhile; "
+            "wait for it to finish and run the command again"
+        ) from None
     return {
         "order_id": order_id,
         "result": "started",
         "action": action,
         "execution_arn": arn,
+        "execution_name": name,
         "status": order["status"],
     }

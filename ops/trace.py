@@ -103,6 +103,25 @@ def _log_events(target: Target, correlation_id: str, seen: set[str]) -> tuple[li
     return events, order_ids, minted - {correlation_id}
 
 
+#: History events that carry an error (https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html):
+#: a Task whose Resource is a function ARN fails as LambdaFunctionFailed/TimedOut; a service integration
+#: (the saga's direct DynamoDB status writes, the last-resort SQS send) fails as TaskFailed/TimedOut.
+FAILURE_DETAILS = (
+    "lambdaFunctionFailedEventDetails",
+    "lambdaFunctionTimedOutEventDetails",
+    "taskFailedEventDetails",
+    "taskTimedOutEventDetails",
+    "executionFailedEventDetails",
+    "executionTimedOutEventDetails",
+    "executionAbortedEventDetails",
+)
+
+
+def failure_details(event: dict[str, Any]) -> dict[str, Any]:
+    """The error details of a history event (``error``, ``cause``), or {} if it records none."""
+    return next((dict(event[key]) for key in FAILURE_DETAILS if event.get(key)), {})
+
+
 def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
     sfn = target.client("stepfunctions")
     events = []
@@ -114,7 +133,7 @@ def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
                     name = (h.get("stateEnteredEventDetails") or {}).get("name") or (
                         h.get("stateExitedEventDetails") or {}
                     ).get("name")
-                    failed = h.get("lambdaFunctionFailedEventDetails") or h.get("executionFailedEventDetails") or {}
+                    failed = failure_details(h)
                     text = (
                         h["type"] + (f" {name}" if name else "") + (f" error={failed.get('error')}" if failed else "")
                     )

@@ -73,6 +73,18 @@ LAMBDA_OUTSIDE_VPC = (
     "NAT and endpoints without narrowing what the function roles may do.",
 )
 
+#: Runtime parity (tests/infra/test_runtime_parity.py): the functions run the Python the tests and the
+#: rehearsal run on (3.13, supported by Lambda until 2029), not the newest runtime aws-cdk-lib knows
+#: (3.14, which this project's machines cannot install offline).
+_RUNTIME_PARITY_REASON = (
+    "Runtime parity: the template deploys python3.13, the Python every test and `make rehearse` run on; "
+    "python3.14 is newer but untested here (it cannot be installed on the project's machines)."
+)
+LAMBDA_RUNTIME_PARITY = (
+    ("AwsSolutions::AwsSolutions-L1", _RUNTIME_PARITY_REASON),
+    ("Serverless::Serverless-LambdaLatestVersion", _RUNTIME_PARITY_REASON),
+)
+
 
 def _acknowledge(constructs: Iterable[IConstruct], rule: tuple[str, str]) -> None:
     rule_id, reason = rule
@@ -107,6 +119,8 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
 
     _acknowledge([f.function for f in stack.functions], LAMBDA_ASYNC_DLQ)
     _acknowledge([f.function for f in stack.functions], LAMBDA_OUTSIDE_VPC)
+    for rule in LAMBDA_RUNTIME_PARITY:
+        _acknowledge([f.function for f in stack.functions], rule)
     _acknowledge([*(f.role for f in stack.functions), saga_role], INLINE_ROLE_POLICY)
     _acknowledge([stack.orders_queue.dlq, stack.needs_attention.dlq], DLQ_OF_A_DLQ)
     if stack.orders_queue.event_source is not None:

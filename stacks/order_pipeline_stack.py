@@ -78,8 +78,14 @@ ORDER_ATTRIBUTES_ALLOWANCE_BYTES = 4 * 1024
 #: SendMessage, so the producer learns it synchronously; a body the queue still accepts (up to
 #: this size) is dead-lettered by intake as permanent, with its category (the DLQ holds 1 MiB).
 ORDERS_QUEUE_MAX_MESSAGE_BYTES = ORDER_BODY_MAX_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES
-#: Metric the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
+#: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
+SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
+#: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
+SWEEP_RECONCILE_WINDOW_SECONDS = 900
+#: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
+#: the rest to the next sweep (every 5 minutes).
+SWEEPER_TIMEOUT = Duration.minutes(2)
 
 
 def _dlq_alarm_text(queue_id: str) -> str:
@@ -424,13 +430,24 @@ class OrderPipelineStack(Stack):
                 f"stuck_after_minutes ({stage.stuck_after_minutes}) must exceed the saga timeout "
                 f"({int(self.saga.timeout.to_seconds())} s): a retrying saga is not stuck"
             )
+        # It finishes or parks stuck orders and reconciles recently terminal ones with the providers'
+        # records (lambdas/order_domain/sweeper.py): the order table's index and items, RUNNING
+        # executions, the providers' lookups, the needs-attention queue.
+        sweeper_env = {
+            "ORDERS_TABLE_NAME": self.orders_table.table_name,
+            "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
+            "RECONCILE_WINDOW_SECONDS": str(SWEEP_RECONCILE_WINDOW_SECONDS),
+            "STATE_MACHINE_ARN": self.saga.state_machine.state_machine_arn,
+            "NEEDS_ATTENTION_QUEUE_URL": self.needs_attention.queue.queue_url,
+        }
+        if self.payment_provider is not None and self.carrier is not None:
+            sweeper_env["PAYMENT_PROVIDER_FUNCTION"] = self.payment_provider.function.function_name
+            sweeper_env["CARRIER_FUNCTION"] = self.carrier.function.function_name
         self.sweeper = function(
             "Sweeper",
             "sweeper",
-            {
-                "ORDERS_TABLE_NAME": self.orders_table.table_name,
-                "STUCK_AFTER_SECONDS": str(stage.stuck_after_minutes * 60),
-            },
+            sweeper_env,
+            SWEEPER_TIMEOUT,
             # A sweeper that fails publishes no StuckOrders at all: its errors alarm says so.
             alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
         )
@@ -440,6 +457,18 @@ class OrderPipelineStack(Stack):
             )
         )
         _grant_key_use(self.orders_table, self.sweeper.function, ("dynamodb:Query",))
+        _grant_items(self.orders_table, self.sweeper.function, *DDB_ORDER_STEP)
+        _grant_queue(self.needs_attention.queue, self.sweeper.function, "sqs:SendMessage")
+        self.sweeper.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:ListExecutions"], resources=[self.saga.state_machine.state_machine_arn]
+            )
+        )
+        for sandbox, api in ((self.payment_provider, self.payment_api), (self.carrier, self.carrier_api)):
+            if api is not None:
+                api.grant_to(self.sweeper.function)
+            elif sandbox is not None:
+                sandbox.grant_invoke_to(self.sweeper.function)
         self.sweep_rule = events.Rule(
             self,
             "SweepSchedule",
@@ -458,6 +487,19 @@ class OrderPipelineStack(Stack):
             "StuckOrdersAlarm",
             stuck_orders,
             f"orders non-terminal for more than {stage.stuck_after_minutes} minutes",
+            self.alarm_topic,
+        )
+        self.mismatch_alarm = first_occurrence_alarm(
+            self,
+            "SideEffectMismatchAlarm",
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=SIDE_EFFECT_MISMATCHES_METRIC,
+                dimensions_map={"service": "sweeper"},
+                statistic="Maximum",
+                period=Duration.minutes(5),
+            ),
+            "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
             self.alarm_topic,
         )
         assert self.sweeper.errors_alarm is not None
@@ -494,7 +536,28 @@ class OrderPipelineStack(Stack):
                 state_machine=self.saga.state_machine,
                 metrics_namespace=METRICS_NAMESPACE,
                 extra_graphs=[
-                    DashboardGraph("Stuck orders (sweeper)", [stuck_orders.with_(label="Stuck orders")], label="orders")
+                    DashboardGraph(
+                        "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",
+                        [
+                            stuck_orders.with_(label="Stuck orders"),
+                            *(
+                                cloudwatch.Metric(
+                                    namespace=METRICS_NAMESPACE,
+                                    metric_name=name,
+                                    dimensions_map={"service": "sweeper"},
+                                    statistic="Sum",
+                                    period=Duration.minutes(5),
+                                    label=label,
+                                )
+                                for name, label in (
+                                    ("StuckOrdersFinished", "Finished (COMPLETED)"),
+                                    ("StuckOrdersParked", "Parked (NEEDS_ATTENTION)"),
+                                    (SIDE_EFFECT_MISMATCHES_METRIC, "Side-effect mismatches"),
+                                )
+                            ),
+                        ],
+                        label="orders",
+                    )
                 ],
                 titles=DashboardTitles(
                     dlq_depth="DLQ depth (each is an order needing attention)",
@@ -511,7 +574,7 @@ class OrderPipelineStack(Stack):
                     "release-inventory",
                     "finalize-order",
                 ],
-                alarms=[*function_alarms, *self.saga.alarms.values(), self.stuck_alarm],
+                alarms=[*function_alarms, *self.saga.alarms.values(), self.stuck_alarm, self.mismatch_alarm],
             ),
         ).dashboard
 

@@ -60,3 +60,7 @@ class ProviderUnavailable(TransientError):
 
 class AttemptInProgress(TransientError):
     """An earlier payment attempt of the same order is still running: wait for it, then retry."""
+
+
+class RefundIncomplete(PermanentError):
+    """The provider's refund answer does not give back what its own records say moved: a person must look."""

@@ -149,11 +149,17 @@ class OrderRepository:
 
     def for_step(self, order_id: str, attempt: int) -> dict[str, Any]:
         """The order message a forward step works on: :class:`UnknownOrder` if the table does not
-        know the order, :class:`StaleAttempt` if a newer payment attempt replaced this one."""
+        know the order, :class:`StaleAttempt` if a newer payment attempt replaced this one or if
+        the attempt already ended (COMPLETED, COMPENSATED, or parked NEEDS_ATTENTION: e.g. the
+        sweeper parked an order whose saga never started, and a late redelivery starts it now).
+        The saga fails such an execution at once, before any effect (constructs_lib/saga.py,
+        refused input errors): a parked order moves only through an operator's repair."""
         item = self.get(order_id)
         current = int(item.get("payment_attempt", 1))
         if current != attempt:
             raise StaleAttempt(f"order {order_id}: attempt {attempt} was replaced by attempt {current}")
+        if item.get("status") in TERMINAL:
+            raise StaleAttempt(f"order {order_id}: attempt {attempt} already ended {item['status']}")
         return dict(item["order"])
 
     def transition(

@@ -5,14 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from lambda_resilience.idempotency import business_key
-from order_domain.errors import PaymentDeclined, PaymentIncomplete, ProviderUnavailable
+from order_domain.errors import PaymentDeclined, PaymentIncomplete, ProviderUnavailable, RefundIncomplete
 from order_domain.model import order_total_cents
 from order_domain.orders import OrderRepository
-from order_domain.ports import AUTHORIZED, CAPTURED, PARTIALLY_CAPTURED, REFUND_STATUSES, PaymentProvider
+from order_domain.ports import (
+    AUTHORIZED,
+    CANCELLED,
+    CAPTURED,
+    DECLINED,
+    NOTHING_TO_REFUND,
+    PARTIALLY_CAPTURED,
+    REFUND_STATUSES,
+    REFUNDED,
+    PaymentProvider,
+)
 from order_domain.status import OrderStatus
 
 CHARGE = "charge-payment"
 REFUND = "refund-payment"
+#: Charge outcomes that moved and hold nothing, and whose key a late charge cannot reuse.
+NOTHING_MOVED = frozenset({DECLINED, CANCELLED})
 
 
 class PaymentService:
@@ -43,20 +55,30 @@ class PaymentService:
         return {"status": CAPTURED, "payment_id": result.payment_id, "amount_cents": result.amount_cents}
 
     def refund(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Refund whatever this attempt's charge reached; the provider looks the charge up by its key.
+        """Give back what this attempt's charge really moved, whatever the order's recorded status.
 
-        An order the table does not know was never charged (charge refuses unknown orders before
-        calling the provider): nothing to undo, and no provider call.
+        The charge is looked up by its key first (the provider's records, not the status the
+        charge step last wrote: its answer may have been lost): captured or partly captured ->
+        refund exactly that; authorised -> void the hold; absent -> the refund call cancels the key,
+        so a late charge with it cannot move money; declined or cancelled -> nothing moved, no
+        call. A refund whose answer disagrees with the lookup raises :class:`RefundIncomplete`
+        (the saga parks the order). An order the table does not know was never charged (charge
+        refuses unknown orders before calling the provider): nothing to undo, and no provider call.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
             return {"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0}
         self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
-        result = self.provider.refund(
-            business_key(order_id, REFUND, attempt),
-            charge_key=business_key(order_id, CHARGE, attempt),
-            order_id=order_id,
-        )
+        charge_key = business_key(order_id, CHARGE, attempt)
+        charge = self.provider.find_charge(charge_key)
+        if charge is not None and charge.status in NOTHING_MOVED:
+            return {"status": NOTHING_TO_REFUND, "amount_cents": 0}
+        result = self.provider.refund(business_key(order_id, REFUND, attempt), charge_key=charge_key, order_id=order_id)
         if result.status not in REFUND_STATUSES:
             raise ProviderUnavailable(f"order {order_id}: refund ended {result.status}")
+        if charge is not None and result.status == REFUNDED and result.amount_cents != charge.captured_cents:
+            raise RefundIncomplete(
+                f"order {order_id}: the provider captured {charge.captured_cents} cents "
+                f"and refunded {result.amount_cents}"
+            )
         return {"status": result.status, "amount_cents": result.amount_cents}

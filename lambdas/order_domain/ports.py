@@ -14,16 +14,20 @@ from typing import Any, Protocol
 
 #: Charge statuses. Only CAPTURED lets the saga continue; PARTIALLY_CAPTURED and AUTHORIZED mean
 #: money is held or moved and must be refunded or voided; DECLINED moved nothing; CANCELLED: the
-#: key was cancelled (by a refund) before the charge arrived.
+#: key was cancelled (by a refund) before the charge arrived; VOIDED: an authorisation released
+#: (a lookup after the void). A refunded capture keeps its status with ``refunded: true``.
 CAPTURED = "captured"
 PARTIALLY_CAPTURED = "partially_captured"
 AUTHORIZED = "authorized"
 DECLINED = "declined"
 CANCELLED = "cancelled"
-CHARGE_STATUSES = frozenset({CAPTURED, PARTIALLY_CAPTURED, AUTHORIZED, DECLINED, CANCELLED})
+VOIDED = "voided"
+CHARGE_STATUSES = frozenset({CAPTURED, PARTIALLY_CAPTURED, AUTHORIZED, DECLINED, CANCELLED, VOIDED})
+#: Charge statuses under which money moved (refund it) or is held (void it).
+MONEY_MOVED = frozenset({CAPTURED, PARTIALLY_CAPTURED})
+MONEY_HELD = frozenset({AUTHORIZED})
 #: Refund statuses: each one means "nothing of this charge is held any more".
 REFUNDED = "refunded"
-VOIDED = "voided"
 NOTHING_TO_REFUND = "nothing_to_refund"
 ALREADY_REFUNDED = "already_refunded"
 REFUND_STATUSES = frozenset({REFUNDED, VOIDED, NOTHING_TO_REFUND, ALREADY_REFUNDED})
@@ -40,6 +44,13 @@ class Charge:
     captured_cents: int = 0
     payment_id: str | None = None
     reason: str | None = None
+    #: The provider gave this charge's money back (or released its hold) already.
+    refunded: bool = False
+
+    @property
+    def outstanding_cents(self) -> int:
+        """Money this charge still holds at the provider: captured and not refunded."""
+        return self.captured_cents if self.status in MONEY_MOVED and not self.refunded else 0
 
 
 @dataclass(frozen=True)
@@ -92,8 +103,15 @@ def _opt_str(value: Any, limit: int = 256) -> str | None:
     return value[:limit]
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected refunded to be a boolean, got {type(value).__name__}")
+    return value
+
+
 def parse_charge(data: Any) -> Charge:
-    """A provider's charge answer, validated (ValueError if it is not one)."""
+    """A provider's charge answer, validated (ValueError if it is not one). ``refunded`` is optional
+    (absent: false), so answers without it parse as before."""
     if not isinstance(data, dict) or data.get("status") not in CHARGE_STATUSES:
         raise ValueError("not a charge: status missing or unknown")
     return Charge(
@@ -102,6 +120,7 @@ def parse_charge(data: Any) -> Charge:
         captured_cents=_int(data.get("captured_cents", 0)),
         payment_id=_opt_str(data.get("payment_id")),
         reason=_opt_str(data.get("reason")),
+        refunded=_bool(data.get("refunded", False)),
     )
 
 

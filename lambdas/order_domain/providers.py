@@ -52,6 +52,15 @@ class ProviderClient:
             raise ProviderUnavailable(f"{self.function_name}: unexpected answer to {request['action']}: {exc}") from exc
 
 
+def _validated(parse: Callable[[Any], T], answer: Any, what: str) -> T:
+    """A lookup's answer parsed; one that breaks the contract is ProviderUnavailable (transient), as
+    for the calls (never a bare ValueError, which would be classified unknown)."""
+    try:
+        return parse(answer)
+    except ValueError as exc:
+        raise ProviderUnavailable(f"{what}: answer does not match the contract ({exc})") from exc
+
+
 class LambdaPaymentProvider:
     """:class:`~order_domain.ports.PaymentProvider` on a payment provider function."""
 
@@ -71,7 +80,7 @@ class LambdaPaymentProvider:
 
     def find_charge(self, key: str) -> Charge | None:
         answer = self.client.call({"action": "get", "idempotency_key": key})
-        return None if answer.get("status") == "not_found" else parse_charge(answer)
+        return None if answer.get("status") == "not_found" else _validated(parse_charge, answer, "charge lookup")
 
     def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
         request = {
@@ -95,7 +104,7 @@ class LambdaCarrier:
 
     def find_shipment(self, key: str) -> Shipment | None:
         answer = self.client.call({"action": "get", "idempotency_key": key})
-        return None if answer.get("status") == "not_found" else parse_shipment(answer)
+        return None if answer.get("status") == "not_found" else _validated(parse_shipment, answer, "shipment lookup")
 
     def cancel_shipment(self, key: str) -> Shipment:
         return self.client.parsed({"action": "cancel", "idempotency_key": key}, parse_shipment)

@@ -69,6 +69,11 @@ class Settings(NamedTuple):
     replay_targets: tuple[tuple[str, str], ...] = ()
     failures_table: str | None = None
     stuck_after_seconds: int = 1800
+    #: The sweeper reconciles orders that became COMPLETED or COMPENSATED this recently (three
+    #: 5-minute sweeps: a failed sweep or two still leaves each order checked once).
+    reconcile_window_seconds: int = 900
+    #: ... at most this many per sweep (two provider lookups each), the oldest first.
+    reconcile_max_orders: int = 200
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
     @classmethod
@@ -101,5 +106,7 @@ class Settings(NamedTuple):
             failures_table=env.get("FAILURES_TABLE_NAME") or None,
             replay_targets=_replay_targets(env.get("REPLAY_TARGETS", "")),
             stuck_after_seconds=_int(env, "STUCK_AFTER_SECONDS", 1800),
+            reconcile_window_seconds=_int(env, "RECONCILE_WINDOW_SECONDS", 900),
+            reconcile_max_orders=_int(env, "RECONCILE_MAX_ORDERS", 200),
             idempotency_ttl_seconds=ttl_seconds,
         )

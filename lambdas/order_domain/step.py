@@ -21,6 +21,11 @@ ORDER_ID = re.compile(ORDER_ID_PATTERN)
 OUTCOMES = frozenset({"COMPLETED", "COMPENSATED", "NEEDS_ATTENTION"})
 #: The ``error`` a finalize step records (Step Functions' {"Error", "Cause"}), cut to this size.
 MAX_ERROR_CHARS = 1024
+#: ``$$.Execution.Name`` as the park receives it: the names this app gives executions
+#: (``order-<id>-attempt-<N>[-repair-<k>]``) are 1-80 characters of [A-Za-z0-9_-]. Step Functions
+#: allows 80 characters (StartExecution, ``name``:
+#: https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
+EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 
 
 def _bounded_error(error: Any) -> dict[str, str]:
@@ -33,9 +38,9 @@ def _bounded_error(error: Any) -> dict[str, str]:
 
 
 def step_payload(event: Any) -> dict[str, Any]:
-    """Validate a step's input and return the part that identifies the operation (hashed for
-    mismatch checks): ``order_id``, ``payment_attempt``, and for finalize steps ``outcome`` and
-    ``error``. Anything else in the input (earlier steps' results) is ignored."""
+    """Validate a step's input and return what the action gets: ``order_id``, ``payment_attempt``,
+    and for finalize steps ``outcome``, ``error`` and (the park) ``execution_name``. Anything else in
+    the input (earlier steps' results) is ignored. :func:`_parser` hashes all but ``error``."""
     if not isinstance(event, Mapping):
         raise InvalidStepInput(f"saga step input must be a JSON object, got {type(event).__name__}")
     order_id = event.get("order_id")
@@ -51,18 +56,38 @@ def step_payload(event: Any) -> dict[str, Any]:
         payload["outcome"] = event["outcome"]
         if event.get("error") is not None:
             payload["error"] = _bounded_error(event["error"])
+        if "execution_name" in event:
+            name = event["execution_name"]
+            if not isinstance(name, str) or not EXECUTION_NAME.match(name):
+                raise InvalidStepInput("saga step input 'execution_name' must be 1-80 characters of [A-Za-z0-9_-]")
+            payload["execution_name"] = name
     return payload
+
+
+def _operation_name(operation: str, payload: Mapping[str, Any]) -> str:
+    """``<operation>``; finalize steps ``<operation>-<outcome>``; the park of a named execution
+    ``<operation>-needs_attention-<execution name>``: each execution's park (a repair's too) is its
+    own operation, so it parks and announces instead of returning an earlier park's result."""
+    if "outcome" not in payload:
+        return operation
+    name = f"{operation}-{payload['outcome'].lower()}"
+    if payload["outcome"] == "NEEDS_ATTENTION" and "execution_name" in payload:
+        name = f"{name}-{payload['execution_name']}"
+    return name
 
 
 def _parser(operation: str) -> Callable[[Any], StepInput]:
     def parse(event: Any) -> StepInput:
         payload = step_payload(event)
         attempt = payload["payment_attempt"]
-        name = f"{operation}-{payload['outcome'].lower()}" if "outcome" in payload else operation
+        # The error text describes this delivery, not the operation: not hashed, so a retry whose
+        # error differs is still a duplicate (never a PayloadMismatch that fails the park).
+        extra = {"error": payload.pop("error")} if "error" in payload else {}
         return StepInput(
-            idempotency_key=business_key(payload["order_id"], name, attempt),
+            idempotency_key=business_key(payload["order_id"], _operation_name(operation, payload), attempt),
             payload=payload,
             fields={"order_id": payload["order_id"], "payment_attempt": attempt},
+            extra=extra,
         )
 
     return parse

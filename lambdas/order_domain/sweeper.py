@@ -1,15 +1,58 @@
-"""Finding stuck orders: non-terminal for longer than a threshold (orders table, by-status index)."""
+"""The sweeper: finish or park stuck orders, and reconcile terminal orders with the providers' records.
+
+**Stuck orders** are non-terminal for longer than the threshold (orders table, by-status index).
+The threshold exceeds the saga's execution timeout, so the execution that last wrote the order has
+ended; what may still run is a later one (an operator's repair starts with cached steps that write
+nothing), so the sweeper lists the state machine's RUNNING executions once per sweep (ListExecutions
+filters by status on the server) and leaves alone any order one of them belongs to. Each other
+stuck order, under its own correlation ID, is
+
+- **finished** if it is SHIPPED and the providers say the charge is captured (not refunded) and the
+  shipment is live: COMPLETED, with a conditional write;
+- otherwise **parked**: a needs-attention message (source ``sweeper``), then NEEDS_ATTENTION with a
+  conditional write. Announce first, as the saga's park does: a lost message is the one outcome
+  that must not happen, a duplicate is harmless.
+
+Both writes are conditional on the status and ``updated_at`` the sweeper read (optimistic lock): an
+order that moved meanwhile is left to the next sweep. A finished or parked order is terminal, so a
+repeated sweep does not see it again.
+
+**Reconciliation.** Orders that became COMPLETED or COMPENSATED within the reconcile window are
+looked up at the providers by their idempotency keys (``find_charge`` / ``find_shipment``): a
+COMPLETED order without a capture or without a live shipment, or a COMPENSATED order with money
+still captured (or held) or a live shipment, is announced (needs-attention message + the
+SideEffectMismatches metric, alarmed). Each order is checked once: the result is recorded on the
+order (``reconciled``, written only if absent; ``updated_at`` is not touched, so the order does not
+move in the index). A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
+each), oldest first; the rest are counted as deferred (SweepDeferred) and left to the next sweep:
+above that many terminal orders per window, some leave the window unchecked, and the metric says so.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from lambda_resilience.aws import client, from_item
+from botocore.exceptions import ClientError
+
+from lambda_resilience.aws import client, error_code, from_item, to_item
+from lambda_resilience.idempotency import business_key
 from order_domain import clock
-from order_domain.status import TERMINAL, OrderStatus
+from order_domain.attention import SWEEPER, NeedsAttentionNotifier
+from order_domain.orders import OrderRepository
+from order_domain.ports import AUTHORIZED, CAPTURED, SHIPPED, Carrier, PaymentProvider
+from order_domain.saga_start import execution_name
+from order_domain.status import TERMINAL, TRANSITIONS, OrderStatus
 
 STATUS_INDEX = "by-status"
 NON_TERMINAL = tuple(s for s in OrderStatus if s not in TERMINAL)
+RECONCILED = (OrderStatus.COMPLETED, OrderStatus.COMPENSATED)
+#: The business keys the saga's steps give the providers (order_domain.payments / shipping).
+CHARGE, SHIP = "charge-payment", "ship-order"
+#: Stop taking new orders when less than this much of the invocation is left (the rest: next sweep).
+RESERVE_SECONDS = 10.0
 
 
 def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
@@ -17,19 +60,278 @@ def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
     return clock.iso(now - stuck_after_seconds)
 
 
+def _query(orders_table: str, status: OrderStatus, condition: str, bound: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    pages = (
+        client("dynamodb")
+        .get_paginator("query")
+        .paginate(
+            TableName=orders_table,
+            IndexName=STATUS_INDEX,
+            KeyConditionExpression=f"#s = :s AND {condition}",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": status.value}, ":bound": {"S": bound}},
+        )
+    )
+    for page in pages:
+        found.extend(from_item(item) for item in page.get("Items", []))
+    return found
+
+
 def find_stuck(orders_table: str, stuck_after_seconds: int, now: float | None = None) -> list[dict[str, Any]]:
     """Orders whose status is non-terminal and whose last update is older than the threshold."""
     cutoff = cutoff_iso(clock.now() if now is None else now, stuck_after_seconds)
-    stuck: list[dict[str, Any]] = []
-    paginator = client("dynamodb").get_paginator("query")
-    for status in NON_TERMINAL:
-        pages = paginator.paginate(
-            TableName=orders_table,
-            IndexName=STATUS_INDEX,
-            KeyConditionExpression="#s = :s AND updated_at < :cutoff",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":s": {"S": status.value}, ":cutoff": {"S": cutoff}},
+    return [o for s in NON_TERMINAL for o in _query(orders_table, s, "updated_at < :bound", cutoff)]
+
+
+def find_recently_terminal(orders_table: str, window_seconds: int, now: float | None = None) -> list[dict[str, Any]]:
+    """COMPLETED and COMPENSATED orders last updated within the window (the index's keys and correlation ID)."""
+    since = clock.iso((clock.now() if now is None else now) - window_seconds)
+    return [o for s in RECONCILED for o in _query(orders_table, s, "updated_at >= :bound", since)]
+
+
+def running_execution_names(state_machine_arn: str) -> set[str]:
+    """Names of the state machine's RUNNING executions (one paginated ListExecutions, filtered by AWS:
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html)."""
+    pages = (
+        client("stepfunctions")
+        .get_paginator("list_executions")
+        .paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING")
+    )
+    return {e["name"] for page in pages for e in page["executions"]}
+
+
+def _runs(order_id: str, attempt: int, running: set[str]) -> bool:
+    """Whether one of ``running`` is the attempt's execution or one of its repairs."""
+    pattern = re.compile(rf"{re.escape(execution_name(order_id, attempt))}(-repair-\d+)?")
+    return any(pattern.fullmatch(name) for name in running)
+
+
+@dataclass
+class SweepResult:
+    """What one sweep found and did (order IDs)."""
+
+    stuck: list[str] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)  # changed while the sweeper looked: next sweep
+    reconciled: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)  # no time left in this invocation
+    errors: list[str] = field(default_factory=list)
+
+
+class Sweeper:
+    """Finishes or parks stuck orders and reconciles recently terminal ones (see the module doc)."""
+
+    def __init__(
+        self,
+        orders: OrderRepository,
+        notifier: NeedsAttentionNotifier,
+        payments: PaymentProvider,
+        carrier: Carrier,
+        *,
+        state_machine_arn: str,
+        stuck_after_seconds: int,
+        reconcile_window_seconds: int,
+        reconcile_max_orders: int = 200,
+        logger: Any,
+    ) -> None:
+        self.orders = orders
+        self.notifier = notifier
+        self.payments = payments
+        self.carrier = carrier
+        self.state_machine_arn = state_machine_arn
+        self.stuck_after_seconds = stuck_after_seconds
+        self.reconcile_window_seconds = reconcile_window_seconds
+        self.reconcile_max_orders = reconcile_max_orders
+        self.logger = logger
+
+    def sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
+        """One sweep. ``scope(correlation_id)`` is a context manager putting an order's correlation
+        ID on the log lines; ``seconds_left()`` is the invocation's remaining time."""
+        result = SweepResult()
+        now = clock.now()
+        stuck = find_stuck(self.orders.table_name, self.stuck_after_seconds, now)
+        result.stuck = [o["order_id"] for o in stuck]
+        running = running_execution_names(self.state_machine_arn) if stuck else set()
+        for seen in stuck:
+            self._each(seen, result, scope, seconds_left, lambda s: self._stuck(s, running, result))
+        recent = find_recently_terminal(self.orders.table_name, self.reconcile_window_seconds, now)
+        recent.sort(key=lambda o: str(o.get("updated_at")))  # oldest first: the nearest to leaving the window
+        for seen in recent:
+            self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
+        return result
+
+    def _each(
+        self,
+        seen: dict[str, Any],
+        result: SweepResult,
+        scope: Callable[[str | None], Any],
+        seconds_left: Callable[[], float],
+        act: Callable[[dict[str, Any]], None],
+    ) -> None:
+        order_id = seen["order_id"]
+        if seconds_left() < RESERVE_SECONDS:
+            result.deferred.append(order_id)
+            return
+        with scope(seen.get("correlation_id")):
+            try:
+                act(seen)
+            except Exception as exc:  # one order's failure must not hide the others: counted, raised at the end
+                result.errors.append(order_id)
+                self.logger.exception(
+                    "sweeper could not handle order", extra={"order_id": order_id, "error_type": type(exc).__name__}
+                )
+
+    # -- stuck orders -----------------------------------------------------------------------------
+
+    def _stuck(self, seen: dict[str, Any], running: set[str], result: SweepResult) -> None:
+        order_id, status = seen["order_id"], OrderStatus(seen["status"])
+        self.logger.warning(
+            "stuck order", extra={"order_id": order_id, "status": status.value, "updated_at": seen.get("updated_at")}
         )
-        for page in pages:
-            stuck.extend(from_item(item) for item in page.get("Items", []))
-    return stuck
+        item = self.orders.find(order_id)
+        if item is None or item.get("status") != status.value or item.get("updated_at") != seen.get("updated_at"):
+            result.moved.append(order_id)
+            return
+        attempt = int(item.get("payment_attempt", 1))
+        if _runs(order_id, attempt, running):
+            result.running.append(order_id)
+            self.logger.info("stuck order has a running execution: left to it", extra={"order_id": order_id})
+            return
+        why = f"stuck in {status.value} for more than {self.stuck_after_seconds} s with no execution running"
+        if status == OrderStatus.SHIPPED:
+            findings = self._completed_findings(order_id, attempt)
+            if not findings:
+                self._move(item, OrderStatus.COMPLETED, result.finished, result)
+                return
+            why += "; the providers say: " + "; ".join(findings)
+        self.notifier.notify(
+            order_id,
+            payment_attempt=attempt,
+            correlation_id=item.get("correlation_id"),
+            reason=why,
+            error={"Error": "OrderStuck", "Cause": why},
+            source=SWEEPER,
+        )
+        error = {"Error": "OrderStuck", "Cause": why, "correlation_id": item.get("correlation_id")}
+        self._move(item, OrderStatus.NEEDS_ATTENTION, result.parked, result, error=error)
+
+    def _move(
+        self,
+        item: dict[str, Any],
+        to: OrderStatus,
+        done: list[str],
+        result: SweepResult,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        """``to``, only if the order is still in the status and ``updated_at`` the sweeper read."""
+        order_id, status = item["order_id"], OrderStatus(item["status"])
+        assert to in TRANSITIONS[status], f"{status} -> {to}"
+        attempt = int(item.get("payment_attempt", 1))
+        now = clock.iso()
+        values: dict[str, Any] = {
+            ":to": to.value,
+            ":from": status.value,
+            ":now": now,
+            ":seen": item["updated_at"],
+            ":entry": [{"status": to.value, "at": now, "attempt": attempt, "by": "sweeper"}],
+            ":attempt": attempt,
+        }
+        update = "SET #s = :to, updated_at = :now, history = list_append(history, :entry)"
+        if error is not None:
+            update += ", last_error = :err"
+            values[":err"] = error
+        first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
+        try:
+            client("dynamodb").update_item(
+                TableName=self.orders.table_name,
+                Key=to_item({"order_id": order_id}),
+                UpdateExpression=update,
+                ConditionExpression=f"#s = :from AND updated_at = :seen AND ({first}payment_attempt = :attempt)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item(values),
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            result.moved.append(order_id)
+            self.logger.info("order moved while the sweeper looked: next sweep", extra={"order_id": order_id})
+            return
+        done.append(order_id)
+        self.logger.warning(
+            f"sweeper moved order to {to.value}", extra={"order_id": order_id, "from_status": status.value}
+        )
+
+    # -- provider records ---------------------------------------------------------------------------
+
+    def _completed_findings(self, order_id: str, attempt: int) -> list[str]:
+        """What disagrees with a COMPLETED order at the providers (empty: captured and shipped)."""
+        findings = []
+        charge = self.payments.find_charge(business_key(order_id, CHARGE, attempt))
+        if charge is None or charge.status != CAPTURED or charge.refunded:
+            seen = "none" if charge is None else f"{charge.status}{', refunded' if charge.refunded else ''}"
+            findings.append(f"no capture (charge: {seen})")
+        shipment = self.carrier.find_shipment(business_key(order_id, SHIP, attempt))
+        if shipment is None or shipment.status != SHIPPED:
+            findings.append(f"no live shipment (shipment: {'none' if shipment is None else shipment.status})")
+        return findings
+
+    def _compensated_findings(self, order_id: str, attempt: int) -> list[str]:
+        """What disagrees with a COMPENSATED order at the providers (empty: nothing held, nothing shipped)."""
+        findings = []
+        charge = self.payments.find_charge(business_key(order_id, CHARGE, attempt))
+        if charge is not None and charge.outstanding_cents > 0:
+            findings.append(f"{charge.outstanding_cents} cents still captured (charge: {charge.status})")
+        elif charge is not None and charge.status == AUTHORIZED and not charge.refunded:
+            findings.append("an authorisation still held")
+        shipment = self.carrier.find_shipment(business_key(order_id, SHIP, attempt))
+        if shipment is not None and shipment.status == SHIPPED:
+            findings.append("a live shipment")
+        return findings
+
+    # -- reconciliation -----------------------------------------------------------------------------
+
+    def _reconcile(self, seen: dict[str, Any], result: SweepResult) -> None:
+        order_id = seen["order_id"]
+        item = self.orders.find(order_id)
+        if item is None or item.get("reconciled") or item.get("status") != seen.get("status"):
+            return
+        if len(result.reconciled) >= self.reconcile_max_orders:
+            result.deferred.append(order_id)  # this sweep's lookups are spent: the next sweep
+            return
+        status, attempt = OrderStatus(item["status"]), int(item.get("payment_attempt", 1))
+        if status == OrderStatus.COMPLETED:
+            findings = self._completed_findings(order_id, attempt)
+        else:
+            findings = self._compensated_findings(order_id, attempt)
+        if findings:
+            why = f"{status.value} but the providers say: " + "; ".join(findings)
+            self.logger.error("side effects disagree with the order's status", extra={"order_id": order_id})
+            self.notifier.notify(
+                order_id,
+                payment_attempt=attempt,
+                correlation_id=item.get("correlation_id"),
+                reason=why,
+                error={"Error": "SideEffectMismatch", "Cause": why},
+                source=SWEEPER,
+            )
+            result.mismatched.append(order_id)
+        self._mark_reconciled(order_id, status, {"at": clock.iso(), "findings": findings})
+        result.reconciled.append(order_id)
+
+    def _mark_reconciled(self, order_id: str, status: OrderStatus, record: dict[str, Any]) -> None:
+        try:
+            client("dynamodb").update_item(
+                TableName=self.orders.table_name,
+                Key=to_item({"order_id": order_id}),
+                UpdateExpression="SET reconciled = :r",
+                ConditionExpression="attribute_not_exists(reconciled) AND #s = :s",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item({":r": record, ":s": status.value}),
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise

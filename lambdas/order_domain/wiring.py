@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from order_domain.payments import PaymentService
     from order_domain.ports import Carrier, PaymentProvider
     from order_domain.shipping import ShippingService
+    from order_domain.sweeper import Sweeper
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -89,9 +90,27 @@ def shipping_service(settings: Settings) -> ShippingService:
     return ShippingService(carrier(settings), _orders(settings))
 
 
+def sweeper_service(settings: Settings, logger: Any) -> Sweeper:
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.sweeper import Sweeper
+
+    assert settings.state_machine_arn
+    return Sweeper(
+        _orders(settings),
+        NeedsAttentionNotifier(settings.needs_attention_queue_url),
+        payment_provider(settings),
+        carrier(settings),
+        state_machine_arn=settings.state_machine_arn,
+        stuck_after_seconds=settings.stuck_after_seconds,
+        reconcile_window_seconds=settings.reconcile_window_seconds,
+        reconcile_max_orders=settings.reconcile_max_orders,
+        logger=logger,
+    )
+
+
 def finalize_action(settings: Settings) -> Action:
     from lambda_resilience.correlation import current_correlation_id
-    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.attention import SAGA_PARK, NeedsAttentionNotifier
     from order_domain.status import OrderStatus
 
     orders = _orders(settings)
@@ -99,11 +118,23 @@ def finalize_action(settings: Settings) -> Action:
 
     def finalize(payload: dict[str, Any]) -> dict[str, Any]:
         outcome = OrderStatus(payload["outcome"])
+        order_id, attempt = payload["order_id"], payload["payment_attempt"]
         error = payload.get("error")
         recorded = {**(error or {}), "correlation_id": current_correlation_id()} if error is not None else None
-        transition = orders.transition(payload["order_id"], outcome, attempt=payload["payment_attempt"], error=recorded)
         if outcome == OrderStatus.NEEDS_ATTENTION:
-            notifier.notify(payload["order_id"], recorded or {})
+            # Announce first, then write the status: if the write fails (throttled, denied, an
+            # unknown order), the announcement is already out and the retry only repeats it (a
+            # duplicate message is harmless). The reverse order could write NEEDS_ATTENTION and
+            # then lose the message: a parked order nobody hears about. It announces whatever the
+            # write then finds (already NEEDS_ATTENTION included): each execution's park is its own.
+            notifier.notify(
+                order_id,
+                payment_attempt=attempt,
+                reason="the saga could not finish or compensate the order",
+                error=error,
+                source=SAGA_PARK,
+            )
+        transition = orders.transition(order_id, outcome, attempt=attempt, error=recorded)
         return {"status": outcome.value, "transition": transition}
 
     return finalize

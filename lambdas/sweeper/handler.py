@@ -1,4 +1,5 @@
-"""Stuck-order sweeper (EventBridge schedule): publishes StuckOrders and logs each stuck order."""
+"""Stuck-order sweeper (EventBridge schedule): finishes or parks stuck orders, reconciles recently
+terminal ones with the providers' records (order_domain.sweeper), and publishes what it did."""
 
 from __future__ import annotations
 
@@ -11,27 +12,46 @@ from lambda_resilience.correlation import correlation_scope, new_correlation_id
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
 from order_domain.settings import Settings
-from order_domain.sweeper import find_stuck
+from order_domain.wiring import sweeper_service
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-settings = Settings.from_env(required=("ORDERS_TABLE_NAME",))
+settings = Settings.from_env(required=("ORDERS_TABLE_NAME", "STATE_MACHINE_ARN", "NEEDS_ATTENTION_QUEUE_URL"))
 logger = get_logger()
 metrics = Metrics()
+sweeper = sweeper_service(settings, logger)
+
+#: Metric name -> the SweepResult list it counts. One data point each per sweep (zeros included:
+#: the alarms return to OK once nothing is found).
+METRICS = {
+    "StuckOrders": "stuck",
+    "StuckOrdersFinished": "finished",
+    "StuckOrdersParked": "parked",
+    "SideEffectMismatches": "mismatched",
+    "SweepErrors": "errors",
+    "SweepDeferred": "deferred",
+}
+
+
+class SweepIncomplete(Exception):
+    """Some orders could not be handled (logged each under its correlation ID): the function's
+    Errors alarm fires, and EventBridge's retry sweeps again (a sweep repeats nothing it did)."""
 
 
 @metrics.log_metrics
 @traced
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with correlation_scope(logger, f"sweep-{new_correlation_id()}"):
-        stuck = find_stuck(settings.orders_table or "", settings.stuck_after_seconds)
-        metrics.add_metric(name="StuckOrders", unit=MetricUnit.Count, value=len(stuck))
-        logger.info("sweep done", extra={"stuck": len(stuck), "threshold_seconds": settings.stuck_after_seconds})
-    for order in stuck:
-        with correlation_scope(logger, order.get("correlation_id")):
-            logger.warning(
-                "stuck order",
-                extra={"order_id": order["order_id"], "status": order["status"], "updated_at": order.get("updated_at")},
-            )
-    return {"stuck": [o["order_id"] for o in stuck]}
+
+        def scope(correlation_id: str | None) -> Any:
+            return correlation_scope(logger, correlation_id)
+
+        result = sweeper.sweep(scope, lambda: context.get_remaining_time_in_millis() / 1000)
+        for name, attribute in METRICS.items():
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=len(getattr(result, attribute)))
+        summary = {k: len(v) for k, v in vars(result).items()}
+        logger.info("sweep done", extra={**summary, "threshold_seconds": settings.stuck_after_seconds})
+        if result.errors:
+            raise SweepIncomplete(f"{len(result.errors)} orders could not be handled: {sorted(result.errors)[:20]}")
+    return {k: sorted(v) for k, v in vars(result).items()}

@@ -219,7 +219,7 @@ def build_functions(d: LocalDeployment, resources: list[Resource]) -> None:
         )
         lam.create_function(
             FunctionName=name,
-            Runtime="python3.12",  # moto validates the name only; the code runs in-process
+            Runtime=p["Runtime"],  # as in the template (moto validates the name only; the code runs in-process)
             Role=role_arn,
             Handler=p["Handler"],
             Code={"ZipFile": placeholder},

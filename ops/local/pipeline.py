@@ -188,10 +188,13 @@ def serve_local_providers(run: PipelineRun) -> Iterator[None]:
             except secrets.exceptions.ResourceExistsException:
                 secrets.put_secret_value(SecretId=name, SecretString=value)
         origin = endpoints.payment_url.rsplit("/", 1)[0]
-        for fn in run.deployment.functions.values():
+        for name, fn in run.deployment.functions.items():
             fn.env = {
                 k: v.replace(LOCAL_PROVIDER_ORIGIN, origin) if isinstance(v, str) else v for k, v in fn.env.items()
             }
+            # GetFunctionConfiguration answers the environment the function runs with, as on AWS
+            # (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html): ops smoke reads it.
+            aws("lambda").update_function_configuration(FunctionName=name, Environment={"Variables": fn.env})
         yield
 
 

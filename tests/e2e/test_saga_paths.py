@@ -13,7 +13,7 @@ import pytest
 from ops.local.orders import make_order
 from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from ops.local.template import CloudAssembly
-from ops.repair import order_executions, repair
+from ops.repair import RepairRefused, order_executions, repair
 
 pytestmark = pytest.mark.e2e
 
@@ -151,15 +151,27 @@ def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -
         ExpressionAttributeNames={"#o": "order"},
         ExpressionAttributeValues=to_item({":o": order}),
     )
+    # The sweeper parks it (no execution runs for it) and announces it under its correlation ID.
     assert "path-stuck" in pipeline.sweep()
     assert any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
+    assert order_item(pipeline, "path-stuck")["status"] == "NEEDS_ATTENTION"
+    queue_url = pipeline.target().output("NeedsAttentionQueueUrl")
+    messages = boto3.client("sqs").receive_message(
+        QueueUrl=queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10, VisibilityTimeout=0
+    )["Messages"]
+    (parked,) = [json.loads(m["Body"]) for m in messages if json.loads(m["Body"])["order_id"] == "path-stuck"]
+    assert (parked["source"], parked["correlation_id"]) == ("sweeper", "cid-path-stuck")
 
+    # A parked order is not redriven (ops repair refuses); it is compensated.
     target = pipeline.target()
-    first = repair(target, "path-stuck", "redrive")
+    with pytest.raises(RepairRefused, match="use --action compensate"):
+        repair(target, "path-stuck", "redrive")
+    first = repair(target, "path-stuck", "compensate")
     assert first["result"] == "started"
     pipeline.drain()
-    assert order_item(pipeline, "path-stuck")["status"] == "COMPLETED"
-    assert repair(target, "path-stuck", "redrive")["result"] == "already_terminal"
+    assert order_item(pipeline, "path-stuck")["status"] == "COMPENSATED"
+    with pytest.raises(RepairRefused, match="already COMPENSATED"):
+        repair(target, "path-stuck", "compensate")
 
     assert "path-stuck" not in pipeline.sweep()
     assert not any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())

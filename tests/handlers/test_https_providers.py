@@ -73,7 +73,9 @@ def test_https_charge_then_refund_moves_money_once_through_the_adapter(
     op = ledger.op("payment", _key(order, "charge-payment"))
     assert op is not None and op["captured_cents"] == 3499
     requests = ledger.requests("payment", _key(order, "charge-payment"))
-    assert len(requests) == 1 and requests[0]["correlation_id"] == "cid-https"
+    # one charge; the refund first looks the charge up by its key (GET /charges/{key})
+    assert [r["action"] for r in requests] == ["charge", "get"]
+    assert requests[0]["correlation_id"] == "cid-https"
     assert logs.find("payment request", correlation_id="cid-https")
 
 

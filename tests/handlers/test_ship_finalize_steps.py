@@ -187,8 +187,11 @@ def test_finalize_needs_attention_sends_one_message_with_correlation_id(
     (message,) = needs_attention_queue.messages()
     assert message["body"] == {
         "order_id": order["order_id"],
+        "payment_attempt": 1,
         "correlation_id": "cid-notify",
-        "error": {**error, "correlation_id": "cid-notify"},
+        "reason": "the saga could not finish or compensate the order",
+        "error": error,
+        "source": "saga-park",
     }
     assert message["attributes"] == {"correlation_id": {"DataType": "String", "StringValue": "cid-notify"}}
 

@@ -8,10 +8,11 @@ import time
 import pytest
 
 import lambda_resilience.aws as aws_clients
+from order_domain.model import order_total_cents
 from order_domain.status import OrderStatus
 from order_domain.sweeper import find_stuck
 
-from .conftest import LogCapture, Tables
+from .conftest import CARRIER_FUNCTION, PAYMENT_FUNCTION, FakeLambdaClient, LogCapture, NeedsAttentionQueue, Tables
 
 STUCK_AFTER = 1800
 #: What an EventBridge scheduled rule sends (the handler does not read it).
@@ -29,7 +30,7 @@ SCHEDULED_EVENT = {
 
 
 @pytest.fixture
-def sweeper(load):
+def sweeper(load, providers):
     return load("sweeper", STUCK_AFTER_SECONDS=str(STUCK_AFTER))
 
 
@@ -127,20 +128,20 @@ def test_sweeper_with_nothing_stuck_publishes_zero(sweeper, seed_aged, lambda_co
     seed_aged(OrderStatus.RECEIVED, 30)
     seed_aged(OrderStatus.COMPLETED, 2 * 3600)
 
-    assert sweeper(SCHEDULED_EVENT, lambda_context) == {"stuck": []}
+    assert sweeper(SCHEDULED_EVENT, lambda_context)["stuck"] == []
 
     (blob,) = _stuck_metric_blobs(logs)
     assert _values(blob["StuckOrders"]) == [0]
     assert logs.find("stuck order") == []
 
 
-def test_sweeper_threshold_comes_from_stuck_after_seconds(load, seed_aged, lambda_context, logs: LogCapture):
+def test_sweeper_threshold_comes_from_stuck_after_seconds(load, providers, seed_aged, lambda_context, logs: LogCapture):
     five_minutes_old = seed_aged(OrderStatus.PAYMENT_CHARGED, 300)
 
-    assert load("sweeper", STUCK_AFTER_SECONDS="1800")(SCHEDULED_EVENT, lambda_context) == {"stuck": []}
-    assert load("sweeper", STUCK_AFTER_SECONDS="60")(SCHEDULED_EVENT, lambda_context) == {
-        "stuck": [five_minutes_old["order_id"]]
-    }
+    assert load("sweeper", STUCK_AFTER_SECONDS="1800")(SCHEDULED_EVENT, lambda_context)["stuck"] == []
+    assert load("sweeper", STUCK_AFTER_SECONDS="60")(SCHEDULED_EVENT, lambda_context)["stuck"] == [
+        five_minutes_old["order_id"]
+    ]
 
 
 def test_sweeper_find_stuck_cutoff_is_exclusive(order_factory, seed_order, tables: Tables):
@@ -156,3 +157,288 @@ def test_sweeper_find_stuck_cutoff_is_exclusive(order_factory, seed_order, table
     assert [o["order_id"] for o in found] == [older["order_id"]]
     # read from the index: keys plus the projected correlation_id only
     assert set(found[0]) == {"order_id", "status", "updated_at", "correlation_id"}
+
+
+# --- finish or park what it finds, once ---------------------------------------------------------------
+
+
+def _key(order: dict, operation: str, attempt: int = 1) -> str:
+    return f"{order['order_id']}#{operation}#attempt-{attempt}"
+
+
+def _provider_capture(providers: FakeLambdaClient, order: dict, lambda_context) -> None:
+    """The payment provider captures the attempt's charge (as ChargePayment asks it to)."""
+    providers.functions[PAYMENT_FUNCTION](
+        {
+            "action": "charge",
+            "idempotency_key": _key(order, "charge-payment"),
+            "order_id": order["order_id"],
+            "amount_cents": order_total_cents(order),
+            "currency": order["currency"],
+            "payment_token": order["payment_token"],
+            "correlation_id": "cid-provider",
+        },
+        lambda_context,
+    )
+
+
+def _provider_ship(providers: FakeLambdaClient, order: dict, lambda_context) -> None:
+    providers.functions[CARRIER_FUNCTION](
+        {
+            "action": "ship",
+            "idempotency_key": _key(order, "ship-order"),
+            "order_id": order["order_id"],
+            "address": order["shipping_address"],
+            "items": order["items"],
+            "correlation_id": "cid-provider",
+        },
+        lambda_context,
+    )
+
+
+def _provider_refund(providers: FakeLambdaClient, order: dict, lambda_context) -> None:
+    providers.functions[PAYMENT_FUNCTION](
+        {
+            "action": "refund",
+            "idempotency_key": _key(order, "refund-payment"),
+            "charge_idempotency_key": _key(order, "charge-payment"),
+            "order_id": order["order_id"],
+            "correlation_id": "cid-provider",
+        },
+        lambda_context,
+    )
+
+
+def _bodies(queue: NeedsAttentionQueue) -> list[dict]:
+    return [m["body"] for m in queue.messages()]
+
+
+def test_sweeper_parks_a_stuck_order_announced_with_its_correlation_id(
+    sweeper, seed_aged, orders, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs: LogCapture
+):
+    order = seed_aged(OrderStatus.INVENTORY_RESERVED, 2 * 3600)
+    oid = order["order_id"]
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert result["parked"] == [oid]
+    stored = orders.get(oid)
+    assert stored["status"] == OrderStatus.NEEDS_ATTENTION.value
+    assert stored["history"][-1]["by"] == "sweeper"
+    assert stored["last_error"]["correlation_id"] == f"cid-{oid}"
+    (message,) = needs_attention_queue.messages()
+    body = message["body"]
+    assert (body["order_id"], body["payment_attempt"], body["source"]) == (oid, 1, "sweeper")
+    assert body["correlation_id"] == f"cid-{oid}"
+    assert "stuck in INVENTORY_RESERVED" in body["reason"]
+    assert message["attributes"]["correlation_id"]["StringValue"] == f"cid-{oid}"
+    assert logs.metric_total("StuckOrdersParked") == 1
+    assert {line["correlation_id"] for line in logs.find("sweeper moved order")} == {f"cid-{oid}"}
+
+
+def test_sweeper_repeated_sweep_does_nothing_twice(
+    sweeper, seed_aged, orders, needs_attention_queue: NeedsAttentionQueue, lambda_context, logs
+):
+    order = seed_aged(OrderStatus.PAYMENT_CHARGED, 2 * 3600)
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    history = orders.get(order["order_id"])["history"]
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["parked"] == [order["order_id"]]
+    assert second["parked"] == second["stuck"] == second["mismatched"] == []
+    assert len(needs_attention_queue.messages()) == 1
+    assert orders.get(order["order_id"])["history"] == history
+
+
+def test_sweeper_finishes_a_shipped_order_the_providers_confirm(
+    sweeper,
+    seed_aged,
+    orders,
+    providers: FakeLambdaClient,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs: LogCapture,
+):
+    """MarkCompleted failed after ShipOrder (e.g. the status write's retries ran out): SHIPPED for good."""
+    order = seed_aged(OrderStatus.SHIPPED, 2 * 3600)
+    _provider_capture(providers, order, lambda_context)
+    _provider_ship(providers, order, lambda_context)
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert result["finished"] == [order["order_id"]]
+    assert orders.get(order["order_id"])["status"] == OrderStatus.COMPLETED.value
+    assert logs.metric_total("StuckOrdersFinished") == 1
+    # just COMPLETED: the same sweep's reconciliation agrees with the providers
+    assert result["mismatched"] == [] and needs_attention_queue.messages() == []
+
+
+@pytest.mark.parametrize(
+    ("captured", "shipped", "finding"),
+    [(False, True, "no capture"), (True, False, "no live shipment")],
+)
+def test_sweeper_parks_a_shipped_order_the_providers_contradict(
+    sweeper,
+    seed_aged,
+    orders,
+    providers: FakeLambdaClient,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs,
+    captured,
+    shipped,
+    finding,
+):
+    order = seed_aged(OrderStatus.SHIPPED, 2 * 3600)
+    if captured:
+        _provider_capture(providers, order, lambda_context)
+    if shipped:
+        _provider_ship(providers, order, lambda_context)
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert result["parked"] == [order["order_id"]] and result["finished"] == []
+    assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value
+    (body,) = _bodies(needs_attention_queue)
+    assert finding in body["reason"]
+
+
+def test_sweeper_leaves_an_order_whose_repair_execution_runs(
+    sweeper,
+    seed_aged,
+    orders,
+    state_machine: str,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs,
+):
+    """A redrive's first steps answer from their records and write nothing: the order looks stuck."""
+    order = seed_aged(OrderStatus.PAYMENT_CHARGED, 2 * 3600)
+    aws_clients.client("stepfunctions").start_execution(
+        stateMachineArn=state_machine, name=f"order-{order['order_id']}-attempt-1-repair-0", input="{}"
+    )
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert result["running"] == [order["order_id"]] and result["parked"] == []
+    assert orders.get(order["order_id"])["status"] == OrderStatus.PAYMENT_CHARGED.value
+    assert needs_attention_queue.messages() == []
+
+
+# --- reconcile recently terminal orders with the providers' records ------------------------------------
+
+
+def test_sweeper_announces_a_completed_order_without_a_capture_once(
+    sweeper,
+    order_factory,
+    seed_order,
+    orders,
+    providers: FakeLambdaClient,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs: LogCapture,
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPLETED, correlation_id="cid-mismatch")
+    _provider_ship(providers, order, lambda_context)  # shipped, but the provider never captured
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["mismatched"] == [order["order_id"]] and second["mismatched"] == []
+    (message,) = needs_attention_queue.messages()
+    assert message["body"]["source"] == "sweeper"
+    assert message["body"]["correlation_id"] == "cid-mismatch"
+    assert "COMPLETED but the providers say: no capture" in message["body"]["reason"]
+    assert logs.metric_total("SideEffectMismatches") == 1
+    stored = orders.get(order["order_id"])
+    assert stored["status"] == OrderStatus.COMPLETED.value  # announced, not rewritten
+    assert stored["reconciled"]["findings"]
+
+
+@pytest.mark.parametrize(
+    ("captured", "refunded", "shipped", "finding"),
+    [
+        (True, False, False, "3499 cents still captured"),
+        (True, True, True, "a live shipment"),
+    ],
+)
+def test_sweeper_announces_a_compensated_order_whose_side_effects_remain(
+    sweeper,
+    order_factory,
+    seed_order,
+    providers: FakeLambdaClient,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs,
+    captured,
+    refunded,
+    shipped,
+    finding,
+):
+    order = order_factory()
+    seed_order(order, OrderStatus.COMPENSATED)
+    if captured:
+        _provider_capture(providers, order, lambda_context)
+    if refunded:
+        _provider_refund(providers, order, lambda_context)
+    if shipped:
+        _provider_ship(providers, order, lambda_context)
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert result["mismatched"] == [order["order_id"]]
+    (body,) = _bodies(needs_attention_queue)
+    assert finding in body["reason"]
+
+
+def test_sweeper_reconciles_agreeing_terminal_orders_silently_and_once(
+    sweeper,
+    order_factory,
+    seed_order,
+    orders,
+    providers: FakeLambdaClient,
+    needs_attention_queue: NeedsAttentionQueue,
+    lambda_context,
+    logs,
+):
+    completed, compensated = order_factory(), order_factory()
+    seed_order(completed, OrderStatus.COMPLETED)
+    _provider_capture(providers, completed, lambda_context)
+    _provider_ship(providers, completed, lambda_context)
+    seed_order(compensated, OrderStatus.COMPENSATED)
+    _provider_capture(providers, compensated, lambda_context)
+    _provider_refund(providers, compensated, lambda_context)
+    providers.calls.clear()
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    lookups = len(providers.calls)
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert sorted(first["reconciled"]) == sorted([completed["order_id"], compensated["order_id"]])
+    assert first["mismatched"] == [] and needs_attention_queue.messages() == []
+    assert lookups == 4  # a charge and a shipment lookup per order
+    assert second["reconciled"] == [] and len(providers.calls) == lookups  # checked once
+    assert orders.get(completed["order_id"])["reconciled"]["findings"] == []
+
+
+def test_sweeper_reconciles_at_most_the_configured_orders_per_sweep_oldest_first(
+    load, providers, order_factory, seed_order, tables: Tables, lambda_context, logs: LogCapture
+):
+    sweeper = load("sweeper", RECONCILE_MAX_ORDERS="2")
+    now = time.time()
+    ages = [60, 300, 120]  # seconds since each became COMPLETED
+    seeded = []
+    for age in ages:
+        order = order_factory()
+        seed_order(order, OrderStatus.COMPLETED)
+        _set_updated_at(tables, order["order_id"], _iso(now - age))
+        seeded.append(order["order_id"])
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["reconciled"] == sorted([seeded[1], seeded[2]]) and first["deferred"] == [seeded[0]]
+    assert second["reconciled"] == [seeded[0]]  # the next sweep takes the rest
+    assert logs.metric_total("SweepDeferred") == 1

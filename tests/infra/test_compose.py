@@ -23,7 +23,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from constructs import IConstruct
 
 from constructs_lib.alarms import FunctionAlarms, FunctionAlarmsProps
-from constructs_lib.function import PipelineFunction, PipelineFunctionProps
+from constructs_lib.function import DEFAULT_RUNTIME, PipelineFunction, PipelineFunctionProps
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 from tests.infra.conftest import InlineFunctionFactory
@@ -406,7 +406,7 @@ def test_pipeline_function_function_props_merged_over_defaults(stack: Stack, cod
             "Architectures": ["arm64"],
             "TracingConfig": {"Mode": "Active"},
             "LoggingConfig": Match.object_like({"LogFormat": "JSON"}),
-            "Runtime": "python3.14",
+            "Runtime": DEFAULT_RUNTIME.name,
         },
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from stacks.app_builder import build_app
-from tests.infra.conftest import SynthResult, as_list, synth_pipeline
+from tests.infra.conftest import SynthResult, as_list, present, synth_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -72,17 +72,64 @@ def test_stuck_orders_alarm_watches_the_metric_the_sweeper_emits(dev: SynthResul
     assert props["Dimensions"] == [{"Name": "service", "Value": sweeper_env["POWERTOOLS_SERVICE_NAME"]}]
 
 
+def _grants(result: SynthResult) -> dict[str, list[Any]]:
+    """action -> the resources the sweeper's role grants it on."""
+    grants: dict[str, list[Any]] = {}
+    for statement in result.statements_of_role(result.logical_id(result.stack.sweeper.role)):
+        for action in as_list(statement["Action"]):
+            grants.setdefault(action, []).extend(as_list(statement["Resource"]))
+    return grants
+
+
 def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
-    assert sweeper_env["ORDERS_TABLE_NAME"] == {"Ref": dev.logical_id(dev.stack.orders_table)}
+    stack = dev.stack
+    payment, carrier = present(stack.payment_provider), present(stack.carrier)
+    assert sweeper_env["ORDERS_TABLE_NAME"] == {"Ref": dev.logical_id(stack.orders_table)}
     assert sweeper_env["STUCK_AFTER_SECONDS"] == "2100"
-    actions = {a for s in dev.statements_of_role(dev.logical_id(dev.stack.sweeper.role)) for a in as_list(s["Action"])}
-    assert actions == {
+    assert sweeper_env["RECONCILE_WINDOW_SECONDS"] == "900"
+    assert sweeper_env["STATE_MACHINE_ARN"] == {"Ref": dev.logical_id(stack.saga.state_machine)}
+    assert sweeper_env["NEEDS_ATTENTION_QUEUE_URL"] == {"Ref": dev.logical_id(stack.needs_attention.queue)}
+    assert sweeper_env["PAYMENT_PROVIDER_FUNCTION"] == {"Ref": dev.logical_id(payment.function)}
+    assert sweeper_env["CARRIER_FUNCTION"] == {"Ref": dev.logical_id(carrier.function)}
+    grants = _grants(dev)
+    assert set(grants) == {
         "logs:CreateLogStream",
         "logs:PutLogEvents",
         "xray:PutTraceSegments",
         "xray:PutTelemetryRecords",
-        "dynamodb:Query",
+        "dynamodb:Query",  # the by-status index
+        "dynamodb:GetItem",  # the order, before acting on it
+        "dynamodb:UpdateItem",  # finish / park / record the reconciliation (conditional writes)
+        "sqs:SendMessage",  # the needs-attention message
+        "states:ListExecutions",  # is an execution of the order still running?
+        "lambda:InvokeFunction",  # the sandbox providers' lookups (dev)
     }
+    orders_arn = {"Fn::GetAtt": [dev.logical_id(stack.orders_table), "Arn"]}
+    assert grants["dynamodb:GetItem"] == grants["dynamodb:UpdateItem"] == [orders_arn]
+    assert grants["sqs:SendMessage"] == [{"Fn::GetAtt": [dev.logical_id(stack.needs_attention.queue), "Arn"]}]
+    assert grants["states:ListExecutions"] == [{"Ref": dev.logical_id(stack.saga.state_machine)}]
+    sandbox = {dev.logical_id(payment.function), dev.logical_id(carrier.function)}
+    assert {
+        r["Fn::GetAtt"][0] for r in grants["lambda:InvokeFunction"] if isinstance(r, dict) and "Fn::GetAtt" in r
+    } <= (sandbox)
+
+
+def test_sweeper_with_https_providers_reads_their_secrets_and_invokes_nothing(dev_https: SynthResult) -> None:
+    env = dev_https.properties(dev_https.logical_id(dev_https.stack.sweeper.function))["Environment"]["Variables"]
+    assert {"PAYMENT_API_URL", "PAYMENT_API_SECRET_ARN", "CARRIER_API_URL", "CARRIER_API_SECRET_ARN"} <= set(env)
+    grants = _grants(dev_https)
+    assert "secretsmanager:GetSecretValue" in grants
+    assert "lambda:InvokeFunction" not in grants
+
+
+def test_side_effect_mismatch_alarm_watches_the_sweepers_metric(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
+    props = dev.properties(dev.logical_id(dev.stack.mismatch_alarm))
+    assert props["MetricName"] == "SideEffectMismatches"
+    assert props["Namespace"] == sweeper_env["POWERTOOLS_METRICS_NAMESPACE"]
+    assert props["Dimensions"] == [{"Name": "service", "Value": sweeper_env["POWERTOOLS_SERVICE_NAME"]}]
+    assert (props["Threshold"], props["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert props["TreatMissingData"] == "notBreaching"
+    assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
 
 
 def test_sweeper_threshold_exceeds_saga_timeout(dev: SynthResult, sweeper_env: dict[str, str]) -> None:

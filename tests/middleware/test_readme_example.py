@@ -1,4 +1,4 @@
-"""The README's lambda_resilience example runs as written (against moto)."""
+"""The package README's lambda_resilience example runs as written (against moto)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from lambda_resilience.aws import reset_clients
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "packages" / "lambda_resilience" / "README.md"
 BLOCK = re.compile(
     r"<!-- lambda_resilience example: begin -->\s*```python\n(?P<code>.*?)```\s*"
     r"<!-- lambda_resilience example: end -->",

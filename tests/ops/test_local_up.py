@@ -18,7 +18,7 @@ from ops.local.orders import OrderMix, make_orders
 from ops.local.run import synthesize
 from ops.local.template import CloudAssembly
 from ops.local.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
-from ops.repair import repair
+from ops.repair import RepairRefused, repair
 from ops.target import Target
 
 pytestmark = pytest.mark.e2e
@@ -131,10 +131,8 @@ def test_local_up_repair_reaches_it_like_a_deployed_stack(served: Served) -> Non
     info = served.info
     assert info is not None
     target = Target.from_stack(info.stack, region="us-east-1", endpoint_url=info.endpoint_url)
-    assert repair(target, "order-nobody-placed", "redrive") == {
-        "order_id": "order-nobody-placed",
-        "result": "unknown_order",
-    }
+    with pytest.raises(RepairRefused, match="cannot repair order order-nobody-placed: not in the orders table"):
+        repair(target, "order-nobody-placed", "redrive")
 
 
 def test_local_up_refuses_a_taken_port(assembly: CloudAssembly) -> None:

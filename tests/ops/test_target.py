@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 from ops.cli import build_parser
-from ops.repair import repair
+from ops.repair import RepairRefused, repair
 from ops.target import Target, TargetError
 
 TEMPLATE = {
@@ -43,7 +43,8 @@ def test_repair_unknown_order_changes_nothing(aws: None) -> None:
         BillingMode="PAY_PER_REQUEST",
     )
     target = Target({"OrdersTableName": "orders-table", "StateMachineArn": "arn"}, region="us-east-1")
-    assert repair(target, "missing", "redrive") == {"order_id": "missing", "result": "unknown_order"}
+    with pytest.raises(RepairRefused, match="cannot repair order missing: not in the orders table"):
+        repair(target, "missing", "redrive")
     with pytest.raises(ValueError, match="redrive or compensate"):
         repair(target, "missing", "delete")  # type: ignore[arg-type]
 

@@ -102,3 +102,16 @@ def test_trace_cli_prints_quoted_id_timeline(aws: None, capsys: pytest.CaptureFi
     assert main(["trace", QUOTED, "--json", "--region", "us-east-1"]) == 0
     [event] = json.loads(capsys.readouterr().out)
     assert (event["source"], event["text"]) == ("log:intake", "INFO received")
+
+
+def test_trace_failure_details_of_function_and_service_integration_tasks() -> None:
+    """A status write (DynamoDB integration) fails as TaskFailed: the trace must show its error too."""
+    from ops.trace import failure_details
+
+    assert failure_details({"type": "LambdaFunctionFailed", "lambdaFunctionFailedEventDetails": {"error": "X"}}) == {
+        "error": "X"
+    }
+    task = {"type": "TaskFailed", "taskFailedEventDetails": {"error": "DynamoDB.ConditionalCheckFailedException"}}
+    assert failure_details(task)["error"] == "DynamoDB.ConditionalCheckFailedException"
+    assert failure_details({"type": "TaskTimedOut", "taskTimedOutEventDetails": {"error": "States.Timeout"}})
+    assert failure_details({"type": "TaskStateEntered", "stateEnteredEventDetails": {"name": "MarkCompleted"}}) == {}

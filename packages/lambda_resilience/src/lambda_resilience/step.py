@@ -31,11 +31,14 @@ Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
 @dataclass(frozen=True)
 class StepInput:
     """What a step's input means: the operation's idempotency key, the payload the action gets
-    (hashed for mismatch checks) and fields for log lines and trace annotations."""
+    (hashed for mismatch checks), fields for log lines and trace annotations, and ``extra``: more
+    data the action gets, merged over the payload but not hashed (it describes the call, not the
+    operation: e.g. an error text that may differ between two deliveries of the same operation)."""
 
     idempotency_key: str
     payload: dict[str, Any]
     fields: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def step_handler(
@@ -56,7 +59,7 @@ def step_handler(
 
     @idempotent
     def run(command: dict[str, Any]) -> dict[str, Any]:
-        return action(command["payload"])
+        return action({**command["payload"], **command.get("extra", {})})
 
     def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         with correlation_scope(logger, from_payload(event)) as cid:
@@ -65,7 +68,8 @@ def step_handler(
             try:
                 step = parse(event)
                 logger.info(f"{operation} started", extra=dict(step.fields))
-                result = run({"idempotency_key": step.idempotency_key, "payload": step.payload}, context)
+                command = {"idempotency_key": step.idempotency_key, "payload": step.payload, "extra": step.extra}
+                result = run(command, context)
                 logger.info(f"{operation} done", extra={**known, "result": result})
                 return result
             except Exception as exc:

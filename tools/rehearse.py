@@ -1,0 +1,175 @@
+"""``make rehearse``: the README's deploy, run into an independent local AWS, then the smoke test.
+
+MiniStack (PyPI, pinned in requirements-rehearse.txt) has its own CloudFormation, Lambda (Python
+handlers run by MiniStack's own interpreter: the Makefile builds its virtualenv with the Python
+of the template's Lambda runtime, holding only MiniStack and boto3, so the layers must supply
+everything else, as on AWS), SQS event source mappings and Step Functions. Steps, each with a
+bounded wait: start MiniStack on 127.0.0.1 on a free port; ``npx cdk bootstrap``; ``npx cdk
+deploy OrderPipeline-dev --require-approval never`` (the README's command; only the endpoint
+and the dummy credentials differ); ``python -m ops smoke``; stop the server, also on failure.
+Exit status 1 names the step that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REHEARSE_DIR = ROOT / ".rehearse"
+DEFAULT_MINISTACK = REHEARSE_DIR / "venv" / "bin" / "ministack"
+STACK = "OrderPipeline-dev"
+HOST = "127.0.0.1"
+REGION = "us-east-1"
+#: Bounded waits (seconds); the whole rehearsal stays under 5 minutes on 2 cores.
+START_TIMEOUT = 60.0
+BOOTSTRAP_TIMEOUT = 180.0
+DEPLOY_TIMEOUT = 300.0
+SMOKE_TIMEOUT = 300.0
+STOP_TIMEOUT = 10.0
+#: Settings that would send the CDK CLI or boto3 elsewhere than the local endpoint.
+_REDIRECTING_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+
+
+class StepFailed(Exception):
+    """One rehearsal step failed; the message names it."""
+
+
+def free_port() -> int:
+    """A port nobody listens on now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def local_environment(endpoint: str) -> dict[str, str]:
+    """This environment, pointed at ``endpoint`` with dummy credentials and a fixed region."""
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING_ENV and not k.startswith("AWS_ENDPOINT_URL_")}
+    no_proxy = ",".join(filter(None, [env.get("NO_PROXY") or env.get("no_proxy"), HOST, "localhost"]))
+    env.update(
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        NO_PROXY=no_proxy,
+        no_proxy=no_proxy,
+        CDK_DISABLE_VERSION_CHECK="1",
+    )
+    return env
+
+
+def _healthy(endpoint: str) -> bool:
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with direct.open(f"{endpoint}/_ministack/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def start_ministack(ministack: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """MiniStack on ``HOST:port`` in its own process group, its output in ``log_path``."""
+    if not ministack.exists():
+        raise StepFailed(f"start MiniStack: {ministack} not found (run `make rehearse`, which installs it)")
+    env = {**os.environ, "GATEWAY_PORT": str(port), "BIND_HOST": HOST, "MINISTACK_REGION": REGION}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(ministack)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REHEARSE_DIR
+        )
+    endpoint = f"http://{HOST}:{port}"
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _healthy(endpoint):
+        if process.poll() is not None:
+            raise StepFailed(f"start MiniStack: exited with status {process.returncode} (log: {log_path})")
+        if time.monotonic() > deadline:
+            stop(process)
+            raise StepFailed(f"start MiniStack: not healthy after {START_TIMEOUT:.0f} s (log: {log_path})")
+        time.sleep(0.2)
+    return process
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, SIGKILL it if it is still there after STOP_TIMEOUT."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_TIMEOUT)
+    except ProcessLookupError:
+        pass
+
+
+def run_step(name: str, command: Sequence[str], env: dict[str, str], timeout: float) -> float:
+    """Run one step (its output streamed); its wall time, or StepFailed naming it."""
+    print(f"rehearse: {name}: {' '.join(command)}", flush=True)
+    started = time.monotonic()
+    try:
+        completed = subprocess.run(command, env=env, cwd=ROOT, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise StepFailed(f"{name}: no answer within {timeout:.0f} s") from None
+    if completed.returncode != 0:
+        raise StepFailed(f"{name}: exit status {completed.returncode}")
+    elapsed = time.monotonic() - started
+    print(f"rehearse: {name}: ok in {elapsed:.1f} s", flush=True)
+    return elapsed
+
+
+def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
+    """The whole rehearsal; the wall time of each step. Raises StepFailed."""
+    port = port or free_port()
+    endpoint = f"http://{HOST}:{port}"
+    log_path = REHEARSE_DIR / f"ministack-{port}.log"
+    started = time.monotonic()
+    server = start_ministack(ministack, port, log_path)
+    times = {"start MiniStack": time.monotonic() - started}
+    print(f"rehearse: MiniStack up at {endpoint} in {times['start MiniStack']:.1f} s (log: {log_path})", flush=True)
+    env = local_environment(endpoint)
+    npx = ["npx", "--no-install", "cdk"]
+    try:
+        account = "000000000000"  # MiniStack's default account (MINISTACK_ACCOUNT_ID)
+        times["cdk bootstrap"] = run_step(
+            "cdk bootstrap", [*npx, "bootstrap", f"aws://{account}/{REGION}"], env, BOOTSTRAP_TIMEOUT
+        )
+        times["cdk deploy"] = run_step(
+            "cdk deploy", [*npx, "deploy", STACK, "--require-approval", "never"], env, DEPLOY_TIMEOUT
+        )
+        smoke = [sys.executable, "-m", "ops", "smoke", "--stack", STACK, "--endpoint-url", endpoint, "--region", REGION]
+        times["ops smoke"] = run_step("ops smoke", smoke, env, SMOKE_TIMEOUT)
+    except StepFailed as exc:
+        raise StepFailed(f"{exc} (MiniStack log: {log_path})") from None
+    finally:
+        stop(server)
+    return times
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.splitlines()[0])
+    parser.add_argument("--ministack", type=Path, default=DEFAULT_MINISTACK, help="the ministack executable")
+    parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        times = rehearse(args.ministack.absolute(), args.port)
+    except StepFailed as exc:
+        print(f"rehearse: FAILED at {exc}", file=sys.stderr)
+        return 1
+    steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in times.items())
+    print(f"rehearse: passed in {time.monotonic() - started:.0f} s ({steps})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
