@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos spike clean
+.PHONY: help setup rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -104,12 +104,16 @@ bench: setup ## middleware benchmark: prints figures, writes bench-results.json
 
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \
-	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02
+	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02 \
+	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001
 
 chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --report-file chaos-report.json
 	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png
+
+faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
+	$(PY) -m ops local faults
 
 SPIKE_SCALE ?= 100
 

@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
     add_up_parser(local_commands)
+    faults = local_commands.add_parser(
+        "faults", help="the fault matrix: every fault at every Task state, one order per cell, judged from the records"
+    )
+    faults.add_argument("--state", help="only this row: a Task state, or repair (repair@<setup>)")
+    faults.add_argument("--fault", help="only faults whose name contains this text, e.g. Lambda.Unknown")
+    faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
+    faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
+    faults.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
@@ -71,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="per order, one extra hostile input: deep nesting, oversize, floats, wrong types, unknown order",
     )
     run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
+    run.add_argument(
+        "--ambiguous-rate", type=_rate, default=0.0, help="provider requests whose answer is lost after acting"
+    )
+    run.add_argument(
+        "--status-write-fail-rate", type=_rate, default=0.0, help="saga status writes failing with a DynamoDB error"
+    )
+    run.add_argument(
+        "--park-fail-rate", type=_rate, default=0.0, help="attempts of the park (MarkNeedsAttention) failing"
+    )
+    run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
@@ -362,6 +380,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
                 malformed=args.malformed_rate,
                 throttle=args.throttle_rate,
                 hostile=args.hostile_rate,
+                ambiguous=args.ambiguous_rate,
+                status_write_fail=args.status_write_fail_rate,
+                park_fail=args.park_fail_rate,
+                stop=args.stop_rate,
             ),
             replay_transient=args.replay_transient,
             stage=args.stage,
@@ -392,6 +414,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             for name, why in report["invariants"].items():
                 print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
         return 1 if args.check and failed else 0
+    if args.command == "local" and args.local_command == "faults":
+        from ops.local.fault_matrix import MatrixOptions
+        from ops.local.fault_matrix import main as main_faults
+
+        matrix = MatrixOptions(
+            state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly
+        )
+        return main_faults(matrix, args.json)
     if args.command == "local" and args.local_command == "up":
         return main_up(args)
     if args.command == "local" and args.local_command == "spike":

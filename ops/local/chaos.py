@@ -12,7 +12,7 @@ import functools
 import json
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +52,13 @@ class FaultRates:
         throttle: per DynamoDB item call / SQS send, a throttling error.
         hostile: per order, one extra hostile input of a kind chosen at random
             (:mod:`ops.local.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
+        ambiguous: per provider request (charge, refund, ship, cancel), the provider acts and its
+            answer is lost (read timeout or connection reset, at the transport).
+        status_write_fail: per status-write attempt (the saga's direct DynamoDB integrations), a DynamoDB
+            error AWS documents for it (throttling, server, validation, access, KMS).
+        park_fail: per attempt of the park (MarkNeedsAttention), Lambda.Unknown after it acted or
+            Lambda.ServiceException before.
+        stop: per Task state entered, StopExecution there (an operator's stop).
     """
 
     duplicate: float = 0.0
@@ -59,6 +66,10 @@ class FaultRates:
     malformed: float = 0.0
     throttle: float = 0.0
     hostile: float = 0.0
+    ambiguous: float = 0.0
+    status_write_fail: float = 0.0
+    park_fail: float = 0.0
+    stop: float = 0.0
 
     def __post_init__(self) -> None:
         check_rates(self)
@@ -136,9 +147,21 @@ class SqsThrottled(ServiceException):
     message = "Injected fault: request throttled"
 
 
+#: Rate fields of the faults injected in the saga's glue and at the provider transport, and their
+#: kinds in :class:`ops.local.fault_inject.RandomFaults`.
+SAGA_FAULTS = {"ambiguous": "ambiguous", "status_write_fail": "status_write", "park_fail": "park", "stop": "stop"}
+
+
 @contextmanager
-def inject(rates: FaultRates, seed: int, clock: SimClock, counter: FaultCounter) -> Iterator[None]:
-    """Crash and throttle injection while the context is active."""
+def inject(
+    rates: FaultRates,
+    seed: int,
+    clock: SimClock,
+    counter: FaultCounter,
+    definition: Mapping[str, Any] | None = None,
+) -> Iterator[None]:
+    """Crash and throttle injection while the context is active; with the state machine's
+    ``definition``, the saga faults too (:data:`SAGA_FAULTS`)."""
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from moto.sqs.models import SQSBackend
 
@@ -174,4 +197,9 @@ def inject(rates: FaultRates, seed: int, clock: SimClock, counter: FaultCounter)
             for name in _SQS_METHODS:
                 patched = throttling("throttle_sqs", SqsThrottled, getattr(SQSBackend, name))
                 stack.enter_context(mock.patch.object(SQSBackend, name, patched))
+        saga_rates = {kind: getattr(rates, name) for name, kind in SAGA_FAULTS.items()}
+        if definition is not None and any(saga_rates.values()):
+            from ops.local.fault_inject import RandomFaults, inject_plan
+
+            stack.enter_context(inject_plan(RandomFaults(definition, saga_rates, seed + 7, counter)))
         yield

@@ -25,8 +25,10 @@ from ops.local.moto_patches import (
     cached_step_functions_clients,
     cached_update_expressions,
     direct_sqs_retention_check,
+    dynamodb_task_timeout,
     fast_backend_lookup,
     item_level_transaction_rollback,
+    states_all_excludes_terminal_errors,
 )
 from ops.local.patches import enabled
 from ops.local.simtime import simulated_now
@@ -75,6 +77,10 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         if enabled("transaction_snapshot"):  # inside atomic_dynamodb's lock: entered first, wrapped next
             stack.enter_context(item_level_transaction_rollback())
         stack.enter_context(atomic_dynamodb())
+        # States.ALL catches neither States.Runtime nor States.DataLimitExceeded, as on AWS.
+        stack.enter_context(states_all_excludes_terminal_errors())
+        # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
+        stack.enter_context(dynamodb_task_timeout())
         for name, speed_patch in SPEED_PATCHES:
             if enabled(name):
                 stack.enter_context(speed_patch())

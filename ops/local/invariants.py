@@ -40,8 +40,14 @@ def _malformed_in_dlq_as_permanent(r: dict[str, Any]) -> str | None:
 
 
 def _no_reservation_held(r: dict[str, Any]) -> str | None:
-    n = r["side_effects"]["reservations_outstanding"]
-    return f"{n} reservations held for orders that did not complete" if n else None
+    """No stock held for an order that did not complete, except a parked one: a NEEDS_ATTENTION order
+    may have shipped (e.g. its status write failed after ShipOrder), so its stock is the operator's call."""
+    held = (r.get("ledger") or {}).get("reservations_outstanding_orders")
+    if held is None:  # a report without the list: the count alone
+        n = r["side_effects"]["reservations_outstanding"]
+        return f"{n} reservations held for orders that did not complete" if n else None
+    held = [h for h in held if not str(h).endswith(":NEEDS_ATTENTION")]
+    return f"{len(held)} reservations held for orders that did not complete; e.g. {held[:3]}" if held else None
 
 
 def _every_log_line_correlated(r: dict[str, Any]) -> str | None:
@@ -115,6 +121,24 @@ def _no_denied_calls(r: dict[str, Any]) -> str | None:
     return f"calls denied by the template's IAM policies: {counts}; e.g. {examples}"
 
 
+def _failed_executions_parked_or_refused(r: dict[str, Any]) -> str | None:
+    f = r.get("failed_executions")
+    if not f or not f["unexplained"]:
+        return None
+    return (
+        f"{f['failed']} FAILED executions != {f['parked']} parked + {f['refused']} refused; e.g. {f['unexplained'][:3]}"
+    )
+
+
+def _terminal_orders_agree_with_side_effects(r: dict[str, Any]) -> str | None:
+    wrong = r.get("status_disagreements") or []
+    return (
+        f"{len(wrong)} terminal orders whose side effects disagree with their status; e.g. {wrong[:3]}"
+        if wrong
+        else None
+    )
+
+
 CHECKS: dict[str, Check] = {
     "no_duplicate_side_effects": _no_duplicate_effects,
     "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
@@ -129,6 +153,8 @@ CHECKS: dict[str, Check] = {
     "no_payment_token_name_or_address_in_logs_histories_or_dlq_attributes": _no_pii_leaked,
     "no_log_line_over_16_kib": _log_lines_bounded,
     "no_call_denied_by_iam": _no_denied_calls,
+    "failed_executions_equal_parked_plus_refused": _failed_executions_parked_or_refused,
+    "no_terminal_order_disagrees_with_its_side_effects": _terminal_orders_agree_with_side_effects,
 }
 
 

@@ -370,3 +370,55 @@ def direct_sqs_retention_check() -> Iterator[None]:
         is_message_valid_based_on_retention_period,
     ):
         yield
+
+
+#: Errors ``States.ALL`` does not match on AWS: "The States.ALL error type ... can't catch the
+#: States.DataLimitExceeded terminal error and Runtime error types"
+#: (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html, States.ALL).
+UNCATCHABLE_BY_STATES_ALL = ("States.Runtime", "States.DataLimitExceeded")
+
+
+@contextmanager
+def states_all_excludes_terminal_errors() -> Iterator[None]:
+    """moto's ``States.ALL`` matches every error name, States.Runtime and States.DataLimitExceeded
+    included, so a Retry or Catch on ``States.ALL`` handled what fails the execution on AWS. The
+    wildcard no longer matches those two (a retrier or catcher naming them explicitly is unchanged)."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+
+    original = ErrorEqualsDecl._eval_body
+
+    @functools.wraps(original)
+    def eval_body(self: Any, env: Any) -> None:
+        error_name = env.stack[-1]
+        name = getattr(error_name, "error_name", None)
+        if name in UNCATCHABLE_BY_STATES_ALL and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names:
+            env.stack.pop()
+            env.stack.append(any(getattr(n, "error_name", None) == name for n in self.error_names))
+            return
+        original(self, env)
+
+    with mock.patch.object(ErrorEqualsDecl, "_eval_body", eval_body):
+        yield
+
+
+@contextmanager
+def dynamodb_task_timeout() -> Iterator[None]:
+    """moto's DynamoDB task reports every exception that is not a ClientError as
+    ``DynamoDB.AmazonDynamoDBException``, its own timeout included; on AWS a task that runs past its
+    ``TimeoutSeconds`` fails with ``States.Timeout``
+    (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html, States.Timeout),
+    which the saga's status writes handle differently (a retrier or catcher may name it)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
+        StateTaskServiceDynamoDB,
+    )
+
+    original = StateTaskServiceDynamoDB._from_error
+
+    @functools.wraps(original)
+    def from_error(self: Any, env: Any, ex: Exception) -> Any:
+        if isinstance(ex, TimeoutError):
+            return self._get_timed_out_failure_event(env)
+        return original(self, env, ex)
+
+    with mock.patch.object(StateTaskServiceDynamoDB, "_from_error", from_error):
+        yield

@@ -46,6 +46,26 @@ PATCHES: tuple[Patch, ...] = (
         "ops.local.moto_patches.atomic_dynamodb",
         "test_canary_atomic_dynamodb_serialises_moto_item_writes",
     ),
+    Patch(
+        "states_all_excludes_terminal_errors",
+        "moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl:ErrorEqualsDecl._eval_body",
+        "correctness",
+        "On AWS States.ALL catches neither States.Runtime nor States.DataLimitExceeded (they fail the execution: "
+        "https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's wildcard "
+        "matched them, so a Catch on States.ALL handled locally what fails on AWS.",
+        "ops.local.environment.moto_behaviour",
+        "test_canary_states_all_does_not_catch_runtime_errors",
+    ),
+    Patch(
+        "dynamodb_task_timeout",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb:"
+        "StateTaskServiceDynamoDB._from_error",
+        "correctness",
+        "moto's DynamoDB task reports its own timeout as DynamoDB.AmazonDynamoDBException; on AWS a task past its "
+        "TimeoutSeconds fails with States.Timeout (concepts-error-handling.html), which retriers and catchers name.",
+        "ops.local.environment.moto_behaviour",
+        "test_canary_dynamodb_task_timeout_is_states_timeout",
+    ),
     # -- emulation: what AWS does that moto does not ------------------------------------------------
     Patch(
         "lambda_in_process",
@@ -167,6 +187,27 @@ PATCHES: tuple[Patch, ...] = (
         "caller sees what botocore returns from AWS.",
         "ops.local.faults.throttle_dynamodb",
         "test_canary_moto_backend_item_methods_signatures",
+    ),
+    Patch(
+        "matrix_task_faults",
+        "moto.stepfunctions.parser.asl.component.state.exec.execute_state:ExecutionState.{_evaluate_with_timeout,"
+        "_from_error}",
+        "fault-injection",
+        "The fault matrix fails a Task attempt with the error Step Functions reports for it (before the task "
+        "acts, or after it acted), stops the execution or times it out there, keyed by the order ID in the "
+        "state input; _from_error (on each subclass defining it) reports an injected error as named (moto's "
+        "DynamoDB task would rename it DynamoDB.AmazonDynamoDBException).",
+        "ops.local.fault_inject.inject_plan",
+        "test_canary_execution_state_attempts_go_through_evaluate_with_timeout",
+    ),
+    Patch(
+        "matrix_provider_transport",
+        "urllib3.connectionpool:HTTPConnectionPool._make_request",
+        "fault-injection",
+        "The fault matrix loses a provider's answer after the provider acted (read timeout, connection reset), "
+        "at the HTTPS adapters' transport: urllib3 retries it with the same Idempotency-Key, as it would on AWS.",
+        "ops.local.fault_inject.inject_plan",
+        "test_canary_urllib3_make_request_errors_are_retried_by_urlopen",
     ),
     # -- observation -------------------------------------------------------------------------------
     Patch(

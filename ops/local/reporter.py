@@ -27,6 +27,7 @@ from ops.local.report import (
     order_statuses,
     scan_all,
 )
+from ops.local.saga_checks import failed_executions, status_disagreements
 
 if TYPE_CHECKING:
     from ops.local.pipeline import PipelineRun
@@ -200,6 +201,10 @@ def finish_report(
         ]
         for order_id in stuck[:20]
     }
+    report["failed_executions"] = failed_executions(histories)
+    report["status_disagreements"] = status_disagreements(
+        order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
+    )
     report["alarms_in_alarm"] = run.evaluate_alarms()
     report["dlq_alarm_states"] = run.alarm_evaluator.dlq_states(report["alarms_in_alarm"], report["dlq"])
     ledger = report["ledger"]

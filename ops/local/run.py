@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 from ops.local.calls import count_aws_calls
-from ops.local.chaos import inject, plan_deliveries
+from ops.local.chaos import SAGA_FAULTS, inject, plan_deliveries
 from ops.local.clients import aws
 from ops.local.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
+from ops.local.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
 from ops.local.faults import FaultCounter
 from ops.local.options import RunOptions
 from ops.local.orders import make_orders
@@ -82,14 +83,21 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     with local_pipeline(options) as run:
         deployed = time.monotonic()
         run.submitted.extend(orders)
-        with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter):
+        definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
+        with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
             run.submit_messages(plan.initial)
             run.start_hostile_executions(plan.hostile_executions)
             run.drain()
             if plan.late:  # late duplicates: after the first deliveries were processed
                 run.submit_messages(plan.late)
                 run.drain()
+            if definition is not None:
+                # Saga faults (a stop) can leave an order for the sweeper: its schedule comes round
+                # once the order is past its threshold, so let that much simulated time pass first.
+                run.clock.advance(sweeper_threshold(run) + SWEEP_MARGIN_SECONDS)
             run.sweep()
+            if definition is not None:
+                run.drain()  # what the sweeper started or sent
         drained = time.monotonic()
         report = run.report(drained - started)
         report["faults_injected"] = dict(counter.injected)

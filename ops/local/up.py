@@ -227,7 +227,7 @@ def _print_banner(info: LocalEndpoint, order: dict[str, Any], out: TextIO) -> No
         f"  aws --endpoint-url {e} sqs send-message --queue-url {queue} \\",
         f"      --message-body '{json.dumps(order)}' \\",
         "      --message-attributes 'correlation_id={DataType=String,StringValue=cid-try-1}'",
-        f"  python -m ops repair {order['order_id']} --action redrive --stack {stack} --endpoint-url {e}",
+        f"  python -m ops repair {order['order_id']} --action compensate --stack {stack} --endpoint-url {e}",
         f"  python -m ops dlq list --stack {stack} --endpoint-url {e}",
         f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
         "",

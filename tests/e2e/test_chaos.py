@@ -16,6 +16,7 @@ CHAOS_ARGS = [
     "--orders", "200", "--seed", "42",
     "--duplicate-rate", "0.1", "--crash-rate", "0.03", "--decline-rate", "0.1", "--ship-fail-rate", "0.1",
     "--refund-fail-rate", "0.03", "--malformed-rate", "0.03", "--throttle-rate", "0.02",
+    "--ambiguous-rate", "0.01", "--status-write-fail-rate", "0.02", "--park-fail-rate", "0.05", "--stop-rate", "0.002",
     "--replay-transient", "--check",
 ]  # fmt: skip
 
@@ -41,6 +42,16 @@ def test_chaos_run_faults_were_really_injected(chaos: tuple[int, dict]) -> None:
     assert faults.get("throttle_dynamodb", 0) > 0
     assert report["orders"]["needs_attention"] > 0 and report["orders"]["compensated"] > 0
     assert report["duplicates_suppressed"] > 0
+
+
+def test_chaos_run_saga_faults_were_injected_and_checked(chaos: tuple[int, dict]) -> None:
+    _, report = chaos
+    faults = report["faults_injected"]
+    assert sum(v for k, v in faults.items() if k.startswith("ambiguous_")) > 0
+    assert faults.get("status_write_error", 0) > 0
+    assert report["failed_executions"]["unexplained"] == [] and report["status_disagreements"] == []
+    for name in ("failed_executions_equal_parked_plus_refused", "no_terminal_order_disagrees_with_its_side_effects"):
+        assert report["invariants"][name] is None
 
 
 def test_chaos_run_zero_duplicate_money_and_shipments(chaos: tuple[int, dict]) -> None:

@@ -264,6 +264,7 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
         stack.needs_attention.dlq_alarm,
         stack.needs_attention.queue_alarm,
         stack.stuck_alarm,
+        stack.mismatch_alarm,
         stack.sweeper_errors_alarm,
         *(f.errors_alarm for f in stack.functions),
         stack.intake.throttles_alarm,

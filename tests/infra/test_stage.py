@@ -266,8 +266,9 @@ def test_provider_secrets_readable_only_by_their_functions(stage: str, request: 
                     for role in policy["Properties"]["Roles"]:
                         readers.setdefault(str(resource), set()).add(role_to_attr.get(role["Ref"], role["Ref"]))
     assert readers == {
-        PROVIDER_CONTEXT["payment_api_secret_arn"]: {"charge", "refund"},
-        PROVIDER_CONTEXT["carrier_api_secret_arn"]: {"ship", "cancel_shipment"},
+        # The sweeper looks charges and shipments up by key to finish, park and reconcile orders.
+        PROVIDER_CONTEXT["payment_api_secret_arn"]: {"charge", "refund", "sweeper"},
+        PROVIDER_CONTEXT["carrier_api_secret_arn"]: {"ship", "cancel_shipment", "sweeper"},
     }
 
 

@@ -40,7 +40,9 @@ from ops.local.moto_patches import (
     cached_serializer_keys,
     cached_update_expressions,
     direct_sqs_retention_check,
+    dynamodb_task_timeout,
     item_level_transaction_rollback,
+    states_all_excludes_terminal_errors,
 )
 from ops.local.template import ACCOUNT, REGION
 from tests.ops.clocks import StepClock
@@ -649,3 +651,74 @@ def test_canary_backend_history_equals_the_api_history() -> None:
             json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in mine
         ] == [json.dumps({k: v for k, v in e.items() if k != "timestamp"}, default=str, sort_keys=True) for e in theirs]
     assert transitions_per_execution(direct) == 2.0
+
+
+def _error_equals_matches(error_equals: list[str], error: str) -> bool:
+    """Evaluate moto's ErrorEquals for ``error`` (the body alone: the wildcard decision)."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+
+    def name(text: str) -> Any:
+        if text.startswith("States."):
+            return StatesErrorName(typ=StatesErrorNameType.from_name(text))
+        return CustomErrorName(text)
+
+    env = types.SimpleNamespace(stack=[name(error)])
+    ErrorEqualsDecl([name(e) for e in error_equals])._eval_body(env)  # type: ignore[arg-type]
+    return bool(env.stack.pop())
+
+
+def test_canary_states_all_does_not_catch_runtime_errors() -> None:
+    # moto's wildcard matches everything (drop the patch once it stops doing so) ...
+    assert _error_equals_matches(["States.ALL"], "States.Runtime")
+    with states_all_excludes_terminal_errors():
+        # ... AWS's does not match the two terminal errors (concepts-error-handling.html, States.ALL)
+        assert not _error_equals_matches(["States.ALL"], "States.Runtime")
+        assert not _error_equals_matches(["States.ALL"], "States.DataLimitExceeded")
+        assert _error_equals_matches(["States.ALL"], "States.Timeout")
+        assert _error_equals_matches(["States.ALL"], "Lambda.Unknown")
+        assert _error_equals_matches(["States.Runtime"], "States.Runtime")
+    assert _error_equals_matches(["States.ALL"], "States.Runtime")
+
+
+def test_canary_execution_state_attempts_go_through_evaluate_with_timeout() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+
+    source = inspect.getsource(ExecutionState._eval_state)
+    assert "self._evaluate_with_timeout(env)" in source and "self._from_error(env=env, ex=ex)" in source
+    assert _params(ExecutionState._evaluate_with_timeout) == ["self", "env"]
+    assert _params(ExecutionState._from_error) == ["self", "env", "ex"]
+
+
+def test_canary_urllib3_make_request_errors_are_retried_by_urlopen() -> None:
+    import urllib3
+
+    pool = urllib3.connectionpool.HTTPConnectionPool
+    assert _params(pool._make_request)[:4] == ["self", "conn", "method", "url"]
+    source = inspect.getsource(pool.urlopen)
+    assert "self._make_request(" in source and "retries.increment(" in source
+    assert issubclass(urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.TimeoutError)
+
+
+def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb import (
+        StateTaskServiceDynamoDB,
+    )
+
+    task: Any = StateTaskServiceDynamoDB.__new__(StateTaskServiceDynamoDB)
+    timed_out = types.SimpleNamespace(error_name=types.SimpleNamespace(error_name="States.Timeout"))
+    task._get_timed_out_failure_event = lambda env: timed_out
+    task.resource = types.SimpleNamespace(api_action="updateItem", service_name="dynamodb")
+    env: Any = types.SimpleNamespace(
+        next_state_name="MarkCompleted", event_history_context=types.SimpleNamespace(source_event_id=0)
+    )
+    from_error: Any = StateTaskServiceDynamoDB._from_error
+    # moto renames its own timeout (drop the patch once it stops doing so) ...
+    assert from_error(task, env, TimeoutError()).error_name.error_name == "DynamoDB.AmazonDynamoDBException"
+    with dynamodb_task_timeout():
+        # ... AWS reports States.Timeout
+        assert StateTaskServiceDynamoDB._from_error(task, env, TimeoutError()) is timed_out
