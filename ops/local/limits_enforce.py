@@ -163,8 +163,13 @@ class LimitEnforcer:
         sizes = [message_size(e.get("MessageBody"), e.get("MessageAttributes")) for e in params.get("Entries", [])]
         if any(s > limit for s in sizes):
             raise LimitExceeded(SQS_TOO_LONG, limit=limit)
-        if sum(sizes) > limit:
-            raise LimitExceeded(SQS_BATCH_TOO_LONG, limit=limit)
+        # The batch's total is SQS's own payload limit, not the queue's MaximumMessageSize: "The maximum
+        # allowed individual message size and the maximum total payload size (the sum of the individual
+        # lengths of all of the batched messages) are both" the service limit.
+        # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessageBatch.html
+        total = int(self.quotas.sqs_message_bytes)
+        if sum(sizes) > total:
+            raise LimitExceeded(SQS_BATCH_TOO_LONG, limit=total)
 
     def _put_item(self, params: dict[str, Any]) -> None:
         if item_size(params.get("Item")) > self.quotas.dynamodb_item_bytes:

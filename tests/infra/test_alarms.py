@@ -69,7 +69,12 @@ def test_alarms_dlq_replay_has_errors_alarm(dev: SynthResult) -> None:
 
 @pytest.mark.parametrize(
     ("metric", "key"),
-    [("ExecutionsFailed", "failed"), ("ExecutionsTimedOut", "timed_out"), ("ExecutionThrottled", "throttled")],
+    [
+        ("ExecutionsFailed", "failed"),
+        ("ExecutionsTimedOut", "timed_out"),
+        ("ExecutionsAborted", "aborted"),
+        ("ExecutionThrottled", "throttled"),
+    ],
 )
 def test_alarms_state_machine_executions(dev: SynthResult, metric: str, key: str) -> None:
     (props,) = _alarms_on(dev, "AWS/States", metric).values()

@@ -22,6 +22,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         stack.reserve,
         stack.charge,
         stack.ship,
+        stack.cancel_shipment,
         stack.refund,
         stack.release,
         stack.finalize,
@@ -34,7 +35,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         "NeedsAttentionQueueUrl": ref(stack.needs_attention.queue),
         "NeedsAttentionDlqUrl": ref(stack.needs_attention.dlq),
         "InventoryTableName": ref(stack.inventory_table),
-        "SagaTimeoutSeconds": "1048",
+        "SagaTimeoutSeconds": "1806",
         "FailuresTableName": ref(stack.failures_table),
         "LogGroupNames": {"Fn::Join": [",", [ref(f.log_group) for f in functions]]},
         "OrdersQueueUrl": ref(stack.orders_queue.queue),
@@ -53,7 +54,7 @@ def test_outputs_saga_timeout_matches_the_state_machine(dev: SynthResult, saga_d
 
 def test_outputs_same_names_in_prod_but_the_sandbox_ledger(dev: SynthResult, prod: SynthResult) -> None:
     assert set(_outputs(prod)) == set(_outputs(dev)) - {"LedgerTableName"}
-    assert len(prod.stack.functions) == 9
+    assert len(prod.stack.functions) == 10
     assert _outputs(prod)["LogGroupNames"] == {
         "Fn::Join": [",", [{"Ref": prod.logical_id(f.log_group)} for f in prod.stack.functions]]
     }

@@ -200,7 +200,7 @@ def _staged_asset_dirs(synth: SynthResult) -> list[Path]:
 
 def test_prod_assets_and_layers_contain_no_sandbox_code(prod: SynthResult) -> None:
     dirs = _staged_asset_dirs(prod)
-    assert len(dirs) == 9 + 2  # a code asset per function, the two layers
+    assert len(dirs) == 10 + 2  # a code asset per function, the two layers
     for directory in dirs:
         for path in directory.rglob("*"):
             assert "sandbox" not in path.relative_to(directory).parts, path
@@ -267,7 +267,7 @@ def test_provider_secrets_readable_only_by_their_functions(stage: str, request: 
                         readers.setdefault(str(resource), set()).add(role_to_attr.get(role["Ref"], role["Ref"]))
     assert readers == {
         PROVIDER_CONTEXT["payment_api_secret_arn"]: {"charge", "refund"},
-        PROVIDER_CONTEXT["carrier_api_secret_arn"]: {"ship"},
+        PROVIDER_CONTEXT["carrier_api_secret_arn"]: {"ship", "cancel_shipment"},
     }
 
 
@@ -285,7 +285,7 @@ def test_provider_functions_may_invoke_no_lambda(stage: str, request: pytest.Fix
 
 def test_dev_https_deploys_no_sandbox(dev_https: SynthResult) -> None:
     assert not [k for k in dev_https.resources if "Sandbox" in k]
-    dev_https.template.resource_count_is("AWS::Lambda::Function", 9)
+    dev_https.template.resource_count_is("AWS::Lambda::Function", 10)
 
 
 def test_dev_sandbox_functions_get_no_secret_or_https_env(dev: SynthResult) -> None:

@@ -106,6 +106,22 @@ def test_sqs_message_over_the_queue_limit_is_refused(aws: None, clock: StepClock
         assert _code(batch_exc) == "BatchRequestTooLong"
 
 
+def test_sqs_batch_total_is_the_service_limit_not_the_queue_maximum_message_size(aws: None, clock: StepClock) -> None:
+    """A queue's MaximumMessageSize bounds each message; the batch's total is SQS's own limit."""
+    enforcer = LimitEnforcer(Quotas(sqs_message_bytes=4096), clock)
+    with enforce_limits(enforcer):
+        sqs = boto3.client("sqs")
+        url = sqs.create_queue(QueueName="small", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
+        enforcer.queue_limits["small"] = 1024  # as read from the template's MaximumMessageSize
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "y" * 1000} for i in range(3)])
+        with pytest.raises(ClientError) as exc:
+            sqs.send_message(QueueUrl=url, MessageBody="z" * 1025)
+        assert _code(exc) == "InvalidParameterValue" and "shorter than 1024 bytes" in str(exc.value)
+        with pytest.raises(ClientError) as batch_exc:
+            sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "y" * 1000} for i in range(5)])
+        assert _code(batch_exc) == "BatchRequestTooLong"
+
+
 def test_dynamodb_item_over_400_kb_is_refused(aws: None, clock: StepClock) -> None:
     enforcer = LimitEnforcer(Quotas(dynamodb_item_bytes=1000), clock)
     with enforce_limits(enforcer):
