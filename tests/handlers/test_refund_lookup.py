@@ -255,3 +255,30 @@ def test_refund_answer_other_than_what_moved_is_refund_incomplete(
     providers.functions[PAYMENT_FUNCTION] = short_refund
     with pytest.raises(RefundIncomplete, match="3499"):
         refund(event, lambda_context)
+
+
+def test_refund_repeated_after_a_void_reads_the_voided_charge(
+    charge,
+    refund,
+    order_factory,
+    saga_input,
+    seed_order,
+    ledger: LedgerView,
+    idempotency_records: IdempotencyView,
+    lambda_context,
+    logs,
+):
+    """After a void the provider's lookup answers ``voided`` (refunded): a repeated refund (a repair
+    after the step's record expired) must read it, and move nothing."""
+    order = order_factory(payment_token="tok_auth_only")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    event = saga_input(order)
+    with pytest.raises(Exception, match="authorized"):
+        charge(event, lambda_context)
+    first = refund(event, lambda_context)
+    idempotency_records.forget(_key(order, "refund-payment"))
+
+    again = refund(event, lambda_context)
+
+    assert first == again == {"status": "voided", "amount_cents": 0}
+    assert _refunds(ledger) == [("voided", 0)]

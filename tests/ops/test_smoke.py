@@ -224,7 +224,7 @@ def test_smoke_fails_on_a_duplicate_charge(stack: dict[str, str], monkeypatch: p
 def test_smoke_fails_when_the_malformed_order_is_not_dead_lettered(
     stack: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = _smoke(monkeypatch, FakePipeline(stack, dead_letter=False), timeout_seconds=1.0)
+    report = _smoke(monkeypatch, FakePipeline(stack, dead_letter=False))
     assert _failed(report) == {"malformed: orders DLQ category": "not found"}
 
 
@@ -299,7 +299,7 @@ def test_smoke_cli_exit_status_and_table(
     out = capsys.readouterr().out
     assert "duplicate charges" in out and "passed (13/13 checks)" in out
     pipeline.dead_letter = False
-    assert main(["smoke", "--region", REGION, "--timeout", "1", "--alarm-wait", "0", "--json"]) == 1
+    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False
     assert [c["check"] for c in report["checks"] if not c["ok"]] == ["malformed: orders DLQ category"]
