@@ -244,6 +244,11 @@ class SagaStep:
             the earlier steps would do harm" (e.g. a parcel the carrier will not cancel: never
             refund it): not retried, the earlier compensations are skipped and the saga parks at
             once (the ``parked`` recorder is required). Default none.
+        park_when_compensation_fails: the compensation still failing after its retries (any error)
+            parks at once too, without the earlier compensations: for an undo whose failure leaves
+            the step's effect possibly live (a carrier that did not answer the cancel: the parcel
+            may still ship, so refunding it would be harm). Needs the ``parked`` recorder. Default
+            False (the earlier compensations still run, then the park).
         retry: the forward task's retry policy; default the saga's ``forward_retry``.
         compensation_retry: the compensation's retry policy (any error); default the saga's.
     """
@@ -256,6 +261,7 @@ class SagaStep:
     compensation_result_path: str | None = None
     skip_compensation_on: Sequence[str] = ()
     park_at_once_on: Sequence[str] = ()
+    park_when_compensation_fails: bool = False
     retry: RetryPolicy | None = None
     compensation_retry: RetryPolicy | None = None
 
@@ -398,6 +404,8 @@ def validate(props: SagaProps) -> None:
                 raise ValueError(f"{where}: park_at_once_on cannot be States.ALL (name the business errors)")
             if props.parked is None:
                 raise ValueError(f"{where}: park_at_once_on needs a parked recorder (the order must be announced)")
+        if step.park_when_compensation_fails and (step.compensation is None or props.parked is None):
+            raise ValueError(f"{where}: park_when_compensation_fails needs a compensation and a parked recorder")
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
         if _ALL in retry_on:
             raise ValueError(f"{where}: forward steps retry transient errors only, not States.ALL")
@@ -520,10 +528,13 @@ class Saga(Construct):
         compensated = self._recorder(props.compensated, on_failure=fail_to) if props.compensated else None
 
         # The park chain: copies of compensations 0..k-1 that run after compensation k failed.
-        last_comp = max((i for i, s in enumerate(steps) if s.compensation is not None), default=-1)
+        # (a copy only where a later compensation's failure leads to it, not one that parks at once).
+        def reached_from_later(i: int) -> bool:
+            return any(s.compensation is not None and not s.park_when_compensation_fails for s in steps[i + 1 :])
+
         park_chain: dict[int, TaskState] = {}
         for i, step in enumerate(steps):
-            if step.compensation is not None and i < last_comp:
+            if step.compensation is not None and reached_from_later(i):
                 park_chain[i] = self._compensation_task(step, f"{step.undo_name}ThenPark")
 
         def park_from(i: int) -> sfn.IChainable:
@@ -536,7 +547,8 @@ class Saga(Construct):
             result = step.compensation_result_path or f"$.{step.undo_name}"
             if step.park_at_once_on:  # the error is already recorded: keep it, park at once
                 task.add_catch(park_target(), errors=list(step.park_at_once_on), result_path=f"{result}_error")
-            task.add_catch(park_from(i), errors=[_ALL], result_path=f"{result}_error")
+            failed_to = park_target() if step.park_when_compensation_fails else park_from(i)
+            task.add_catch(failed_to, errors=[_ALL], result_path=f"{result}_error")
             task.next(park_from(i))
 
         # The compensation chain.
@@ -557,7 +569,8 @@ class Saga(Construct):
                 task.add_catch(
                     park_target(), errors=list(steps[i].park_at_once_on), result_path=props.compensation_error_path
                 )
-            task.add_catch(park_from(i), errors=[_ALL], result_path=props.compensation_error_path)
+            failed_to = park_target() if steps[i].park_when_compensation_fails else park_from(i)
+            task.add_catch(failed_to, errors=[_ALL], result_path=props.compensation_error_path)
             after = compensate_from(i - 1) if any(j < i for j in chain) else compensated
             if after is not None:
                 task.next(after)

@@ -360,6 +360,8 @@ class OrderSaga(Saga):
                         compensation_result_path="$.cancellation",
                         skip_compensation_on=(SHIPPING_UNAVAILABLE,),  # the carrier rejected it: nothing shipped
                         park_at_once_on=(SHIPMENT_NOT_CANCELLABLE,),  # never refund a parcel that ships
+                        # A cancel that keeps failing leaves the parcel possibly shipping: park, no refund.
+                        park_when_compensation_fails=True,
                     ),
                 ],
                 completed=SagaRecorder(

@@ -138,6 +138,34 @@ def test_saga_park_at_once_skips_the_earlier_compensations() -> None:
         ], name
 
 
+def test_saga_park_when_compensation_fails_parks_after_the_retries() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    steps = _steps(stack)
+    steps[1] = SagaStep(
+        "Charge", steps[1].forward, compensation=steps[1].compensation, park_when_compensation_fails=True
+    )
+    steps.append(SagaStep("Ship", LambdaTask(_fn(stack, "S")), compensation=LambdaTask(_fn(stack, "US"))))
+    Saga(stack, "Saga", props=SagaProps(steps=steps, parked=SagaRecorder("Park", LambdaTask(_fn(stack, "P")))))
+    states = _definition(stack)["States"]
+    for name in ("UndoCharge", "UndoChargeThenPark"):
+        assert states[name]["Retry"][0]["ErrorEquals"] == ["States.ALL"], name  # retried first
+        assert [(c["ErrorEquals"], c["Next"]) for c in states[name]["Catch"]] == [(["States.ALL"], "Park")], name
+    # The other compensations keep running the earlier ones before the park.
+    assert [(c["ErrorEquals"], c["Next"]) for c in states["UndoShip"]["Catch"]] == [
+        (["States.ALL"], "UndoChargeThenPark")
+    ]
+
+
+def test_saga_park_when_compensation_fails_needs_a_parked_recorder() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    steps = _steps(stack)
+    steps[1] = SagaStep(
+        "Charge", steps[1].forward, compensation=steps[1].compensation, park_when_compensation_fails=True
+    )
+    with pytest.raises(ValueError, match="park_when_compensation_fails needs a compensation and a parked recorder"):
+        Saga(stack, "Saga", props=SagaProps(steps=steps))
+
+
 def test_saga_alarms_on_aborted_executions() -> None:
     from aws_cdk import aws_sns as sns
 
