@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 
+from ops.local.clients import moto_in_process
 from ops.local.clock import SimClock
 from ops.local.lambda_runtime import LocalFunction
 from ops.local.template import ACCOUNT, REGION
@@ -127,6 +128,22 @@ class SqsPoller:
 
     def next_visible_at(self) -> float | None:
         return min((t for t, _ in self._hidden), default=None)
+
+    def next_delayed_at(self) -> float | None:
+        """When the earliest message sent with DelaySeconds becomes deliverable (simulated time), if
+        any: a throttled record requeued with a delay (lambda_resilience.backoff). SQS's API shows
+        only how many are delayed, not until when, so this reads moto's in-process queue (the
+        ``sqs_delay_read`` registry row); None through a moto server, and the loop steps instead."""
+        if not moto_in_process():
+            return None
+        from moto.sqs.models import sqs_backends
+
+        queue = sqs_backends[ACCOUNT][REGION].queues.get(self.spec.queue_url.rsplit("/", 1)[-1])
+        if queue is None:
+            return None
+        now_ms = self.clock.now() * 1000.0
+        due = [m.delayed_until for m in list(queue._messages) if m.delayed_until > now_ms]
+        return min(due) / 1000.0 if due else None
 
     def release_due(self) -> int:
         """Make failed messages whose (simulated) visibility timeout has passed visible again."""

@@ -363,6 +363,18 @@ PATCHES: tuple[Patch, ...] = (
         "One 1,000-order chaos shard's report and replay: 10.7 s through Scan, 1.8 s from the backend.",
     ),
     Patch(
+        "sqs_delay_read",
+        "moto.sqs.models:sqs_backends",
+        "speed-read",
+        "Not a patch: when only delayed messages are left (throttled records requeued with DelaySeconds), the event "
+        "loop moves the simulated clock to the earliest one's due time, read from moto's in-process queue (SQS's API "
+        "gives the count of delayed messages, not their times), instead of a second at a time.",
+        "ops.local.event_sources.SqsPoller.next_delayed_at",
+        "test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay",
+        "tests/e2e/test_dlq.py's interrupted replay (5 orders throttled into the DLQ): 179 s a second at a time, "
+        "12.9 s with the jump (the whole test_dlq.py module: 40 s).",
+    ),
+    Patch(
         "transaction_snapshot",
         "moto.dynamodb.models:copy + DynamoDBBackend.transact_write_items",
         "speed",

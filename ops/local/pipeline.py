@@ -117,8 +117,10 @@ class PipelineRun:
             if not any(p.queue_depth() for p in self.pollers):
                 return
             # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
-            # reads the simulated clock (sqs_on_clock), so let a second of it pass.
-            self.clock.advance(1.0)
+            # reads the simulated clock (sqs_on_clock), so move it to the earliest one's due time
+            # (nothing else happens meanwhile), or a second at a time where that is not known.
+            delayed = min((t for p in self.pollers if (t := p.next_delayed_at()) is not None), default=None)
+            self.clock.advance(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 
     def run_schedules(self, only: str | None = None) -> list[str]:

@@ -565,6 +565,30 @@ def test_canary_fewer_gc_passes_restores_the_collector() -> None:
     assert kept
 
 
+def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> None:
+    """The event loop's jump reads ``Message.delayed_until`` (ms, moto's clock) from the queue's messages."""
+    from ops.local.clock import SimClock
+    from ops.local.environment import sqs_on_clock
+    from ops.local.event_sources import EventSourceSpec, SqsPoller
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="delayed")["QueueUrl"]
+    clock = SimClock()  # wall time plus an offset
+    spec = EventSourceSpec(url, "arn:aws:sqs:us-east-1:123456789012:delayed", None, 10, True, 30, None)  # type: ignore[arg-type]
+    poller = SqsPoller(spec, clock)
+    with sqs_on_clock(clock):
+        assert poller.next_delayed_at() is None
+        sent = clock.now()
+        sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=300)
+        sqs.send_message(QueueUrl=url, MessageBody="sooner", DelaySeconds=40)
+        sqs.send_message(QueueUrl=url, MessageBody="now")
+        assert abs(poller.next_delayed_at() - (sent + 40)) < 1  # type: ignore[operator]
+        clock.advance(40.0)
+        assert abs(poller.next_delayed_at() - (sent + 300)) < 1  # type: ignore[operator]
+        bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])]
+        assert sorted(bodies) == ["now", "sooner"]
+
+
 def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
     from decimal import Decimal
 
