@@ -27,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt
+$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -97,9 +97,9 @@ asl-validate: synth ## validate the state machine definition with asl-validator
 	npx asl-validator --json-path .build/asl/*.asl.json
 
 clean: ## remove build output (keeps the virtualenv and node_modules)
-	rm -rf cdk.out cdk.out.prod .build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out cdk.out.prod .build reports .pytest_cache .mypy_cache .ruff_cache
 
-bench: setup ## middleware benchmark: prints figures, writes bench-results.json
+bench: setup ## middleware benchmark: prints figures, writes reports/bench-results.json
 	$(PY) -m tools.bench
 
 CHAOS_ORDERS ?= 2000
@@ -107,16 +107,18 @@ CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship
 	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02 \
 	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001
 
-chaos: setup ## 2,000 orders with every fault on (2 processes): chaos-report.json and docs/chaos-outcomes.png
+chaos: setup ## 2,000 orders with every fault on (2 processes): reports/chaos-report.json and reports/chaos-outcomes.png
+	@mkdir -p reports
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
-		--workers 2 --report-file chaos-report.json
-	$(PY) -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png
+		--workers 2 --report-file reports/chaos-report.json
+	$(PY) -m tools.plot_chaos reports/chaos-report.json reports/chaos-outcomes.png
 
 faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
 	$(PY) -m ops local faults
 
 SPIKE_SCALE ?= 100
 
-spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS's quotas: spike-report.json, docs/spike.png
-	$(PY) -m ops local spike --scale $(SPIKE_SCALE) --json --check > spike-report.json
+spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS's quotas: reports/spike-report.json, reports/spike.png
+	@mkdir -p reports
+	$(PY) -m ops local spike --scale $(SPIKE_SCALE) --json --check --plot reports/spike.png > reports/spike-report.json
 	$(PY) -m ops capacity --rate 50000/min --minutes 5

@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     spike.add_argument("--scale", type=_positive_float, default=100.0, help="k: rates and quotas divided by k (100)")
     spike.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
     spike.add_argument("--today", action="store_true", help="without intake's throttle backoff (today's behaviour)")
-    spike.add_argument("--plot", type=Path, default=None, help="plot file (default docs/spike.png)")
+    spike.add_argument("--plot", type=Path, default=None, help="plot file (default reports/spike.png)")
     spike.add_argument("--no-plot", action="store_true", help="do not write the plot")
     spike.add_argument("--json", action="store_true", help="print the JSON report")
     spike.add_argument("--check", action="store_true", help="exit 1 unless every order is terminal, none dead-lettered")

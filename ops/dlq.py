@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from ops.errors import UsageError
-from ops.lambda_packages import ensure_importable
 from ops.target import Target, TargetError
 
 #: --queue name -> (source queue output, DLQ output)
@@ -41,7 +40,6 @@ def check_replay_request(queue: str, category: str | None, *, force: bool, dry_r
 
 def lambda_dlq_module() -> Any:
     """The DLQ library lives with the Lambda code (the replay Lambda uses it too)."""
-    ensure_importable()
     import lambda_resilience.replay
 
     return lambda_resilience.replay

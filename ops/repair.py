@@ -26,7 +26,6 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from ops.errors import OpsError
-from ops.lambda_packages import ensure_importable
 from ops.target import Target
 
 Action = Literal["redrive", "compensate"]
@@ -47,7 +46,6 @@ def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
     )
     if "Item" not in item:
         return None
-    ensure_importable()
     from lambda_resilience.aws import from_item
 
     return from_item(item["Item"])
@@ -118,7 +116,6 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
     running = order_executions(target, order_id, attempt, status="RUNNING") if order else []
     check_repair(order_id, order, action, running)
     assert order is not None  # check_repair refused an unknown order
-    ensure_importable()
     from order_domain.saga_start import execution_name
 
     executions = order_executions(target, order_id, attempt)

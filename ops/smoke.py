@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from ops.errors import UsageError
-from ops.lambda_packages import ensure_importable
 from ops.target import Target, TargetError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +120,6 @@ def context_defaults(cdk_json: Path = ROOT / "cdk.json") -> dict[str, str]:
 
 
 def _layer() -> Any:
-    ensure_importable()
     import lambda_resilience.aws as aws
 
     return aws

@@ -1,4 +1,4 @@
-"""Middleware benchmark: prints figures and writes bench-results.json. Not a test: ratios are
+"""Middleware benchmark: prints figures and writes reports/bench-results.json. Not a test: ratios are
 measured in one run on one machine, so noise affects both sides alike.
 
 Figures:
@@ -444,7 +444,8 @@ def main() -> None:
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
     }
-    out = REPO / "bench-results.json"
+    out = REPO / "reports" / "bench-results.json"
+    out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     for key in (
         "ddb_calls_per_new_event",

@@ -1,6 +1,6 @@
 """Plot a chaos report (``chaos-report.json``): orders by outcome, and faults injected by kind.
 
-Usage: ``python -m tools.plot_chaos chaos-report.json docs/chaos-outcomes.png``
+Usage: ``python -m tools.plot_chaos reports/chaos-report.json reports/chaos-outcomes.png``
 """
 
 from __future__ import annotations

@@ -180,9 +180,6 @@ def expected_ends(kind: str) -> tuple[str, ...]:
 
 def execution_name(order_id: str, attempt: int) -> str:
     """The saga's execution name for an order's payment attempt (the runtime's own helper)."""
-    from ops.lambda_packages import ensure_importable
-
-    ensure_importable()
     from order_domain.saga_start import execution_name as runtime_execution_name
 
     return str(runtime_execution_name(order_id, attempt))

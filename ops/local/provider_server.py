@@ -24,7 +24,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ops.lambda_packages import ensure_importable
 from ops.local.calls import outside_the_pipeline
 
 HOST = "127.0.0.1"  # loopback only
@@ -135,7 +134,6 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, ledger_table: str, api_key: str) -> None:
         super().__init__((HOST, 0), _Handler)
-        ensure_importable()
         from lambda_resilience.correlation import correlation_scope, from_payload
         from order_domain.logs import get_logger
         from sandbox import carrier, payment

@@ -42,7 +42,7 @@ from ops.local.reporter import dlq_contents as _dlq_contents
 from ops.local.synth import REPO_ROOT, load_assembly, synthesize
 from ops.local.template import CloudAssembly
 
-DEFAULT_PLOT = REPO_ROOT / "docs" / "spike.png"
+DEFAULT_PLOT = REPO_ROOT / "reports" / "spike.png"
 UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0, "hour": 3600.0}
 
 

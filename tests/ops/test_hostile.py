@@ -13,7 +13,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ops.lambda_packages import ensure_importable
 from ops.local import hostile
 from ops.local.chaos import FaultRates, plan_deliveries
 from ops.local.faults import FaultCounter
@@ -303,7 +302,6 @@ def test_orders_each_carry_their_own_token_name_and_address() -> None:
 
 @pytest.fixture
 def ledger() -> Iterator[Any]:
-    ensure_importable()
     from lambda_resilience.aws import reset_clients
     from sandbox.ledger import Ledger
 
