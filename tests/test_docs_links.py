@@ -1,5 +1,5 @@
-"""Relative links in the README, docs/ and the package READMEs resolve: the file exists, and an
-``#anchor`` names a heading of that file (GitHub's slug rules)."""
+"""Relative links in the README, docs/ (the decision records included) and the package READMEs
+resolve: the file exists, and an ``#anchor`` names a heading of that file (GitHub's slug rules)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("packages/*/README.md")])
+DOCUMENTS = sorted([ROOT / "README.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("packages/*/README.md")])
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.MULTILINE)
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
