@@ -65,8 +65,8 @@ from lambda_resilience.batch import process_sqs_batch  # noqa: E402
 from lambda_resilience.correlation import correlation_scope  # noqa: E402
 from lambda_resilience.idempotency import IdempotentOperation  # noqa: E402
 from lambda_resilience.tracing import PATCHED_MODULES  # noqa: E402
-from ops.local.lambda_runtime import FakeLambdaContext  # noqa: E402
-from ops.local.moto_patches import atomic_dynamodb  # noqa: E402
+from local_cloud.lambda_runtime import FakeLambdaContext  # noqa: E402
+from local_cloud.moto_patches import atomic_dynamodb  # noqa: E402
 
 TTL = 24 * 3600
 ROUND_TRIP_SECONDS = 0.005

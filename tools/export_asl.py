@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from ops.local.clock import SimClock
-from ops.local.deploy import LocalDeployment
-from ops.local.template import CloudAssembly
+from local_cloud.clock import SimClock
+from local_cloud.deploy import LocalDeployment
+from local_cloud.template import CloudAssembly
 
 
 def export(outdir: Path, stack: str, target: Path) -> list[Path]:

@@ -1,6 +1,6 @@
 """One deployed pipeline in moto and the event loop that drives it.
 
-:class:`PipelineRun` composes the roles: the deployment (:mod:`ops.local.deploy`), the producer,
+:class:`PipelineRun` composes the roles: the deployment (:mod:`local_cloud.deploy`), the producer,
 the SQS event source pollers, the alarm evaluator, the log shipper and the limit enforcer; its
 :meth:`~PipelineRun.drain` is the event loop (deliver, wait for executions, advance simulated time).
 """
@@ -15,24 +15,24 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from unittest import mock
 
+from local_cloud.alarms import AlarmEvaluator
+from local_cloud.capture import LineCapture, capture_stdout, point_powertools_loggers_at
+from local_cloud.clients import aws
+from local_cloud.clock import SimClock
+from local_cloud.deploy import LocalDeployment
+from local_cloud.environment import fewer_gc_passes, local_aws
+from local_cloud.event_sources import SqsPoller
+from local_cloud.iam_enforce import enforce_iam
+from local_cloud.lambda_runtime import ensure_on_path
+from local_cloud.limits_enforce import LimitEnforcer, enforce_limits
+from local_cloud.log_shipper import LogShipper
+from local_cloud.template import REGION, CloudAssembly
 from ops.local import reporter
-from ops.local.alarms import AlarmEvaluator
-from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
-from ops.local.clients import aws
-from ops.local.clock import SimClock
-from ops.local.deploy import LocalDeployment
-from ops.local.environment import fewer_gc_passes, local_aws
-from ops.local.event_sources import SqsPoller
 from ops.local.hostile import HostileExecution
-from ops.local.iam_enforce import enforce_iam
-from ops.local.lambda_runtime import ensure_on_path
-from ops.local.limits_enforce import LimitEnforcer, enforce_limits
-from ops.local.log_shipper import LogShipper
 from ops.local.options import RunOptions
 from ops.local.producer import Message, Producer
 from ops.local.provider_server import serve_sandbox
 from ops.local.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
-from ops.local.template import REGION, CloudAssembly
 from ops.target import Target
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ops.local.calls import outside_the_pipeline
+from local_cloud.calls import outside_the_pipeline
 
 HOST = "127.0.0.1"  # loopback only
 MAX_BODY_BYTES = 1024 * 1024

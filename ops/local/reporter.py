@@ -7,11 +7,11 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ops.local.calls import CallCounter
+from local_cloud.calls import CallCounter
+from local_cloud.clients import aws
+from local_cloud.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.chaos import DeliveryPlan
-from ops.local.clients import aws
 from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes

@@ -10,12 +10,12 @@ import random
 import time
 from typing import Any
 
-from ops.local.calls import count_aws_calls
+from local_cloud.calls import count_aws_calls
+from local_cloud.clients import aws
+from local_cloud.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
+from local_cloud.faults import FaultCounter
 from ops.local.chaos import SAGA_FAULTS, inject, plan_deliveries
-from ops.local.clients import aws
-from ops.local.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
 from ops.local.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
-from ops.local.faults import FaultCounter
 from ops.local.options import RunOptions
 from ops.local.orders import make_orders
 from ops.local.pipeline import (

@@ -10,9 +10,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from local_cloud.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
+from local_cloud.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
 from ops.errors import OpsError
-from ops.local.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
-from ops.local.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
 from tests.ops.clocks import StepClock
 
 PASS_MACHINE = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})

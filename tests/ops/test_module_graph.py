@@ -86,13 +86,13 @@ def test_module_graph_finder_reports_a_cycle() -> None:
 
 
 def test_module_graph_report_no_longer_imports_run() -> None:
-    """The former run <-> report cycle: the readers take their clients from ops.local.clients."""
+    """The former run <-> report cycle: the readers take their clients from local_cloud.clients."""
     graph = import_graph()
     assert "ops.local.run" not in graph["ops.local.report"]
     assert "ops.local.run" not in graph["ops.local.reporter"]
 
 
-@pytest.mark.parametrize("module", ["ops.local.reporter", "ops.local.deploy", "ops.local.pipeline", "ops.local.run"])
+@pytest.mark.parametrize("module", ["ops.local.reporter", "local_cloud.deploy", "ops.local.pipeline", "ops.local.run"])
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", f"import {module}"], cwd=REPO, capture_output=True, text=True, timeout=120

@@ -26,8 +26,8 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
-from ops.local.capture import LineCapture, point_powertools_loggers_at
-from ops.local.clock import SimClock
+from local_cloud.capture import LineCapture, point_powertools_loggers_at
+from local_cloud.clock import SimClock
 
 _env_lock = threading.RLock()
 _counter = itertools.count()
@@ -194,7 +194,7 @@ class LocalFunction:
 def route_invocations(functions: Mapping[str, LocalFunction]) -> Iterator[None]:
     """Route moto's Lambda invocations (from Step Functions or boto3) to ``functions`` (by name).
 
-    Patch ``lambda_in_process`` (ops.local.patches): moto would run the function in Docker.
+    Patch ``lambda_in_process`` (local_cloud.patches): moto would run the function in Docker.
     """
     from moto.awslambda.models import LambdaFunction
 

@@ -1,9 +1,9 @@
-"""Enforce :mod:`ops.local.limits` in the local run, answering as AWS does.
+"""Enforce :mod:`local_cloud.limits` in the local run, answering as AWS does.
 
-How: like :mod:`ops.local.iam_enforce`, ``BaseClient._make_api_call`` is wrapped at class level
+How: like :mod:`local_cloud.iam_enforce`, ``BaseClient._make_api_call`` is wrapped at class level
 while :func:`enforce_limits` is active; one dict lookup on (service, operation) decides whether
 a call is checked at all, so the other calls pay almost nothing. Token buckets run on the run's
-:class:`~ops.local.clock.SimClock`. A call over a limit raises the service's own ``ClientError``
+:class:`~local_cloud.clock.SimClock`. A call over a limit raises the service's own ``ClientError``
 (code, HTTP status, message shape) before it reaches moto, so handlers classify and retry it
 exactly as they would on AWS.
 """
@@ -19,11 +19,11 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from ops.local.limits import Quotas, TokenBucket, payload_size
+from local_cloud.limits import Quotas, TokenBucket, payload_size
 
 if TYPE_CHECKING:
-    from ops.local.clock import SimClock
-    from ops.local.deploy import LocalDeployment
+    from local_cloud.clock import SimClock
+    from local_cloud.deploy import LocalDeployment
 
 #: (code, HTTP status, message) AWS returns, per limit.
 SFN_THROTTLED = ("ThrottlingException", 400, "Rate exceeded")
@@ -264,7 +264,7 @@ def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
     from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
 
-    from ops.local.lambda_runtime import LocalFunction, error_payload
+    from local_cloud.lambda_runtime import LocalFunction, error_payload
 
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke

@@ -3,7 +3,7 @@ run is authorized against that principal's role in the synthesized template, bef
 
 How: ``BaseClient._make_api_call`` is wrapped at class level while :func:`enforce_iam` is active, so
 every client is covered, whichever session made it (Powertools builds its own). The caller is a
-context variable: set by :class:`~ops.local.deploy.LocalFunction` invocations (cold start included),
+context variable: set by :class:`~local_cloud.deploy.LocalFunction` invocations (cold start included),
 by the SQS event source mapping (Lambda polls with the function's role), and by Step Functions'
 tasks, Lambda and direct integrations alike (the state machine's role); work a handler submits
 to a ``ThreadPoolExecutor`` keeps its caller (a bare ``threading.Thread`` would not). Calls with
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from ops.local.iam import Decision, Policy, policy_from_documents, wildcard_match
-from ops.local.iam_calls import Check, checks_for
-from ops.local.template import ACCOUNT, REGION
+from local_cloud.iam import Decision, Policy, policy_from_documents, wildcard_match
+from local_cloud.iam_calls import Check, checks_for
+from local_cloud.template import ACCOUNT, REGION
 
 if TYPE_CHECKING:
-    from ops.local.deploy import LocalDeployment
+    from local_cloud.deploy import LocalDeployment
 
 #: (principal key, platform use?) of the code running now; None: the runner itself (unchecked).
 CALLER: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar("iam_caller", default=None)
@@ -340,9 +340,9 @@ def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
     """Check every call of the deployment's functions and state machine against their roles."""
     import botocore.client
 
-    from ops.local.event_sources import SqsPoller
-    from ops.local.lambda_runtime import LocalFunction
-    from ops.local.moto_patches import step_functions_client_modules
+    from local_cloud.event_sources import SqsPoller
+    from local_cloud.lambda_runtime import LocalFunction
+    from local_cloud.moto_patches import step_functions_client_modules
 
     enforcer = IamEnforcer(deployment)
     enforcer.deployed()

@@ -356,7 +356,7 @@ def direct_sqs_retention_check() -> Iterator[None]:
     """moto checks each message's retention period at ReceiveMessage by building all of the
     queue's attributes - three message counts, each a pass over every message - three times per
     message, which makes a receive quadratic in queue depth. Read the one attribute directly: the
-    same number, compared with the same (simulated, :func:`ops.local.environment.sqs_on_clock`)
+    same number, compared with the same (simulated, :func:`local_cloud.environment.sqs_on_clock`)
     clock."""
     from moto.sqs import models as sqs_models
 

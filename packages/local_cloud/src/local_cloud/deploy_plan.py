@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ops.local.clients import aws
-from ops.local.event_sources import EventSourceSpec
-from ops.local.lambda_runtime import LocalFunction
-from ops.local.template import ACCOUNT, REGION, Resource
+from local_cloud.clients import aws
+from local_cloud.event_sources import EventSourceSpec
+from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.template import ACCOUNT, REGION, Resource
 
 if TYPE_CHECKING:
-    from ops.local.deploy import LocalDeployment
+    from local_cloud.deploy import LocalDeployment
 
 BASE = f"{REGION}:{ACCOUNT}"
 Namer = Callable[["LocalDeployment", Resource], None]
