@@ -212,35 +212,6 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
     return 2
 
 
-def _spike(args: argparse.Namespace) -> int:
-    from ops.local.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
-
-    options = SpikeOptions(
-        baseline_per_second=parse_rate(args.baseline),
-        peak_per_second=parse_rate(args.peak),
-        minutes=args.minutes,
-        scale=args.scale,
-        quotas=quotas(args),
-        throttle_backoff=not args.today,
-        assembly_dir=args.assembly,
-        plot=None if args.no_plot else (args.plot or DEFAULT_PLOT),
-    )
-    report = run_spike(options)
-    if args.json:
-        print(json.dumps({k: v for k, v in report.items() if k != "series"}, indent=2, default=str))
-    else:
-        backlog, latency = report["backlog"], report["latency_seconds"]
-        print(
-            f"spike 1:{options.scale:g}: {report['orders']['submitted']} orders, "
-            f"{report['valid_orders_dead_lettered']} valid dead-lettered, throttles {report['throttles']}, "
-            f"max depth {backlog['max_depth']}, drained {backlog['drained_after_seconds']} s after the peak, "
-            f"latency p50 {latency['p50']} s p99 {latency['p99']} s"
-        )
-    for problem in report["check_problems"]:
-        print(f"FAIL {problem}", file=sys.stderr)
-    return 1 if args.check and report["check_problems"] else 0
-
-
 def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]:
     """Drop the given options (and their values, if any) from an argument list."""
     flags = {"--json", "--check"}

@@ -23,7 +23,6 @@ from ops.local.pipeline import (
     PipelineRun,
     create_local_ledger,
     deployed_pipeline,
-    handler_clock,
     local_pipeline,
     serve_local_providers,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "body_order_id",
     "create_local_ledger",
     "deployed_pipeline",
-    "handler_clock",
     "load_assembly",
     "local_aws",
     "local_pipeline",

@@ -16,14 +16,12 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from unittest import mock
 
+from local_cloud.clock import SimClock
+from local_cloud.interfaces import Deployment
 from local_cloud.limits import Quotas, TokenBucket, payload_size
-
-if TYPE_CHECKING:
-    from local_cloud.clock import SimClock
-    from local_cloud.deploy import LocalDeployment
 
 #: (code, HTTP status, message) AWS returns, per limit.
 SFN_THROTTLED = ("ThrottlingException", 400, "Rate exceeded")
@@ -92,7 +90,7 @@ class LimitEnforcer:
     """The limits of one deployment: buckets, concurrency slots, payload checks, throttle counts."""
 
     def __init__(
-        self, quotas: Quotas, clock: SimClock, deployment: LocalDeployment | None = None, *, concurrency: bool = True
+        self, quotas: Quotas, clock: SimClock, deployment: Deployment | None = None, *, concurrency: bool = True
     ) -> None:
         self.quotas = quotas
         self.clock = clock
@@ -122,7 +120,7 @@ class LimitEnforcer:
             ("lambda", "Invoke"): self._invoke_payload,
         }
 
-    def _read_template(self, deployment: LocalDeployment) -> None:
+    def _read_template(self, deployment: Deployment) -> None:
         for lid, queue in deployment.queues.items():
             size = deployment.assembly.resource(lid).properties.get("MaximumMessageSize")
             if size is not None:
