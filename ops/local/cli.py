@@ -250,6 +250,12 @@ def _print_summary(report: dict[str, Any]) -> None:
     for kind, ended in (report.get("hostile") or {}).items():
         where = ", ".join(f"{k} {v}" for k, v in ended.items() if k != "injected")
         print(f"hostile {kind}: {ended['injected']} injected ({where})")
+    if "cost" in report:
+        usd = report["cost"]["usd_per_million_orders"]
+        print(
+            f"USD per million orders: {usd['standard_workflow']} (Standard workflow), "
+            f"{usd['express_workflow']} Express (what Express would lose: docs/results.md)"
+        )
     failed = sorted(name for name, why in report["invariants"].items() if why)
     held = len(report["invariants"]) - len(failed)
     print(f"invariants: {held} hold" + (f", {len(failed)} fail: {', '.join(failed)}" if failed else ""))
