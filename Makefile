@@ -66,7 +66,7 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: setup ## mypy on the app, constructs, handlers, the middleware package, ops, examples and tests
+typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages tests
 
 unit: setup ## fast tests: infrastructure assertions, middleware and handlers on moto, operator CLI
