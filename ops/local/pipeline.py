@@ -17,6 +17,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import order_domain.clock
+from local_cloud.calls import outside_the_pipeline
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
@@ -177,7 +178,7 @@ def create_local_ledger() -> str:
 def serve_local_providers(run: PipelineRun) -> Iterator[None]:
     """Serve the sandbox on 127.0.0.1, store its API key in the secrets the template names, and
     point every function's provider URL at the server (replacing the template's placeholder)."""
-    with serve_sandbox(run.ledger_table) as endpoints:
+    with serve_sandbox(run.ledger_table, request_scope=outside_the_pipeline) as endpoints:
         secrets = aws("secretsmanager")
         for name in LOCAL_SECRETS.values():
             value = json.dumps({"api_key": endpoints.api_key})
