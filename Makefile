@@ -27,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -66,7 +66,7 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: setup ## mypy on the app, constructs, handlers, the middleware package, ops, examples and tests
+typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages tests
 
 unit: setup ## fast tests: infrastructure assertions, middleware and handlers on moto, operator CLI

@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from local_cloud.limits import Quotas
+from local_cloud.template import CloudAssembly
 from ops.local.costs import PerOrder, dollars_per_million_orders
-from ops.local.limits import Quotas
-from ops.local.template import CloudAssembly
 
 #: Assumed intake batch duration (the spike's model uses the same).
 BATCH_SECONDS = 1.0
@@ -155,7 +155,7 @@ def load_template(assembly_dir: Path | None) -> CloudAssembly:
     import os
     from unittest import mock
 
-    from ops.local.environment import FAKE_ENV
+    from local_cloud.environment import FAKE_ENV
     from ops.local.synth import DEFAULT_OUTDIR, synthesize
 
     with mock.patch.dict(os.environ, FAKE_ENV):

@@ -37,8 +37,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-LAYER_PATHS = [str(REPO / "packages" / "lambda_resilience" / "src"), str(REPO / "lambdas")]
-sys.path[:0] = LAYER_PATHS
 os.environ.update(
     {
         "AWS_ACCESS_KEY_ID": "bench",
@@ -64,9 +62,8 @@ from lambda_resilience.aws import reset_clients  # noqa: E402
 from lambda_resilience.batch import process_sqs_batch  # noqa: E402
 from lambda_resilience.correlation import correlation_scope  # noqa: E402
 from lambda_resilience.idempotency import IdempotentOperation  # noqa: E402
+from lambda_resilience.testing import FakeLambdaContext, serialised_dynamodb  # noqa: E402
 from lambda_resilience.tracing import PATCHED_MODULES  # noqa: E402
-from ops.local.lambda_runtime import FakeLambdaContext  # noqa: E402
-from ops.local.moto_patches import atomic_dynamodb  # noqa: E402
 
 TTL = 24 * 3600
 ROUND_TRIP_SECONDS = 0.005
@@ -262,6 +259,8 @@ def batch_ratio() -> dict[str, float]:
     return {"ours_ms_per_batch": o * 1000, "powertools_ms_per_batch": p * 1000, "ratio": o / p}
 
 
+#: The intake function's code: the measured interpreters' working directory (first on their import path).
+INTAKE_DIR = REPO / "lambdas" / "intake"
 #: Bytecode caches for the import measurements (see :func:`_import_seconds`).
 _PYCACHE = tempfile.mkdtemp(prefix="bench-pycache-")
 
@@ -282,20 +281,22 @@ def _import_seconds(code: str, extra_env: dict[str, str] | None = None) -> float
         **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
         **(extra_env or {}),
         "PYTHONPYCACHEPREFIX": _PYCACHE,
-        "PYTHONPATH": os.pathsep.join(LAYER_PATHS),
         "IDEMPOTENCY_TABLE_NAME": "t",
         "ORDERS_TABLE_NAME": "t",
         "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:s",
         "POWERTOOLS_SERVICE_NAME": "intake",
     }
     script = f"import time\nt = time.process_time()\n{code}\nprint(time.process_time() - t)"
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=INTAKE_DIR, env=env, capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def import_ratio() -> dict[str, float]:
-    # What Lambda's bootstrap does: the function's directory on sys.path, then `import handler`.
-    load = f"import sys; sys.path.insert(0, {str(REPO / 'lambdas' / 'intake')!r}); import handler"
+    # What Lambda's bootstrap does: the function's directory first on the import path (here: the
+    # interpreter's working directory, which ``python -c`` puts first), then `import handler`.
+    load = "import handler"
     # The Powertools modules every handler needs, without our code: the floor we build on.
     floor = (
         "import boto3\nfrom aws_lambda_powertools import Logger, Metrics\n"
@@ -410,7 +411,7 @@ def pipeline_figures() -> dict[str, Any]:
 
 def main() -> None:
     results: dict[str, Any] = {}
-    with mock_aws(), atomic_dynamodb():
+    with mock_aws(), serialised_dynamodb():
         reset_clients()
         new, dup = ddb_calls()
         results["ddb_calls_per_new_event"] = new

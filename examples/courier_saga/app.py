@@ -1,21 +1,16 @@
 """The courier saga as its own CDK app.
 
-npx cdk synth --app ".venv/bin/python examples/courier_saga/app.py"    (from the repository root)
+npx cdk synth --app ".venv/bin/python -m examples.courier_saga.app"    (from the repository root: ``-m``
+puts it first on the import path, where the library ``constructs_lib`` and ``examples`` are)
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import App
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # run as a script: the library (constructs_lib) is at the root
-    sys.path.insert(0, str(REPO_ROOT))
-
-from examples.courier_saga.stack import CourierSagaStack  # noqa: E402
+from examples.courier_saga.stack import CourierSagaStack
 
 STACK_NAME = "CourierSaga"
 

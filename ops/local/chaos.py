@@ -20,11 +20,11 @@ from unittest import mock
 
 from moto.core.exceptions import ServiceException
 
-from ops.local.clock import SimClock
-from ops.local.faults import FaultCounter, throttle_dynamodb
+from local_cloud.clock import SimClock
+from local_cloud.faults import FaultCounter, throttle_dynamodb
+from local_cloud.lambda_runtime import SimulatedCrash
 from ops.local.hostile import KINDS as HOSTILE_KINDS
 from ops.local.hostile import HostileExecution, HostileMessage, make_hostile
-from ops.local.lambda_runtime import SimulatedCrash
 from ops.local.orders import check_rates
 
 #: Malformed bodies: not JSON, wrong type, schema violations.

@@ -26,10 +26,10 @@ from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
+from local_cloud.faults import FaultCounter
+from local_cloud.lambda_runtime import SimulatedCrash
+from local_cloud.template import ACCOUNT, REGION
 from ops.local.fault_cells import Rule
-from ops.local.faults import FaultCounter
-from ops.local.lambda_runtime import SimulatedCrash
-from ops.local.template import ACCOUNT, REGION
 
 _PROVIDER_ROUTES = (
     ("POST", "/payment/charges", "charge"),

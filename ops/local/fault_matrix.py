@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from local_cloud.clients import aws
+from local_cloud.tables import scan_all
 from ops.errors import OpsError
-from ops.local.clients import aws
 from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, generate_cells, render
 from ops.local.fault_inject import FaultPlan, inject_plan
 from ops.local.options import RunOptions
 from ops.local.orders import make_order
 from ops.local.pipeline import PipelineRun, local_pipeline
-from ops.local.report import order_statuses, scan_all
+from ops.local.report import order_statuses
 
 #: Seconds past the sweeper's threshold the clock moves before the sweep.
 SWEEP_MARGIN_SECONDS = 120

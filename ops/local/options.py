@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from local_cloud.limits import Quotas
 from ops.local.chaos import FaultRates
-from ops.local.limits import Quotas
 from ops.local.orders import OrderMix
 
 
@@ -23,5 +23,5 @@ class RunOptions:
     replay_transient: bool = False
     shard: int = 0  # this process runs the orders whose index % shards == shard
     shards: int = 1
-    quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (ops.local.limits)
+    quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (local_cloud.limits)
     lambda_concurrency_check: bool = True  # in-process in-flight invocations against Lambda concurrency

@@ -1,38 +1,34 @@
 """One deployed pipeline in moto and the event loop that drives it.
 
-:class:`PipelineRun` composes the roles: the deployment (:mod:`ops.local.deploy`), the producer,
-the SQS event source pollers, the alarm evaluator, the log shipper and the limit enforcer; its
-:meth:`~PipelineRun.drain` is the event loop (deliver, wait for executions, advance simulated time).
+:class:`PipelineRun` is the order app on the emulator (:class:`local_cloud.emulator.LocalCloud`: the
+deployment, the SQS event source pollers, the alarm evaluator, the log shipper and the limit
+enforcer) plus the app's own parts: the producer, the sandbox providers and their ledger, and
+the handlers' clock (``order_domain.clock``) wired to the simulated one through the emulator's
+``clock_hooks``. Its :meth:`~PipelineRun.drain` is the event loop (deliver, wait for executions,
+advance simulated time).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
-from unittest import mock
 
+import order_domain.clock
+from local_cloud.calls import outside_the_pipeline
+from local_cloud.clients import aws
+from local_cloud.clock import SimClock
+from local_cloud.emulator import EmulatorOptions, LocalCloud
+from local_cloud.environment import fewer_gc_passes, local_aws
+from local_cloud.template import REGION, CloudAssembly
 from ops.local import reporter
-from ops.local.alarms import AlarmEvaluator
-from ops.local.capture import LineCapture, capture_stdout, point_powertools_loggers_at
-from ops.local.clients import aws
-from ops.local.clock import SimClock
-from ops.local.deploy import LocalDeployment
-from ops.local.environment import fewer_gc_passes, local_aws
-from ops.local.event_sources import SqsPoller
 from ops.local.hostile import HostileExecution
-from ops.local.iam_enforce import enforce_iam
-from ops.local.lambda_runtime import ensure_on_path
-from ops.local.limits_enforce import LimitEnforcer, enforce_limits
-from ops.local.log_shipper import LogShipper
 from ops.local.options import RunOptions
 from ops.local.producer import Message, Producer
 from ops.local.provider_server import serve_sandbox
 from ops.local.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
-from ops.local.template import REGION, CloudAssembly
 from ops.target import Target
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).
@@ -47,26 +43,27 @@ class PipelineRun:
     def __init__(self, assembly: CloudAssembly, options: RunOptions, clock: SimClock) -> None:
         self.options = options
         self.clock = clock
-        self.capture = LineCapture(echo=sys.stderr if options.echo_logs else None)
-        self.deployment = LocalDeployment(assembly, self.clock, self.capture).deploy()
-        self.pollers = [SqsPoller(spec, self.clock) for spec in self.deployment.event_sources]
+        self.cloud = LocalCloud(
+            assembly,
+            clock,
+            EmulatorOptions(
+                quotas=options.quotas,
+                lambda_concurrency_check=options.lambda_concurrency_check,
+                echo_logs=options.echo_logs,
+            ),
+        )
+        self.capture = self.cloud.capture
+        self.deployment = self.cloud.deployment
+        self.pollers = self.cloud.pollers
+        self.limits = self.cloud.limits
+        self.alarm_evaluator = self.cloud.alarm_evaluator
+        self.shipper = self.cloud.shipper
         self.orders_table = self.deployment.table("OrdersTable")
         self.inventory_table = self.deployment.table("InventoryTable")
         self.ledger_table = create_local_ledger()
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
-        self.limits = LimitEnforcer(
-            options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
-        )
         self.producer = Producer(self.pollers[0].spec.queue_url, self.state_machine_arn, self.inventory_table)
-        self.alarm_evaluator = AlarmEvaluator(self.deployment.alarms, self.deployment.queues, self.capture)
-        self.shipper = LogShipper(
-            self.capture,
-            {
-                fn.env.get("POWERTOOLS_SERVICE_NAME"): self.deployment.log_group_of(fn)
-                for fn in self.deployment.functions.values()
-            },
-        )
 
     # -- producer ---------------------------------------------------------------------------------
     def seed_inventory(self) -> None:
@@ -95,11 +92,11 @@ class PipelineRun:
     def deliver(self) -> int:
         """One turn of the event source mappings: a batch from each queue, or else the failed
         messages whose (simulated) visibility timeout has passed. Returns how many moved."""
-        return sum(p.poll_once() for p in self.pollers) or sum(p.release_due() for p in self.pollers)
+        return self.cloud.deliver()
 
     def next_visible_at(self) -> float | None:
         """When the earliest failed message becomes visible again (simulated time), if any."""
-        return min((t for p in self.pollers if (t := p.next_visible_at()) is not None), default=None)
+        return self.cloud.next_visible_at()
 
     def drain(self) -> None:
         """Poll until queues are empty and no execution runs; advance simulated time when idle."""
@@ -114,12 +111,12 @@ class PipelineRun:
             if upcoming is not None:
                 self.clock.advance(max(0.0, upcoming - self.clock.now()))
                 continue
-            if not any(p.queue_depth() for p in self.pollers):
+            if not self.cloud.queued():
                 return
             # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
             # reads the simulated clock (sqs_on_clock), so move it to the earliest one's due time
             # (nothing else happens meanwhile), or a second at a time where that is not known.
-            delayed = min((t for p in self.pollers if (t := p.next_delayed_at()) is not None), default=None)
+            delayed = self.cloud.next_delayed_at()
             self.clock.advance(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 
@@ -142,11 +139,11 @@ class PipelineRun:
     # -- CloudWatch -------------------------------------------------------------------------------
     def evaluate_alarms(self) -> list[str]:
         """Emulate CloudWatch's evaluation of the template's alarms; return the alarms in ALARM."""
-        return self.alarm_evaluator.evaluate()
+        return self.cloud.evaluate_alarms()
 
     def ship_logs(self) -> int:
         """Copy captured handler log lines into moto CloudWatch Logs (``ops trace`` reads them there)."""
-        return self.shipper.ship()
+        return self.cloud.ship_logs()
 
     # -- reporting --------------------------------------------------------------------------------
     def target(self) -> Target:
@@ -181,7 +178,7 @@ def create_local_ledger() -> str:
 def serve_local_providers(run: PipelineRun) -> Iterator[None]:
     """Serve the sandbox on 127.0.0.1, store its API key in the secrets the template names, and
     point every function's provider URL at the server (replacing the template's placeholder)."""
-    with serve_sandbox(run.ledger_table) as endpoints:
+    with serve_sandbox(run.ledger_table, request_scope=outside_the_pipeline) as endpoints:
         secrets = aws("secretsmanager")
         for name in LOCAL_SECRETS.values():
             value = json.dumps({"api_key": endpoints.api_key})
@@ -200,15 +197,8 @@ def serve_local_providers(run: PipelineRun) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def handler_clock(run: PipelineRun) -> Iterator[None]:
-    """The handlers' wall clock (``order_domain.clock``: order stamps, the sweeper's cutoff) follows the run's clock."""
-    for fn in run.deployment.functions.values():
-        ensure_on_path(*fn.layer_dirs)
-    import order_domain.clock
-
-    with mock.patch.object(order_domain.clock, "now", run.clock.now):
-        yield
+#: The handlers' wall clock (``order_domain.clock.now``: order stamps, the sweeper's cutoff), on the run's clock.
+HANDLER_CLOCKS = ((order_domain.clock, "now"),)
 
 
 @contextmanager
@@ -216,15 +206,7 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
     with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
     run = PipelineRun(assembly, options, clock)
-    with (
-        capture_stdout(run.capture),
-        run.deployment.lambda_routing(),
-        handler_clock(run),
-        enforce_limits(run.limits),  # inside IAM: AWS authorizes a call before it throttles it
-        enforce_iam(run.deployment),
-        serve_local_providers(run),
-    ):
-        point_powertools_loggers_at(run.capture)
+    with run.cloud.running(clock_hooks=HANDLER_CLOCKS, services=[lambda _cloud: serve_local_providers(run)]):
         run.seed_inventory()
         with fewer_gc_passes():
             yield run

@@ -8,7 +8,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from ops.local.clients import aws
+from local_cloud.clients import aws
 from ops.local.hostile import HostileExecution
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS

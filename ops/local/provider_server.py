@@ -13,21 +13,24 @@ registries), and the standard library's ThreadingHTTPServer is all it takes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ops.local.calls import outside_the_pipeline
-
 HOST = "127.0.0.1"  # loopback only
 MAX_BODY_BYTES = 1024 * 1024
+
+
+#: What :func:`serve_sandbox` enters around each request's handling.
+RequestScope = Callable[[], AbstractContextManager[Any]]
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             self._answer(404, {"error": "no such route"})
             return
-        with outside_the_pipeline():  # the provider's own AWS calls are not the pipeline's cost
+        with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
             result = self.server.dispatch(provider, request)
         self._answer(*_http(result))
 
@@ -132,8 +135,9 @@ class _Server(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def __init__(self, ledger_table: str, api_key: str) -> None:
+    def __init__(self, ledger_table: str, api_key: str, request_scope: RequestScope) -> None:
         super().__init__((HOST, 0), _Handler)
+        self.request_scope = request_scope
         from lambda_resilience.correlation import correlation_scope, from_payload
         from order_domain.logs import get_logger
         from sandbox import carrier, payment
@@ -167,10 +171,16 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def serve_sandbox(ledger_table: str, api_key: str | None = None) -> Iterator[ProviderEndpoints]:
-    """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits."""
+def serve_sandbox(
+    ledger_table: str, api_key: str | None = None, request_scope: RequestScope = contextlib.nullcontext
+) -> Iterator[ProviderEndpoints]:
+    """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits.
+
+    ``request_scope``: entered around each request's handling (the local run passes
+    :func:`local_cloud.calls.outside_the_pipeline`, so the provider's AWS calls are not counted as the pipeline's).
+    """
     key = api_key or secrets.token_hex(16)
-    server = _Server(ledger_table, key)
+    server = _Server(ledger_table, key, request_scope)
     thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
     thread.start()
     origin = f"http://{HOST}:{server.server_address[1]}"

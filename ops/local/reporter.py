@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ops.local.calls import CallCounter
+from local_cloud.calls import CallCounter
+from local_cloud.clients import aws
+from local_cloud.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.chaos import DeliveryPlan
-from ops.local.clients import aws
 from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
@@ -27,10 +27,8 @@ from ops.local.report import (
     order_statuses,
     scan_all,
 )
+from ops.local.run_view import RunView
 from ops.local.saga_checks import failed_executions, status_disagreements
-
-if TYPE_CHECKING:
-    from ops.local.pipeline import PipelineRun
 
 #: The ledger figures the report repeats as ``side_effects``.
 SIDE_EFFECT_KEYS = (
@@ -56,7 +54,7 @@ def body_order_id(body: str) -> str | None:
     return str(order_id) if order_id is not None else None
 
 
-def order_summary(run: PipelineRun) -> tuple[dict[str, int], list[dict[str, Any]]]:
+def order_summary(run: RunView) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Order counts by outcome, and each submitted order's status and correlation ID."""
     orders = order_statuses(run.orders_table)
     submitted_ids = list(dict.fromkeys(o["order_id"] for o, _ in run.submitted))
@@ -80,7 +78,7 @@ def order_summary(run: PipelineRun) -> tuple[dict[str, int], list[dict[str, Any]
     return counts, details
 
 
-def report(run: PipelineRun, wall_seconds: float) -> dict[str, Any]:
+def report(run: RunView, wall_seconds: float) -> dict[str, Any]:
     """The report's core sections (orders, executions, ledger, DLQs, alarms, logs, metrics, IAM)."""
     counts, details = order_summary(run)
     orders = order_statuses(run.orders_table)
@@ -110,7 +108,7 @@ def report(run: PipelineRun, wall_seconds: float) -> dict[str, Any]:
     }
 
 
-def dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]]:
+def dlq_contents(run: RunView) -> tuple[dict[str, dict[str, int]], list[Any]]:
     """Every DLQ message of the stack (left in place), and counts by queue and category."""
     from ops.dlq import QUEUES, failures_table, lambda_dlq_module
 
@@ -124,12 +122,12 @@ def dlq_contents(run: PipelineRun) -> tuple[dict[str, dict[str, int]], list[Any]
     return categories, messages
 
 
-def state_transitions(run: PipelineRun, sample: int = 100) -> float:
+def state_transitions(run: RunView, sample: int = 100) -> float:
     """Average state transitions per execution, from a sample of execution histories."""
     return transitions_per_execution(execution_histories(run.state_machine_arn), sample)
 
 
-def pii_findings(run: PipelineRun, dlq_messages: list[Any], histories: list[History] | None = None) -> dict[str, Any]:
+def pii_findings(run: RunView, dlq_messages: list[Any], histories: list[History] | None = None) -> dict[str, Any]:
     """Generated orders' tokens, names and address lines in captured log lines, in every
     execution's history, in DLQ message attributes (none may be anywhere)."""
     findings = PiiFindings()
@@ -143,7 +141,7 @@ def pii_findings(run: PipelineRun, dlq_messages: list[Any], histories: list[Hist
     return findings.as_dict()
 
 
-def hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]) -> dict[str, Any]:
+def hostile_report(run: RunView, plan: DeliveryPlan, dlq_messages: list[Any]) -> dict[str, Any]:
     """Where each hostile input ended (``hostile``) and the ones that ended elsewhere (``hostile_misplaced``)."""
     if not plan.hostile:
         return {"hostile": {}, "hostile_misplaced": []}
@@ -167,9 +165,7 @@ def hostile_report(run: PipelineRun, plan: DeliveryPlan, dlq_messages: list[Any]
     return {"hostile": ended, "hostile_misplaced": misplaced}
 
 
-def finish_report(
-    run: PipelineRun, report: dict[str, Any], calls: CallCounter, started: float, plan: DeliveryPlan
-) -> None:
+def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, started: float, plan: DeliveryPlan) -> None:
     """Add DLQ, hostile, customer-data, loss, alarm, side-effect and cost sections; check the invariants."""
     categories, messages = dlq_contents(run)
     report["dlq_categories"] = categories

@@ -10,12 +10,12 @@ import random
 import time
 from typing import Any
 
-from ops.local.calls import count_aws_calls
+from local_cloud.calls import count_aws_calls
+from local_cloud.clients import aws
+from local_cloud.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
+from local_cloud.faults import FaultCounter
 from ops.local.chaos import SAGA_FAULTS, inject, plan_deliveries
-from ops.local.clients import aws
-from ops.local.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
 from ops.local.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
-from ops.local.faults import FaultCounter
 from ops.local.options import RunOptions
 from ops.local.orders import make_orders
 from ops.local.pipeline import (
@@ -23,7 +23,6 @@ from ops.local.pipeline import (
     PipelineRun,
     create_local_ledger,
     deployed_pipeline,
-    handler_clock,
     local_pipeline,
     serve_local_providers,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "body_order_id",
     "create_local_ledger",
     "deployed_pipeline",
-    "handler_clock",
     "load_assembly",
     "local_aws",
     "local_pipeline",

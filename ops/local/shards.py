@@ -16,9 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from local_cloud.iam_enforce import merge_reports as merge_iam
 from ops.errors import UsageError
 from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.iam_enforce import merge_reports as merge_iam
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.options import RunOptions

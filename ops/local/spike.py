@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from local_cloud.clock import SimClock
+from local_cloud.environment import local_aws
+from local_cloud.limits import Quotas, esm_concurrency
+from local_cloud.template import CloudAssembly
 from ops.errors import UsageError
-from ops.local.clock import SimClock
-from ops.local.environment import local_aws
-from ops.local.limits import Quotas, esm_concurrency
 from ops.local.options import RunOptions
 from ops.local.orders import OrderMix, make_orders
 from ops.local.pipeline import PipelineRun, deployed_pipeline
@@ -40,7 +41,6 @@ from ops.local.report import TERMINAL, order_statuses
 from ops.local.reporter import body_order_id
 from ops.local.reporter import dlq_contents as _dlq_contents
 from ops.local.synth import REPO_ROOT, load_assembly, synthesize
-from ops.local.template import CloudAssembly
 
 DEFAULT_PLOT = REPO_ROOT / "reports" / "spike.png"
 UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0, "hour": 3600.0}

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from local_cloud.environment import FAKE_ENV
+from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
-from ops.local.environment import FAKE_ENV
 from ops.local.options import RunOptions
-from ops.local.template import REGION, CloudAssembly
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTDIR = REPO_ROOT / ".build" / "local.out"

@@ -146,7 +146,7 @@ def endpoint_environment(endpoint: str) -> Iterator[None]:
     """
     from unittest import mock
 
-    from ops.local.environment import FAKE_ENV
+    from local_cloud.environment import FAKE_ENV
 
     port = endpoint.rsplit(":", 1)[-1]
     no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), HOST, "localhost"]))
@@ -165,11 +165,11 @@ def register_stack(stack: str, outputs: dict[str, str]) -> None:
     """A CloudFormation stack named ``stack`` whose Outputs are ``outputs`` (what ``--stack`` reads).
 
     Its only resource is a throwaway SNS topic: CloudFormation needs one, the pipeline's own
-    resources are built by :class:`~ops.local.deploy.LocalDeployment`.
+    resources are built by :class:`~local_cloud.deploy.LocalDeployment`.
     """
     import boto3
 
-    from ops.local.template import REGION
+    from local_cloud.template import REGION
 
     template = {
         "Description": "ops local up: outputs of the locally deployed stack",
@@ -307,13 +307,13 @@ def serve(
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
-    from ops.local.clock import SimClock
-    from ops.local.environment import moto_behaviour
+    from local_cloud.clock import SimClock
+    from local_cloud.environment import moto_behaviour
+    from local_cloud.template import REGION
     from ops.local.options import RunOptions
     from ops.local.orders import make_orders
     from ops.local.pipeline import deployed_pipeline
     from ops.local.synth import load_assembly
-    from ops.local.template import REGION
 
     stop = stop or threading.Event()
     out = out or sys.stdout  # saved now: the handlers' stdout is captured while serving

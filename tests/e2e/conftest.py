@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.local.run import synthesize
-from ops.local.template import CloudAssembly
 
 
 @pytest.fixture(scope="session")

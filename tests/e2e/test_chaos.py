@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.cli import main
-from ops.local.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
 

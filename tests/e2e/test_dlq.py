@@ -11,11 +11,11 @@ from unittest import mock
 import boto3
 import pytest
 
+from local_cloud.faults import throttle_dynamodb
+from local_cloud.template import CloudAssembly
 from ops.dlq import list_queues, replay_queue
-from ops.local.faults import throttle_dynamodb
 from ops.local.orders import make_order
 from ops.local.run import PipelineRun, RunOptions, local_pipeline
-from ops.local.template import CloudAssembly
 from ops.repair import order_executions
 from ops.trace import trace
 
@@ -68,7 +68,7 @@ def send_raw(run: PipelineRun, body: str, correlation_id: str) -> None:
 
 
 def charges(run: PipelineRun, order_id: str) -> int:
-    from ops.local.report import scan_all
+    from local_cloud.tables import scan_all
 
     return sum(
         1

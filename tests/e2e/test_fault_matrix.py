@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.local.fault_cells import GOOD_OUTCOMES, render
 from ops.local.fault_matrix import MatrixOptions, run_matrix
-from ops.local.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
 

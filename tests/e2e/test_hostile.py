@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.cli import main
 from ops.local.hostile import EXPECTED_SQS_ENDS, KINDS, OVERSIZE_REFUSED, SQS_KINDS, UNKNOWN_ORDER
-from ops.local.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.local.run import RunOptions, aws, local_pipeline, run_local
-from ops.local.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
 

@@ -16,10 +16,10 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
-from ops.local.faults import ThrottledError
+from local_cloud.faults import ThrottledError
+from local_cloud.template import CloudAssembly
 from ops.local.orders import make_order
 from ops.local.run import PipelineRun, RunOptions, local_pipeline
-from ops.local.template import CloudAssembly
 from ops.repair import order_executions
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +75,7 @@ def order_item(run: PipelineRun, order_id: str) -> dict[str, Any]:
 
 
 def ledger_ops(run: PipelineRun, order_id: str) -> list[dict[str, Any]]:
-    from ops.local.report import scan_all
+    from local_cloud.tables import scan_all
 
     return [i for i in scan_all(run.ledger_table) if i.get("order_id") == order_id and i.get("sk") == "op"]
 

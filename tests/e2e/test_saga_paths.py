@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
+from local_cloud.template import CloudAssembly
 from ops.local.orders import make_order
 from ops.local.run import PipelineRun, RunOptions, local_pipeline
-from ops.local.template import CloudAssembly
 from ops.repair import RepairRefused, order_executions, repair
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ def order_item(run: PipelineRun, order_id: str) -> dict[str, Any]:
 
 
 def ledger_ops(run: PipelineRun, order_id: str) -> list[dict[str, Any]]:
-    from ops.local.report import scan_all
+    from local_cloud.tables import scan_all
 
     return [i for i in scan_all(run.ledger_table) if i.get("order_id") == order_id]
 
@@ -214,7 +214,7 @@ def test_saga_unknown_order_started_directly_fails_with_no_side_effect(pipeline:
     described = sfn.describe_execution(executionArn=arn)
     assert described["status"] == "FAILED" and described.get("error") == "InputRefused"
     assert ledger_ops(pipeline, "path-ghost") == []
-    from ops.local.report import scan_all
+    from local_cloud.tables import scan_all
 
     assert [i for i in scan_all(pipeline.inventory_table) if "path-ghost" in str(i.get("pk"))] == []
 

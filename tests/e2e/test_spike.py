@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from local_cloud.limits import Quotas
 from ops.capacity import predict, template_figures
-from ops.local.limits import Quotas
 from ops.local.run import synthesize
 from ops.local.spike import SpikeOptions, run_spike
 
@@ -71,7 +71,7 @@ def test_spike_today_dead_letters_valid_orders(today: tuple[dict[str, Any], Path
 
 @pytest.mark.xdist_group("spike-backoff")
 def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: tuple[dict[str, Any], Path]) -> None:
-    from ops.local.template import CloudAssembly
+    from local_cloud.template import CloudAssembly
 
     report, out = with_backoff
     figures = template_figures(CloudAssembly(out, "OrderPipeline-dev"))

@@ -1,7 +1,7 @@
 """Fixtures for handler tests: moto, the stack's tables, orders and events, handlers run in-process.
 
 Everything AWS goes to moto (``mock_aws``). Handlers are loaded from their own asset directory
-with ``ops.local.lambda_runtime.load_handler`` (a cold start under the function's environment).
+with :func:`load_handler` (a cold start under the function's environment).
 The sandbox provider functions that charge/refund/ship invoke with ``lambda.invoke`` are served
 by a fake Lambda client that runs the loaded sandbox handler in-process (moto's Lambda needs Docker).
 """
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib.util
 import io
 import itertools
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from unittest import mock
 
 import boto3
 import pytest
@@ -28,7 +31,7 @@ from aws_lambda_powertools.utilities.validation import validate
 from moto import mock_aws
 
 import lambda_resilience.aws as aws_clients
-from ops.local.lambda_runtime import FakeLambdaContext, invoke_json, load_handler
+from lambda_resilience.testing import FakeLambdaContext
 from order_domain import saga_start
 from order_domain.inventory import reservation_key
 from order_domain.model import ORDER_SCHEMA
@@ -265,6 +268,30 @@ def logs(capsys: pytest.CaptureFixture[str]) -> Iterator[LogCapture]:
 
 # --------------------------------------------------------------------------------------------
 # Handlers
+
+_cold_starts = itertools.count()
+
+
+def load_handler(code_dir: Path, handler: str, env: dict[str, str]) -> Handler:
+    """Import ``handler`` (``module.function``) from ``code_dir`` with ``env`` set: a fresh cold start each call."""
+    module_name, _, function_name = handler.rpartition(".")
+    name = f"_handler_under_test_{next(_cold_starts)}_{code_dir.name}"
+    spec = importlib.util.spec_from_file_location(name, code_dir / f"{module_name}.py")
+    assert spec is not None and spec.loader is not None, f"no {module_name}.py in {code_dir}"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and typing resolve names through sys.modules
+    with mock.patch.dict(os.environ, env):
+        spec.loader.exec_module(module)
+    function: Handler = getattr(module, function_name)
+    return function
+
+
+def invoke_json(function: Handler, event: Any, context: Any) -> tuple[str, bool]:
+    """What Lambda answers: the JSON result, or for an unhandled exception its error payload; and whether it errored."""
+    try:
+        return json.dumps(function(event, context), default=str), False
+    except Exception as exc:  # the runtime turns a handler's exception into {"errorType", "errorMessage"}
+        return json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}), True
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
 from lambda_resilience.exceptions import TransientStepError
-from ops.local.lambda_runtime import invoke_json
 from order_domain.errors import InsufficientStock, InvalidTransition
 from order_domain.status import OrderStatus
-from tests.handlers.conftest import present
+from tests.handlers.conftest import invoke_json, present
 
 from .conftest import IdempotencyView, Inventory, LogCapture
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from lambda_resilience.exceptions import InvalidStepInput, TransientStepError, UnknownStepError
-from ops.local.lambda_runtime import patched_environ
 from order_domain.errors import PaymentDeclined
 from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from order_domain.step import build_step_handler
@@ -24,7 +25,7 @@ def step_factory(pipeline_env: dict[str, str], logs: LogCapture):
     """``step_factory(operation, action, **env)``: a step handler built by order_domain.step, as a module would."""
 
     def _build(operation: str, action, **extra_env: str):
-        with patched_environ({**pipeline_env, "POWERTOOLS_SERVICE_NAME": operation, **extra_env}):
+        with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": operation, **extra_env}):
             handler = build_step_handler(operation, lambda settings: action)
         route_powertools_logs()
         return handler

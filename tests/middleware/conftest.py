@@ -16,15 +16,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
 from lambda_resilience.aws import reset_clients
-from ops.local.capture import LineCapture
-from ops.local.lambda_runtime import FakeLambdaContext
-from ops.local.moto_patches import atomic_dynamodb
+from lambda_resilience.testing import FakeLambdaContext, LogLines, serialised_dynamodb
 
 
 @pytest.fixture
 def aws() -> Iterator[None]:
     reset_clients()
-    with mock_aws(), atomic_dynamodb():
+    with mock_aws(), serialised_dynamodb():
         yield
     reset_clients()
 
@@ -47,7 +45,7 @@ class Observed:
 
     logger: Logger
     metrics: Metrics
-    capture: LineCapture
+    capture: LogLines
 
     def logs(self) -> list[dict[str, Any]]:
         return self.capture.records()[0]
@@ -59,7 +57,7 @@ class Observed:
 
 @pytest.fixture
 def observed() -> Iterator[Observed]:
-    capture = LineCapture()
+    capture = LogLines()
     handler = logging.StreamHandler(capture)
     logger = Logger(service=f"spec-{uuid.uuid4().hex[:8]}", logger_handler=handler)
     metrics = Metrics(namespace="Spec", service="spec")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.local.clock import SimClock
+from local_cloud.clock import SimClock
 
 
 class StepClock(SimClock):

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from local_cloud.limits import Quotas
 from ops.capacity import predict
-from ops.local.limits import Quotas
 
 PEAK = 50_000 / 60  # the seeds' day, orders per second
 

@@ -53,6 +53,12 @@ def no_aws_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
+def test_cli_unknown_quota_from_the_emulator_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """local_cloud raises its own LocalCloudError; the CLI prints it as an operator mistake."""
+    message = one_line_error(capsys, ["local", "run", "--quota", "nope=1"])
+    assert message.startswith("--quota 'nope=1': unknown quota 'nope'")
+
+
 def test_cli_order_mix_over_one_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     message = one_line_error(capsys, ["local", "run", "--decline-rate", "0.7", "--ship-fail-rate", "0.5"])
     assert "adds up to more than 1" in message

@@ -51,7 +51,7 @@ def test_costs_by_service_adds_up_to_each_workflow_total() -> None:
 def test_call_counter_keeps_the_provider_stand_ins_calls_apart() -> None:
     import threading
 
-    from ops.local.calls import CallCounter, outside_the_pipeline
+    from local_cloud.calls import CallCounter, outside_the_pipeline
 
     counter = CallCounter()
     counter.add("dynamodb", "PutItem")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import boto3
 
-from ops.local.clock import SimClock
-from ops.local.event_sources import EventSourceSpec, SqsPoller
-from ops.local.lambda_runtime import LocalFunction
-from ops.local.template import REGION
+from local_cloud.clock import SimClock
+from local_cloud.event_sources import EventSourceSpec, SqsPoller
+from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.template import REGION
 
 HANDLER = """
 import json
-from ops.local.lambda_runtime import SimulatedCrash
+from local_cloud.lambda_runtime import SimulatedCrash
 
 def handler(event, context):
     bodies = [r["body"] for r in event["Records"]]

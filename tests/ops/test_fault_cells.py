@@ -265,7 +265,7 @@ def test_status_disagreements_reads_terminal_orders_against_the_ledger() -> None
 
 
 def test_random_faults_roll_only_the_kinds_that_are_on() -> None:
-    from ops.local.faults import FaultCounter
+    from local_cloud.faults import FaultCounter
 
     counter = FaultCounter()
     faults = RandomFaults(saga(), {"status_write": 1.0, "park": 0.0, "stop": 0.0, "ambiguous": 0.0}, 3, counter)

@@ -13,9 +13,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from local_cloud.faults import FaultCounter
 from ops.local import hostile
 from ops.local.chaos import FaultRates, plan_deliveries
-from ops.local.faults import FaultCounter
 from ops.local.invariants import check
 from ops.local.orders import PII_PATTERN, OrderMix, make_orders, order_kind
 from ops.local.run import _batches, body_order_id

@@ -8,9 +8,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ops.local.iam import Decision, Policy, policy_from_documents, wildcard_match
-from ops.local.iam_calls import checks_for, function_arn, queue_arn
-from ops.local.iam_enforce import Principal, access_denied, merge_reports
+from local_cloud.iam import Decision, Policy, policy_from_documents, wildcard_match
+from local_cloud.iam_calls import checks_for, function_arn, queue_arn
+from local_cloud.iam_enforce import Principal, access_denied, merge_reports
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/Orders"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:orders"

@@ -10,9 +10,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from ops.errors import OpsError
-from ops.local.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
-from ops.local.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
+from local_cloud.errors import LocalCloudError
+from local_cloud.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
+from local_cloud.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
 from tests.ops.clocks import StepClock
 
 PASS_MACHINE = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
@@ -42,7 +42,7 @@ def test_parse_quota_accepts_known_names_and_refuses_the_rest() -> None:
         "esm_max_concurrency": 50.0,
     }
     for bad in ("nope=1", "sfn_start_refill", "sfn_start_refill=abc", "sfn_start_refill=-1", "sfn_start_refill=inf"):
-        with pytest.raises(OpsError):
+        with pytest.raises(LocalCloudError):
             parse_quota(bad)
 
 

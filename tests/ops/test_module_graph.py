@@ -1,16 +1,29 @@
-"""The local emulator's modules import each other without a cycle (runtime imports, lazy ones included)."""
+"""The emulator package and the app's scenarios on it: no import cycle (not even for typing), and
+the boundaries hold: ``local_cloud`` imports nothing of the app, the product's tests and tools
+import nothing of the emulator, and no module edits ``sys.path``."""
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 OPS_LOCAL = REPO / "ops" / "local"
+LOCAL_CLOUD = REPO / "packages" / "local_cloud" / "src" / "local_cloud"
+#: The modules whose graph is checked, by package prefix.
+PACKAGES = {"ops.local": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
+#: Top-level packages of the app: the emulator imports none of them.
+APP_PACKAGES = ("order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "tools", "tests")
+#: The product's tests and tools: they import nothing of the emulator.
+PRODUCT_DIRS = ("tests/middleware", "tests/handlers", "tests/infra", "tools")
+#: Directories never scanned (virtualenv, build output, npm).
+SKIPPED_DIRS = {".venv", ".build", "cdk.out", "cdk.out.prod", "node_modules", ".git", "__pycache__", "reports"}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -20,22 +33,21 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def runtime_imports(source: str) -> set[str]:
-    """``ops.local`` modules a module imports when it runs (top level or inside functions), not for typing."""
+def imported_modules(source: str, *, typing_too: bool = False) -> set[str]:
+    """Every module a module imports (top level or inside functions); ``typing_too``: also those
+    under ``if TYPE_CHECKING:``. ``from a import b`` counts as ``a`` and ``a.b``."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not typing_too:
             for branch in node.orelse:
                 visit(branch)
             return
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "ops.local":
-                found.update(f"ops.local.{alias.name}" for alias in node.names)
-            elif node.module.startswith("ops.local."):
-                found.add(node.module)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("ops.local."))
+            found.update(a.name for a in node.names)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -43,12 +55,17 @@ def runtime_imports(source: str) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    graph = {}
-    for path in sorted(OPS_LOCAL.glob("*.py")):
-        name = f"ops.local.{path.stem}" if path.stem != "__init__" else "ops.local"
-        graph[name] = {m for m in runtime_imports(path.read_text()) if m != name}
-    return graph
+def import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
+    """``ops.local`` and ``local_cloud`` modules -> the ones of them each imports."""
+    paths = {
+        (f"{prefix}.{path.stem}" if path.stem != "__init__" else prefix): path
+        for prefix, directory in PACKAGES.items()
+        for path in sorted(directory.glob("*.py"))
+    }
+    return {
+        name: {m for m in imported_modules(path.read_text(), typing_too=typing_too) if m in paths and m != name}
+        for name, path in paths.items()
+    }
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -74,9 +91,30 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def python_files(root: Path) -> Iterator[Path]:
+    """The ``.py`` files under ``root``, skipping the virtualenv, build output and npm packages."""
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        yield from (Path(directory) / f for f in files if f.endswith(".py"))
+
+
+def _top(module: str) -> str:
+    return module.split(".", 1)[0]
+
+
+# -- cycles ------------------------------------------------------------------------------------------
 def test_module_graph_has_no_import_cycle() -> None:
     graph = import_graph()
-    assert "ops.local.run" in graph and "ops.local.reporter" in graph
+    assert "ops.local.run" in graph and "local_cloud.deploy" in graph
+    assert find_cycle(graph) is None
+
+
+def test_module_graph_has_no_cycle_even_through_type_checking_imports() -> None:
+    """deploy / deploy_plan / iam_enforce / limits_enforce share local_cloud.interfaces; the reporter
+    reads ops.local.run_view: no ``if TYPE_CHECKING:`` import hides a cycle."""
+    graph = import_graph(typing_too=True)
+    assert "local_cloud.interfaces" in graph["local_cloud.deploy_plan"]
+    assert "ops.local.pipeline" not in graph["ops.local.reporter"]
     assert find_cycle(graph) is None
 
 
@@ -86,15 +124,76 @@ def test_module_graph_finder_reports_a_cycle() -> None:
 
 
 def test_module_graph_report_no_longer_imports_run() -> None:
-    """The former run <-> report cycle: the readers take their clients from ops.local.clients."""
+    """The former run <-> report cycle: the readers take their clients from local_cloud.clients."""
     graph = import_graph()
     assert "ops.local.run" not in graph["ops.local.report"]
     assert "ops.local.run" not in graph["ops.local.reporter"]
 
 
-@pytest.mark.parametrize("module", ["ops.local.reporter", "ops.local.deploy", "ops.local.pipeline", "ops.local.run"])
+@pytest.mark.parametrize(
+    "module",
+    ["ops.local.reporter", "local_cloud.deploy", "local_cloud.emulator", "ops.local.pipeline", "ops.local.run"],
+)
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", f"import {module}"], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
+
+
+# -- boundaries --------------------------------------------------------------------------------------
+def test_module_graph_local_cloud_imports_nothing_of_the_app() -> None:
+    """The emulator is its own package: the app plugs in through its interface, never the reverse."""
+    offenders = {
+        str(path.relative_to(REPO)): sorted(m for m in imported_modules(path.read_text(), typing_too=True) if m in bad)
+        for path in python_files(LOCAL_CLOUD.parents[1])
+        if (bad := {m for m in imported_modules(path.read_text(), typing_too=True) if _top(m) in APP_PACKAGES})
+    }
+    assert offenders == {}
+
+
+def test_module_graph_product_tests_and_tools_import_nothing_of_the_emulator() -> None:
+    """The middleware, handler and infrastructure tests and the tools run without the emulator."""
+    offenders = {
+        str(path.relative_to(REPO)): sorted(m for m in imported_modules(path.read_text(), typing_too=True) if m in bad)
+        for directory in PRODUCT_DIRS
+        for path in python_files(REPO / directory)
+        if (bad := {m for m in imported_modules(path.read_text(), typing_too=True) if _top(m) == "local_cloud"})
+    }
+    assert offenders == {}
+
+
+def test_module_graph_the_sandbox_server_the_handler_tests_use_needs_no_emulator() -> None:
+    """tests/handlers serve the sandbox over HTTP with ops.local.provider_server: it imports nothing of
+    local_cloud (the local run hands it the emulator's call scope as ``request_scope``)."""
+    source = (OPS_LOCAL / "provider_server.py").read_text()
+    assert not {m for m in imported_modules(source, typing_too=True) if _top(m) == "local_cloud"}
+
+
+def sys_path_uses(source: str) -> list[int]:
+    """Lines where code reads or edits ``sys.path`` (``sys.path`` itself, or ``from sys import path``)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name):
+            if node.value.id == "sys":
+                lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "path" for a in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_module_graph_no_module_edits_sys_path() -> None:
+    """Imports resolve through the installed packages (editable in the virtualenv), never a path edit."""
+    offenders = {str(p.relative_to(REPO)): lines for p in python_files(REPO) if (lines := sys_path_uses(p.read_text()))}
+    assert offenders == {}
+
+
+def test_module_graph_boundary_checks_can_fail() -> None:
+    """The scanners see what they must: an app import, an emulator import, a sys.path edit."""
+    assert "order_domain.clock" in imported_modules("def f():\n    from order_domain import clock\n")
+    assert "local_cloud.lambda_runtime" in imported_modules("import local_cloud.lambda_runtime\n")
+    assert "ops.local.pipeline" in imported_modules(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ops.local.pipeline\n", typing_too=True
+    )
+    assert sys_path_uses("import sys\nsys.path.insert(0, 'x')\n") == [2]
+    assert sys_path_uses("from sys import path\n") == [1]

@@ -1,4 +1,4 @@
-"""Canaries for every patch in :mod:`ops.local.patches`: each fails loudly when an upgrade of moto,
+"""Canaries for every patch in :mod:`local_cloud.patches`: each fails loudly when an upgrade of moto,
 Powertools or botocore moves what the emulator patches (the attribute, its signature, or the
 behaviour the patch relies on). The registry names its canary; a test checks the names exist.
 """
@@ -23,14 +23,14 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from ops.local import patches
-from ops.local.calls import count_aws_calls
-from ops.local.capture import LineCapture, capture_stdout
-from ops.local.clock import SimClock
-from ops.local.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
-from ops.local.faults import throttle_dynamodb
-from ops.local.lambda_runtime import LocalFunction, route_invocations
-from ops.local.moto_patches import (
+from local_cloud import patches as emulator
+from local_cloud.calls import count_aws_calls
+from local_cloud.capture import LineCapture, capture_stdout
+from local_cloud.clock import SimClock
+from local_cloud.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
+from local_cloud.faults import throttle_dynamodb
+from local_cloud.lambda_runtime import LocalFunction, route_invocations
+from local_cloud.moto_patches import (
     JSON_PATH_MODULES,
     atomic_dynamodb,
     cached_action_names,
@@ -44,10 +44,14 @@ from ops.local.moto_patches import (
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
 )
-from ops.local.template import ACCOUNT, REGION
+from local_cloud.template import ACCOUNT, REGION
+from ops.local import patches
 from tests.ops.clocks import StepClock
 
-OPS_LOCAL = Path(__file__).resolve().parents[2] / "ops" / "local"
+REPO = Path(__file__).resolve().parents[2]
+OPS_LOCAL = REPO / "ops" / "local"
+#: The emulator package's sources (local_cloud) and the app's scenarios on it (ops/local).
+PATCHING_SOURCES = (REPO / "packages" / "local_cloud" / "src" / "local_cloud", OPS_LOCAL)
 #: Our own classes and modules the emulator patches (not third-party internals).
 OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock"}
 
@@ -68,10 +72,10 @@ def _table(ddb: Any, name: str, range_key: bool = False) -> None:
 # -- the registry itself -----------------------------------------------------------------------------
 def test_registry_every_target_resolves_today() -> None:
     for patch in patches.PATCHES:
-        for module, attribute in patches.targets(patch):
+        for module, attribute in emulator.targets(patch):
             if attribute == "print":  # created by the patch (a module global shadowing the builtin)
                 continue
-            assert patches.resolve(module, attribute) is not None, f"{patch.name}: {module}:{attribute} moved"
+            assert emulator.resolve(module, attribute) is not None, f"{patch.name}: {module}:{attribute} moved"
 
 
 def test_registry_every_canary_named_exists_in_this_module() -> None:
@@ -81,11 +85,11 @@ def test_registry_every_canary_named_exists_in_this_module() -> None:
 
 
 def test_registry_lists_every_attribute_ops_local_patches() -> None:
-    """A ``mock.patch.object(owner, "attr", ...)`` in ops/local on a third-party object must be registered."""
-    registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in patches.targets(p)}
+    """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud or ops/local on third-party code is registered."""
+    registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in emulator.targets(p)}
     pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
     unregistered = []
-    for source in sorted(OPS_LOCAL.glob("*.py")):
+    for source in sorted(p for d in PATCHING_SOURCES for p in d.glob("*.py")):
         for owner, attribute in pattern.findall(source.read_text()):
             if owner not in OWN_TARGETS and attribute not in registered:
                 unregistered.append(f"{source.name}: {owner}.{attribute}")
@@ -93,11 +97,11 @@ def test_registry_lists_every_attribute_ops_local_patches() -> None:
 
 
 def test_registry_only_speed_patches_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(patches.DISABLE_ENV, "asl_parse_cache,atomic_dynamodb")
-    assert patches.enabled("asl_parse_cache") is False
-    assert patches.enabled("atomic_dynamodb") is True  # correctness: never off
+    monkeypatch.setenv(emulator.DISABLE_ENV, "asl_parse_cache,atomic_dynamodb")
+    assert emulator.enabled("asl_parse_cache") is False
+    assert emulator.enabled("atomic_dynamodb") is True  # correctness: never off
     with pytest.raises(KeyError):
-        patches.enabled("no_such_patch")
+        emulator.enabled("no_such_patch")
 
 
 # -- correctness -------------------------------------------------------------------------------------
@@ -163,7 +167,7 @@ def test_canary_boto_client_for_is_the_lambda_task_client_factory() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.utils import boto_client
 
-    from ops.local.moto_patches import step_functions_client_modules
+    from local_cloud.moto_patches import step_functions_client_modules
 
     assert _params(lambda_eval_utils.boto_client_for) == ["region", "service", "state_credentials"]
     modules = step_functions_client_modules()
@@ -567,9 +571,9 @@ def test_canary_fewer_gc_passes_restores_the_collector() -> None:
 
 def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> None:
     """The event loop's jump reads ``Message.delayed_until`` (ms, moto's clock) from the queue's messages."""
-    from ops.local.clock import SimClock
-    from ops.local.environment import sqs_on_clock
-    from ops.local.event_sources import EventSourceSpec, SqsPoller
+    from local_cloud.clock import SimClock
+    from local_cloud.environment import sqs_on_clock
+    from local_cloud.event_sources import EventSourceSpec, SqsPoller
 
     sqs = boto3.client("sqs", region_name=REGION)
     url = sqs.create_queue(QueueName="delayed")["QueueUrl"]
@@ -592,7 +596,7 @@ def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> 
 def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
     from decimal import Decimal
 
-    from ops.local import report
+    from local_cloud import tables as report
 
     ddb = boto3.client("dynamodb", region_name=REGION)
     _table(ddb, "scan-a")
@@ -624,7 +628,7 @@ def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
 
 def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
     """The speed patches together under threads: lookups from 8 threads reach one backend."""
-    from ops.local.moto_patches import fast_backend_lookup
+    from local_cloud.moto_patches import fast_backend_lookup
 
     sqs = boto3.client("sqs", region_name=REGION)
     errors: list[BaseException] = []
@@ -646,13 +650,13 @@ def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
 
 
 def test_registry_readme_lists_every_patch_as_registered() -> None:
-    doc = (OPS_LOCAL.parents[1] / "docs" / "local-run.md").read_text()
+    doc = (REPO / "docs" / "local-run.md").read_text()
     assert patches.markdown_rows() in doc, "docs/local-run.md's patch table is stale: paste patches.markdown_rows()"
 
 
 def test_canary_backend_history_equals_the_api_history() -> None:
     """The report's direct read of moto's Step Functions backend returns what GetExecutionHistory returns."""
-    from ops.local.histories import _from_api, _from_backend, transitions_per_execution
+    from local_cloud.histories import _from_api, _from_backend, transitions_per_execution
 
     definition = json.dumps(
         {"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": True}}}

@@ -6,21 +6,17 @@ must not leak into other tests. Prints one JSON object: subsegment names, annota
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path[:0] = [
-    str(ROOT),
-    str(ROOT / "packages" / "lambda_resilience" / "src"),
-    str(ROOT / "lambdas"),
-    str(ROOT / "lambdas" / "intake"),
-]
+import boto3
+from moto import mock_aws
 
-import boto3  # noqa: E402
-from moto import mock_aws  # noqa: E402
+#: The intake function's code (the layer packages it imports are installed in the virtualenv).
+HANDLER_FILE = Path(__file__).resolve().parents[3] / "lambdas" / "intake" / "handler.py"
 
 
 class Capture:
@@ -70,7 +66,12 @@ def main() -> None:
         import os
 
         os.environ.update({"IDEMPOTENCY_TABLE_NAME": "idem", "ORDERS_TABLE_NAME": "orders", "STATE_MACHINE_ARN": arn})
-        import handler  # the intake handler: a cold start with tracing on
+        # The intake handler, imported as Lambda's bootstrap does (module ``handler``): a cold start with tracing on.
+        spec = importlib.util.spec_from_file_location("handler", HANDLER_FILE)
+        assert spec is not None and spec.loader is not None
+        handler = importlib.util.module_from_spec(spec)
+        sys.modules["handler"] = handler
+        spec.loader.exec_module(handler)
         from aws_xray_sdk.core import xray_recorder
 
         capture = Capture()

@@ -15,10 +15,10 @@ from typing import Any
 
 import boto3
 
-from ops.local.clients import moto_in_process
-from ops.local.clock import SimClock
-from ops.local.lambda_runtime import LocalFunction
-from ops.local.template import ACCOUNT, REGION
+from local_cloud.clients import moto_in_process
+from local_cloud.clock import SimClock
+from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.template import ACCOUNT, REGION
 
 #: SQS's maximum visibility timeout (12 h), used as the wall-clock one while we simulate time.
 WALL_CLOCK_VISIBILITY_SECONDS = 43200

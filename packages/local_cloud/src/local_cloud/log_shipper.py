@@ -7,8 +7,8 @@ import time
 from datetime import datetime
 from typing import Any
 
-from ops.local.capture import LineCapture
-from ops.local.clients import aws
+from local_cloud.capture import LineCapture
+from local_cloud.clients import aws
 
 #: PutLogEvents takes at most this many events per call.
 MAX_EVENTS_PER_PUT = 5000

@@ -1,9 +1,9 @@
-"""Enforce :mod:`ops.local.limits` in the local run, answering as AWS does.
+"""Enforce :mod:`local_cloud.limits` in the local run, answering as AWS does.
 
-How: like :mod:`ops.local.iam_enforce`, ``BaseClient._make_api_call`` is wrapped at class level
+How: like :mod:`local_cloud.iam_enforce`, ``BaseClient._make_api_call`` is wrapped at class level
 while :func:`enforce_limits` is active; one dict lookup on (service, operation) decides whether
 a call is checked at all, so the other calls pay almost nothing. Token buckets run on the run's
-:class:`~ops.local.clock.SimClock`. A call over a limit raises the service's own ``ClientError``
+:class:`~local_cloud.clock.SimClock`. A call over a limit raises the service's own ``ClientError``
 (code, HTTP status, message shape) before it reaches moto, so handlers classify and retry it
 exactly as they would on AWS.
 """
@@ -16,14 +16,12 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from unittest import mock
 
-from ops.local.limits import Quotas, TokenBucket, payload_size
-
-if TYPE_CHECKING:
-    from ops.local.clock import SimClock
-    from ops.local.deploy import LocalDeployment
+from local_cloud.clock import SimClock
+from local_cloud.interfaces import Deployment
+from local_cloud.limits import Quotas, TokenBucket, payload_size
 
 #: (code, HTTP status, message) AWS returns, per limit.
 SFN_THROTTLED = ("ThrottlingException", 400, "Rate exceeded")
@@ -92,7 +90,7 @@ class LimitEnforcer:
     """The limits of one deployment: buckets, concurrency slots, payload checks, throttle counts."""
 
     def __init__(
-        self, quotas: Quotas, clock: SimClock, deployment: LocalDeployment | None = None, *, concurrency: bool = True
+        self, quotas: Quotas, clock: SimClock, deployment: Deployment | None = None, *, concurrency: bool = True
     ) -> None:
         self.quotas = quotas
         self.clock = clock
@@ -122,7 +120,7 @@ class LimitEnforcer:
             ("lambda", "Invoke"): self._invoke_payload,
         }
 
-    def _read_template(self, deployment: LocalDeployment) -> None:
+    def _read_template(self, deployment: Deployment) -> None:
         for lid, queue in deployment.queues.items():
             size = deployment.assembly.resource(lid).properties.get("MaximumMessageSize")
             if size is not None:
@@ -264,7 +262,7 @@ def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
     from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
 
-    from ops.local.lambda_runtime import LocalFunction, error_payload
+    from local_cloud.lambda_runtime import LocalFunction, error_payload
 
     original_call = botocore.client.BaseClient._make_api_call
     original_invoke = LocalFunction.invoke

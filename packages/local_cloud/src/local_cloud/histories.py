@@ -5,15 +5,15 @@ transitions). Through boto3, moto serializes each history with its generic seria
 parses it back; for a 1,000-order shard that round trip was the largest single cost of the report
 (profiled: about 0.1 s per history). The backend holds the same events the API would return
 (``GetExecutionHistoryOutput.events``), so the report reads them there, in ``ListExecutions``
-order. Registered in ops.local.patches (``sfn_history_read``) with a canary comparing both reads.
+order. Registered in local_cloud.patches (``sfn_history_read``) with a canary comparing both reads.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ops.local.clients import aws, moto_in_process
-from ops.local.template import ACCOUNT, REGION
+from local_cloud.clients import aws, moto_in_process
+from local_cloud.template import ACCOUNT, REGION
 
 History = tuple[str, list[dict[str, Any]]]  # (execution ARN, events)
 

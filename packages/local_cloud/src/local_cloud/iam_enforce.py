@@ -3,7 +3,7 @@ run is authorized against that principal's role in the synthesized template, bef
 
 How: ``BaseClient._make_api_call`` is wrapped at class level while :func:`enforce_iam` is active, so
 every client is covered, whichever session made it (Powertools builds its own). The caller is a
-context variable: set by :class:`~ops.local.deploy.LocalFunction` invocations (cold start included),
+context variable: set by :class:`~local_cloud.deploy.LocalFunction` invocations (cold start included),
 by the SQS event source mapping (Lambda polls with the function's role), and by Step Functions'
 tasks, Lambda and direct integrations alike (the state machine's role); work a handler submits
 to a ``ThreadPoolExecutor`` keeps its caller (a bare ``threading.Thread`` would not). Calls with
@@ -26,15 +26,13 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from unittest import mock
 
-from ops.local.iam import Decision, Policy, policy_from_documents, wildcard_match
-from ops.local.iam_calls import Check, checks_for
-from ops.local.template import ACCOUNT, REGION
-
-if TYPE_CHECKING:
-    from ops.local.deploy import LocalDeployment
+from local_cloud.iam import Decision, Policy, policy_from_documents, wildcard_match
+from local_cloud.iam_calls import Check, checks_for
+from local_cloud.interfaces import Deployment
+from local_cloud.template import ACCOUNT, REGION
 
 #: (principal key, platform use?) of the code running now; None: the runner itself (unchecked).
 CALLER: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar("iam_caller", default=None)
@@ -128,7 +126,7 @@ def _sub_attrs(value: Any, attrs: Mapping[tuple[str, str], str]) -> Any:
     return out
 
 
-def role_policies(deployment: LocalDeployment) -> dict[str, Policy]:
+def role_policies(deployment: Deployment) -> dict[str, Policy]:
     """Every template role's identity policies (AWS::IAM::Policy, ManagedPolicy, inline), resolved."""
     docs: dict[str, list[dict[str, Any]]] = {}
     managed: dict[str, dict[str, Any]] = {}
@@ -164,7 +162,7 @@ def _role_id(value: Any) -> str | None:
     return None
 
 
-def principals(deployment: LocalDeployment) -> dict[str, Principal]:
+def principals(deployment: Deployment) -> dict[str, Principal]:
     """One principal per deployed function (by physical name) and state machine (by ARN)."""
     policies = role_policies(deployment)
     out: dict[str, Principal] = {}
@@ -198,11 +196,11 @@ def principals(deployment: LocalDeployment) -> dict[str, Principal]:
     return out
 
 
-def _role_name(deployment: LocalDeployment, role: str | None) -> str:
+def _role_name(deployment: Deployment, role: str | None) -> str:
     return deployment.refs.get(role or "", "unknown-role")
 
 
-def _unknown_managed(deployment: LocalDeployment, role: str | None) -> list[str]:
+def _unknown_managed(deployment: Deployment, role: str | None) -> list[str]:
     """The role's ManagedPolicyArns that are not template resources (their grants count as none)."""
     if role is None:
         return []
@@ -218,7 +216,7 @@ def _unknown_managed(deployment: LocalDeployment, role: str | None) -> list[str]
 class IamEnforcer:
     """Authorizes calls per principal; caches decisions per (role, action, resource)."""
 
-    def __init__(self, deployment: LocalDeployment) -> None:
+    def __init__(self, deployment: Deployment) -> None:
         self.principals = principals(deployment)
         self._decisions: dict[tuple[str | None, str, str], Decision] = {}
         self._lock = threading.Lock()
@@ -336,13 +334,13 @@ class _StateMachineClient:
 
 
 @contextmanager
-def enforce_iam(deployment: LocalDeployment) -> Iterator[IamEnforcer]:
+def enforce_iam(deployment: Deployment) -> Iterator[IamEnforcer]:
     """Check every call of the deployment's functions and state machine against their roles."""
     import botocore.client
 
-    from ops.local.event_sources import SqsPoller
-    from ops.local.lambda_runtime import LocalFunction
-    from ops.local.moto_patches import step_functions_client_modules
+    from local_cloud.event_sources import SqsPoller
+    from local_cloud.lambda_runtime import LocalFunction
+    from local_cloud.moto_patches import step_functions_client_modules
 
     enforcer = IamEnforcer(deployment)
     enforcer.deployed()

@@ -1,8 +1,9 @@
-"""Simulated time for code that reads the wall clock: Powertools idempotency, our order stamps.
+"""Simulated time for code that reads the wall clock: Powertools idempotency.
 
 Why hand-written: freezegun would freeze or shift time for every thread, moto's own clocks
-included; we only need the handlers' notion of "now" (in-progress expiry, record TTL,
-order ``updated_at``) to follow the run's :class:`~ops.local.clock.SimClock`.
+included; we only need the handlers' notion of "now" (in-progress expiry, record TTL) to follow the run's
+:class:`~local_cloud.clock.SimClock`. A caller's own clock function follows it through the
+``clock_hooks`` of :meth:`local_cloud.emulator.LocalCloud.running`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
-from ops.local.clock import SimClock
+from local_cloud.clock import SimClock
 
 
 def _datetime_module(clock: SimClock) -> types.SimpleNamespace:

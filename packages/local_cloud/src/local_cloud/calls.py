@@ -15,8 +15,9 @@ _outside = threading.local()
 
 @contextmanager
 def outside_the_pipeline() -> Iterator[None]:
-    """Calls made in this block (this thread) are not the pipeline's: the local stand-in for a
-    third-party provider (ops/local/provider_server.py) bills its own AWS account, not ours."""
+    """Calls made in this block (this thread) are not the deployment's: e.g. a caller's local stand-in
+    for a third-party provider (a ``service`` of :meth:`local_cloud.emulator.LocalCloud.running`) bills
+    its own AWS account, not the deployment's."""
     previous = getattr(_outside, "active", False)
     _outside.active = True
     try:

@@ -5,6 +5,9 @@ here, and no maintained library runs a Python handler in-process with Lambda's c
 (per-function environment at init, a context with a deadline, errors as
 ``{"errorType", "errorMessage"}`` payloads). This module does exactly that for the handler
 code a template names, loading it from the function's own asset directory.
+
+What the handler imports (its layers' packages, e.g. ``/opt/python`` on Lambda) must already be
+importable in this interpreter (installed in the virtualenv): the emulator does not edit ``sys.path``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
-from ops.local.capture import LineCapture, point_powertools_loggers_at
-from ops.local.clock import SimClock
+from local_cloud.capture import LineCapture, point_powertools_loggers_at
+from local_cloud.clock import SimClock
 
 _env_lock = threading.RLock()
 _counter = itertools.count()
@@ -78,14 +81,6 @@ def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
-
-
-def ensure_on_path(*directories: Path) -> None:
-    """Append layer directories to ``sys.path`` (after the venv, like /opt/python on Lambda)."""
-    for directory in directories:
-        text = str(directory)
-        if text not in sys.path:
-            sys.path.append(text)
 
 
 def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callable[[Any, Any], Any]:
@@ -155,7 +150,7 @@ class LocalFunction:
     env: dict[str, str]
     timeout: float
     memory: int
-    layer_dirs: list[Path]
+    layer_dirs: list[Path]  # the layers' python/ dirs, for reference: their packages must be importable already
     clock: SimClock
     capture: LineCapture | None = None
     invocations: int = 0
@@ -166,7 +161,6 @@ class LocalFunction:
     def _load(self) -> Any:
         with self._lock:
             if self._fn is None:
-                ensure_on_path(*self.layer_dirs)
                 self._fn = load_handler(self.code_dir, self.handler, self.env)
                 if self.capture is not None:
                     point_powertools_loggers_at(self.capture)
@@ -194,7 +188,7 @@ class LocalFunction:
 def route_invocations(functions: Mapping[str, LocalFunction]) -> Iterator[None]:
     """Route moto's Lambda invocations (from Step Functions or boto3) to ``functions`` (by name).
 
-    Patch ``lambda_in_process`` (ops.local.patches): moto would run the function in Docker.
+    Patch ``lambda_in_process`` (local_cloud.patches): moto would run the function in Docker.
     """
     from moto.awslambda.models import LambdaFunction
 

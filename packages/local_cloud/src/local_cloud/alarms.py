@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ops.local.capture import LineCapture
-from ops.local.clients import aws
+from local_cloud.capture import LineCapture
+from local_cloud.clients import aws
 
 #: Step Functions execution metrics -> the execution status each counts.
 EXECUTION_METRICS = {

@@ -7,7 +7,7 @@ from typing import Any
 
 import boto3
 
-from ops.local.template import REGION
+from local_cloud.template import REGION
 
 _clients: dict[tuple[str, str | None], Any] = {}
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from ops.local.template import ACCOUNT
+from local_cloud.template import ACCOUNT
 
 Check = tuple[str, str]  # (IAM action, resource ARN)
 Rule = Callable[[str, str, Mapping[str, Any]], list[Check]]

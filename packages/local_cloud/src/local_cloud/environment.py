@@ -1,4 +1,4 @@
-"""moto in this process, made to behave like AWS where the run depends on it (ops.local.patches)."""
+"""moto in this process, made to behave like AWS where the run depends on it (local_cloud.patches)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from unittest import mock
 
 import botocore.endpoint
 
-from ops.local.clock import SimClock
-from ops.local.moto_patches import (
+from local_cloud.clock import SimClock
+from local_cloud.moto_patches import (
     atomic_dynamodb,
     cached_action_names,
     cached_asl_parse,
@@ -30,9 +30,9 @@ from ops.local.moto_patches import (
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
 )
-from ops.local.patches import enabled
-from ops.local.simtime import simulated_now
-from ops.local.template import REGION
+from local_cloud.patches import enabled
+from local_cloud.simtime import simulated_now
+from local_cloud.template import REGION
 
 FAKE_ENV = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -44,7 +44,7 @@ FAKE_ENV = {
 }
 
 
-#: The speed patches on moto that need no particular order (``ops.local.patches`` names each one).
+#: The speed patches on moto that need no particular order (``local_cloud.patches`` names each one).
 SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...] = (
     ("backend_lookup", fast_backend_lookup),
     ("sfn_client_cache", cached_step_functions_clients),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ops.errors import UsageError
+from local_cloud.errors import UsageError
 
 REGION_CLASSES = ("large", "other")
 #: The regions with the larger Step Functions quotas ("Step Functions service quotas").

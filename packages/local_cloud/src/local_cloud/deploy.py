@@ -1,26 +1,26 @@
-"""Build the template's resources in moto (the table-driven :mod:`ops.local.deploy_plan`)."""
+"""Build the template's resources in moto (the table-driven :mod:`local_cloud.deploy_plan`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ops.local.capture import LineCapture
-from ops.local.clock import SimClock
-from ops.local.deploy_plan import BUILT_TYPES, DEFAULT_ENTRY, PLAN
-from ops.local.event_sources import EventSourceSpec
-from ops.local.lambda_runtime import LocalFunction, route_invocations
-from ops.local.template import CloudAssembly, Resolver, Resource
-
-if TYPE_CHECKING:
-    from ops.local.iam_enforce import IamEnforcer
+from local_cloud.capture import LineCapture
+from local_cloud.clock import SimClock
+from local_cloud.deploy_plan import BUILT_TYPES, DEFAULT_ENTRY, PLAN
+from local_cloud.event_sources import EventSourceSpec
+from local_cloud.interfaces import IamReport
+from local_cloud.lambda_runtime import LocalFunction, route_invocations
+from local_cloud.template import CloudAssembly, Resolver, Resource
 
 __all__ = ["BUILT_TYPES", "EventSourceSpec", "LocalDeployment", "LocalFunction"]
 
 
 class LocalDeployment:
     """The template's queues, tables, functions, state machine and alarms, in moto.
+
+    The one :class:`~local_cloud.interfaces.Deployment` (what the deploy plan and the enforcers read).
 
     Physical names are ``<stack>-<logicalId>``; every Ref/GetAtt in environment variables, the
     state machine definition, redrive policies and alarm dimensions resolves to them.
@@ -41,7 +41,7 @@ class LocalDeployment:
         self.alarms: dict[str, dict[str, Any]] = {}  # name -> put_metric_alarm kwargs
         self.event_sources: list[EventSourceSpec] = []
         self.schedules: list[tuple[str, LocalFunction]] = []  # (schedule expression, target)
-        self.iam: IamEnforcer | None = None  # set while ops.local.iam_enforce.enforce_iam is active
+        self.iam: IamReport | None = None  # set while local_cloud.iam_enforce.enforce_iam is active
         for r in self.assembly.resources():
             PLAN.get(r.type, DEFAULT_ENTRY).name(self, r)
         self.resolve = Resolver(self.stack, self.refs, self.attrs)

@@ -13,19 +13,17 @@ import json
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ops.local.clients import aws
-from ops.local.event_sources import EventSourceSpec
-from ops.local.lambda_runtime import LocalFunction
-from ops.local.template import ACCOUNT, REGION, Resource
-
-if TYPE_CHECKING:
-    from ops.local.deploy import LocalDeployment
+from local_cloud.clients import aws
+from local_cloud.event_sources import EventSourceSpec
+from local_cloud.interfaces import Deployment
+from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.template import ACCOUNT, REGION, Resource
 
 BASE = f"{REGION}:{ACCOUNT}"
-Namer = Callable[["LocalDeployment", Resource], None]
-Builder = Callable[["LocalDeployment", list[Resource]], None]
+Namer = Callable[[Deployment, Resource], None]
+Builder = Callable[[Deployment, list[Resource]], None]
 
 
 @dataclass(frozen=True)
@@ -36,13 +34,13 @@ class Entry:
     build: Builder | None = None
 
 
-def physical_name(d: LocalDeployment, r: Resource, prop: str, limit: int) -> str:
+def physical_name(d: Deployment, r: Resource, prop: str, limit: int) -> str:
     """The name property when the template sets one, else ``<stack>-<logicalId>`` (cut to ``limit``)."""
     return str(r.properties.get(prop) or f"{d.stack}-{r.logical_id}")[:limit]
 
 
 # -- naming -----------------------------------------------------------------------------------------
-def name_queue(d: LocalDeployment, r: Resource) -> None:
+def name_queue(d: Deployment, r: Resource) -> None:
     lid, name = r.logical_id, physical_name(d, r, "QueueName", 80)
     url, arn = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}", f"arn:aws:sqs:{BASE}:{name}"
     d.refs[lid] = url
@@ -53,24 +51,24 @@ def name_queue(d: LocalDeployment, r: Resource) -> None:
         d.dlq_ids.add(target["Fn::GetAtt"][0])
 
 
-def name_table(d: LocalDeployment, r: Resource) -> None:
+def name_table(d: Deployment, r: Resource) -> None:
     name = physical_name(d, r, "TableName", 255)
     d.refs[r.logical_id] = name
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:dynamodb:{BASE}:table/{name}"
     d.tables[r.logical_id] = name
 
 
-def name_function(d: LocalDeployment, r: Resource) -> None:
+def name_function(d: Deployment, r: Resource) -> None:
     name = physical_name(d, r, "FunctionName", 64)
     d.refs[r.logical_id] = name
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:lambda:{BASE}:function:{name}"
 
 
-def name_layer(d: LocalDeployment, r: Resource) -> None:
+def name_layer(d: Deployment, r: Resource) -> None:
     d.refs[r.logical_id] = f"arn:aws:lambda:{BASE}:layer:{r.logical_id}:1"
 
 
-def name_state_machine(d: LocalDeployment, r: Resource) -> None:
+def name_state_machine(d: Deployment, r: Resource) -> None:
     lid, name = r.logical_id, physical_name(d, r, "StateMachineName", 80)
     arn = f"arn:aws:states:{BASE}:stateMachine:{name}"
     d.refs[lid] = arn
@@ -78,53 +76,53 @@ def name_state_machine(d: LocalDeployment, r: Resource) -> None:
     d.state_machines[lid] = arn
 
 
-def name_topic(d: LocalDeployment, r: Resource) -> None:
+def name_topic(d: Deployment, r: Resource) -> None:
     lid, name = r.logical_id, physical_name(d, r, "TopicName", 256)
     arn = f"arn:aws:sns:{BASE}:{name}"
     d.refs[lid] = arn
     d.attrs.update({(lid, "TopicArn"): arn, (lid, "TopicName"): name})
 
 
-def name_role(d: LocalDeployment, r: Resource) -> None:
+def name_role(d: Deployment, r: Resource) -> None:
     name = physical_name(d, r, "RoleName", 64)
     d.refs[r.logical_id] = name
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
 
 
-def name_log_group(d: LocalDeployment, r: Resource) -> None:
+def name_log_group(d: Deployment, r: Resource) -> None:
     name = physical_name(d, r, "LogGroupName", 512)
     d.refs[r.logical_id] = name
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:logs:{BASE}:log-group:{name}:*"
 
 
-def name_alarm(d: LocalDeployment, r: Resource) -> None:
+def name_alarm(d: Deployment, r: Resource) -> None:
     name = physical_name(d, r, "AlarmName", 255)
     d.refs[r.logical_id] = name
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:cloudwatch:{BASE}:alarm:{name}"
 
 
-def name_key(d: LocalDeployment, r: Resource) -> None:
+def name_key(d: Deployment, r: Resource) -> None:
     d.refs[r.logical_id] = f"local-key-{r.logical_id}"
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:kms:{BASE}:key/local-key-{r.logical_id}"
 
 
-def name_default(d: LocalDeployment, r: Resource) -> None:
+def name_default(d: Deployment, r: Resource) -> None:
     """Any other type: Ref is ``<stack>-<logicalId>``."""
     d.refs[r.logical_id] = f"{d.stack}-{r.logical_id}"
 
 
 # -- building ---------------------------------------------------------------------------------------
-def build_topics(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_topics(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         aws("sns").create_topic(Name=d.attrs[(r.logical_id, "TopicName")])
 
 
-def build_log_groups(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_log_groups(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         aws("logs").create_log_group(logGroupName=d.refs[r.logical_id])
 
 
-def build_tables(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_tables(d: Deployment, resources: list[Resource]) -> None:
     ddb = aws("dynamodb")
     for r in resources:
         p = d.resolve(r.properties)
@@ -157,7 +155,7 @@ QUEUE_ATTRIBUTES = (
 )
 
 
-def build_queues(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_queues(d: Deployment, resources: list[Resource]) -> None:
     sqs = aws("sqs")
     for r in sorted(resources, key=lambda r: "RedrivePolicy" in r.properties):  # DLQs first
         p = d.resolve(r.properties)
@@ -180,7 +178,7 @@ def _placeholder_zip() -> bytes:
     return buffer.getvalue()
 
 
-def build_functions(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_functions(d: Deployment, resources: list[Resource]) -> None:
     lam = aws("lambda")
     role_arn = aws("iam").create_role(
         RoleName="local-lambda-role",
@@ -229,7 +227,7 @@ def build_functions(d: LocalDeployment, resources: list[Resource]) -> None:
         )
 
 
-def build_state_machines(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_state_machines(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         aws("stepfunctions").create_state_machine(
             name=d.attrs[(r.logical_id, "Name")],
@@ -239,7 +237,7 @@ def build_state_machines(d: LocalDeployment, resources: list[Resource]) -> None:
         )
 
 
-def build_event_sources(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_event_sources(d: Deployment, resources: list[Resource]) -> None:
     """SQS mappings become :class:`EventSourceSpec` (the runner's pollers drive them)."""
     by_arn = {q["arn"]: (lid, q) for lid, q in d.queues.items()}
     for r in resources:
@@ -258,7 +256,7 @@ def build_event_sources(d: LocalDeployment, resources: list[Resource]) -> None:
         )
 
 
-def build_alarms(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_alarms(d: Deployment, resources: list[Resource]) -> None:
     """Alarms in moto (the alarm evaluator sets their state), their definitions kept by name."""
     for r in resources:
         p = d.resolve(r.properties)
@@ -282,7 +280,7 @@ def build_alarms(d: LocalDeployment, resources: list[Resource]) -> None:
         d.alarms[name] = kwargs
 
 
-def build_schedules(d: LocalDeployment, resources: list[Resource]) -> None:
+def build_schedules(d: Deployment, resources: list[Resource]) -> None:
     """EventBridge schedule rules targeting functions (the runner fires them on demand)."""
     for r in resources:
         p = d.resolve(r.properties)

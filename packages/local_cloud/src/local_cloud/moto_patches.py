@@ -68,7 +68,7 @@ def fast_backend_lookup() -> Iterator[None]:
 
 #: moto's Step Functions task modules that call AWS through a module-level ``boto_client_for``
 #: (Lambda tasks, and the direct service integrations a saga may use). Patched together here and
-#: by ops/local/iam_enforce.py, so every task's AWS call gets the same client and IAM check.
+#: by local_cloud/iam_enforce.py, so every task's AWS call gets the same client and IAM check.
 _TASK = "moto.stepfunctions.parser.asl.component.state.exec.state_task"
 STEP_FUNCTIONS_CLIENT_MODULES = (
     f"{_TASK}.lambda_eval_utils",
@@ -87,7 +87,7 @@ def step_functions_client_modules() -> list[types.ModuleType]:
     modules = [importlib.import_module(name) for name in STEP_FUNCTIONS_CLIENT_MODULES]
     for module in modules:
         if not callable(getattr(module, "boto_client_for", None)):
-            raise RuntimeError(f"{module.__name__} no longer binds boto_client_for: revisit ops/local/moto_patches.py")
+            raise RuntimeError(f"{module.__name__} no longer binds boto_client_for: revisit local_cloud.moto_patches")
     return modules
 
 
@@ -356,7 +356,7 @@ def direct_sqs_retention_check() -> Iterator[None]:
     """moto checks each message's retention period at ReceiveMessage by building all of the
     queue's attributes - three message counts, each a pass over every message - three times per
     message, which makes a receive quadratic in queue depth. Read the one attribute directly: the
-    same number, compared with the same (simulated, :func:`ops.local.environment.sqs_on_clock`)
+    same number, compared with the same (simulated, :func:`local_cloud.environment.sqs_on_clock`)
     clock."""
     from moto.sqs import models as sqs_models
 

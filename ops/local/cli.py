@@ -1,0 +1,267 @@
+"""``python -m ops local ...``: the arguments of the local commands (run, faults, spike, up) and their output.
+
+The operator runbook commands (dlq, trace, repair, smoke, capacity) stay in :mod:`ops.cli`, which
+registers these with :func:`add_local_parser` and hands a parsed ``local`` command to :func:`run_local_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ops.arguments import integer as _integer
+from ops.arguments import non_negative as _non_negative
+from ops.arguments import positive as _positive
+from ops.arguments import positive_float as _positive_float
+from ops.arguments import rate as _rate
+from ops.local.up import add_up_parser, main_up
+
+
+def add_local_parser(commands: Any) -> None:
+    """The ``local`` command and its subcommands, on the CLI's subparsers."""
+    local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
+    local_commands = local.add_subparsers(dest="local_command", required=True)
+    add_up_parser(local_commands)
+    faults = local_commands.add_parser(
+        "faults", help="the fault matrix: every fault at every Task state, one order per cell, judged from the records"
+    )
+    faults.add_argument("--state", help="only this row: a Task state, or repair (repair@<setup>)")
+    faults.add_argument("--fault", help="only faults whose name contains this text, e.g. Lambda.Unknown")
+    faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
+    faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
+    faults.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
+    run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
+    run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
+    run.add_argument("--decline-rate", type=_rate, default=0.15, help="share of orders whose payment is declined")
+    run.add_argument("--ship-fail-rate", type=_rate, default=0.10, help="share of orders the carrier rejects")
+    run.add_argument("--out-of-stock-rate", type=_rate, default=0.05, help="share of orders with an unstocked SKU")
+    run.add_argument("--partial-capture-rate", type=_rate, default=0.0, help="share captured only in part")
+    run.add_argument("--auth-only-rate", type=_rate, default=0.0, help="share authorised but never captured")
+    run.add_argument("--refund-flaky-rate", type=_rate, default=0.0, help="share whose refund fails twice first")
+    run.add_argument("--refund-fail-rate", type=_rate, default=0.0, help="share whose refund keeps failing")
+    run.add_argument("--duplicate-rate", type=_rate, default=0.0, help="extra deliveries (same batch, later, late)")
+    run.add_argument("--crash-rate", type=_rate, default=0.0, help="abrupt ends after the side effect")
+    run.add_argument("--malformed-rate", type=_rate, default=0.0, help="extra malformed messages")
+    run.add_argument(
+        "--hostile-rate",
+        type=_rate,
+        default=0.0,
+        help="per order, one extra hostile input: deep nesting, oversize, floats, wrong types, unknown order",
+    )
+    run.add_argument("--throttle-rate", type=_rate, default=0.0, help="DynamoDB and SQS calls answered with throttling")
+    run.add_argument(
+        "--ambiguous-rate", type=_rate, default=0.0, help="provider requests whose answer is lost after acting"
+    )
+    run.add_argument(
+        "--status-write-fail-rate", type=_rate, default=0.0, help="saga status writes failing with a DynamoDB error"
+    )
+    run.add_argument(
+        "--park-fail-rate", type=_rate, default=0.0, help="attempts of the park (MarkNeedsAttention) failing"
+    )
+    run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
+    run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
+    run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
+    run.add_argument("--report-file", type=Path, help="also write the JSON report here")
+    run.add_argument("--workers", type=_positive, default=1, help="split the orders across N processes (cores)")
+    run.add_argument("--shard", type=_non_negative, default=0, help=argparse.SUPPRESS)
+    run.add_argument("--shards", type=_positive, default=1, help=argparse.SUPPRESS)
+    run.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
+    run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    quota_argument(run)
+    run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
+    run.add_argument("--json", action="store_true", help="print the JSON report")
+    run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    spike = local_commands.add_parser(
+        "spike", help="a traffic spike at scale 1:k against AWS's quotas (similitude): backlog, latency, DLQ"
+    )
+    spike.add_argument("--baseline", default="50/min", help="rate before and after the peak (default 50/min)")
+    spike.add_argument("--peak", default="50000/min", help="peak rate (default 50000/min)")
+    spike.add_argument("--minutes", type=_positive_float, default=5.0, help="peak duration (default 5)")
+    spike.add_argument("--scale", type=_positive_float, default=100.0, help="k: rates and quotas divided by k (100)")
+    spike.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
+    spike.add_argument("--today", action="store_true", help="without intake's throttle backoff (today's behaviour)")
+    spike.add_argument("--plot", type=Path, default=None, help="plot file (default reports/spike.png)")
+    spike.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    spike.add_argument("--json", action="store_true", help="print the JSON report")
+    spike.add_argument("--check", action="store_true", help="exit 1 unless every order is terminal, none dead-lettered")
+    spike.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    quota_argument(spike)
+
+
+def quota_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quota",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one AWS quota at 1:1 (names: local_cloud.limits.QUOTA_NAMES), e.g. sfn_start_refill=600",
+    )
+
+
+def quotas(args: argparse.Namespace) -> Any:
+    from local_cloud.limits import Quotas, parse_quotas
+
+    return Quotas.for_region_class(getattr(args, "region_class", "large")).with_overrides(parse_quotas(args.quota))
+
+
+def _spike(args: argparse.Namespace) -> int:
+    from ops.local.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
+
+    options = SpikeOptions(
+        baseline_per_second=parse_rate(args.baseline),
+        peak_per_second=parse_rate(args.peak),
+        minutes=args.minutes,
+        scale=args.scale,
+        quotas=quotas(args),
+        throttle_backoff=not args.today,
+        assembly_dir=args.assembly,
+        plot=None if args.no_plot else (args.plot or DEFAULT_PLOT),
+    )
+    report = run_spike(options)
+    if args.json:
+        print(json.dumps({k: v for k, v in report.items() if k != "series"}, indent=2, default=str))
+    else:
+        backlog, latency = report["backlog"], report["latency_seconds"]
+        print(
+            f"spike 1:{options.scale:g}: {report['orders']['submitted']} orders, "
+            f"{report['valid_orders_dead_lettered']} valid dead-lettered, throttles {report['throttles']}, "
+            f"max depth {backlog['max_depth']}, drained {backlog['drained_after_seconds']} s after the peak, "
+            f"latency p50 {latency['p50']} s p99 {latency['p99']} s"
+        )
+    for problem in report["check_problems"]:
+        print(f"FAIL {problem}", file=sys.stderr)
+    return 1 if args.check and report["check_problems"] else 0
+
+
+def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """Run a parsed ``local`` command; the exit status."""
+    if args.local_command == "run":
+        from ops.local.chaos import FaultRates
+        from ops.local.orders import OrderMix
+        from ops.local.run import RunOptions, run_local
+
+        options = RunOptions(
+            orders=args.orders,
+            seed=args.seed,
+            mix=OrderMix(
+                decline_rate=args.decline_rate,
+                ship_fail_rate=args.ship_fail_rate,
+                out_of_stock_rate=args.out_of_stock_rate,
+                partial_capture_rate=args.partial_capture_rate,
+                auth_only_rate=args.auth_only_rate,
+                refund_flaky_rate=args.refund_flaky_rate,
+                refund_fail_rate=args.refund_fail_rate,
+            ),
+            faults=FaultRates(
+                duplicate=args.duplicate_rate,
+                crash=args.crash_rate,
+                malformed=args.malformed_rate,
+                throttle=args.throttle_rate,
+                hostile=args.hostile_rate,
+                ambiguous=args.ambiguous_rate,
+                status_write_fail=args.status_write_fail_rate,
+                park_fail=args.park_fail_rate,
+                stop=args.stop_rate,
+            ),
+            replay_transient=args.replay_transient,
+            stage=args.stage,
+            timeout_seconds=args.timeout,
+            assembly_dir=args.assembly,
+            echo_logs=args.echo_logs,
+            quotas=quotas(args),
+        )
+        if args.workers > 1:
+            from ops.local.shards import run_sharded
+
+            passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
+            passthrough = _without(passthrough, ("--workers", "--assembly", "--report-file", "--json", "--check"))
+            report = run_sharded(options, passthrough, args.workers)
+        else:
+            from ops.local.shards import shard_options
+
+            report = run_local(shard_options(options, args.shard, args.shards))
+        if args.report_file:
+            args.report_file.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        if args.json:
+            json.dump(report, sys.stdout, indent=2, default=str)
+            print()
+        else:
+            _print_summary(report)
+        failed = {k: v for k, v in report["invariants"].items() if v}
+        if args.check:
+            for name, why in report["invariants"].items():
+                print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
+        return 1 if args.check and failed else 0
+    if args.local_command == "faults":
+        from ops.local.fault_matrix import MatrixOptions
+        from ops.local.fault_matrix import main as main_faults
+
+        matrix = MatrixOptions(
+            state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly
+        )
+        return main_faults(matrix, args.json)
+    if args.local_command == "up":
+        return main_up(args)
+    if args.local_command == "spike":
+        return _spike(args)
+    return 2
+
+
+def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]:
+    """Drop the given options (and their values, if any) from an argument list."""
+    flags = {"--json", "--check"}
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options_with_values:
+            skip = name not in flags and "=" not in arg
+            continue
+        out.append(arg)
+    return out
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    """The run in a few lines: each order, then outcomes, invariants and where to look next."""
+    o = report["orders"]
+    print(f"{'order':<22} {'status':<16} correlation id")
+    for detail in report["order_details"]:
+        print(f"{detail['order_id']:<22} {detail['status']:<16} {detail['correlation_id']}")
+    print()
+    print(
+        f"orders: {o['submitted']} submitted, {o['completed']} completed, {o['compensated']} compensated, "
+        f"{o['needs_attention']} needs attention, {o['failed']} failed, {o['in_flight']} in flight"
+    )
+    ledger = report["ledger"]
+    print(
+        f"sandbox ledger: {ledger['charges']} charges, {ledger['refunds']} refunds, {ledger['shipments']} shipments, "
+        f"{ledger['duplicate_charges']} duplicate charges, "
+        f"{ledger['reservations_outstanding']} reservations outstanding"
+    )
+    print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
+    for kind, ended in (report.get("hostile") or {}).items():
+        where = ", ".join(f"{k} {v}" for k, v in ended.items() if k != "injected")
+        print(f"hostile {kind}: {ended['injected']} injected ({where})")
+    if "cost" in report:
+        usd = report["cost"]["usd_per_million_orders"]
+        print(
+            f"USD per million orders: {usd['standard_workflow']} (Standard workflow), "
+            f"{usd['express_workflow']} Express (what Express would lose: docs/results.md)"
+        )
+    failed = sorted(name for name, why in report["invariants"].items() if why)
+    held = len(report["invariants"]) - len(failed)
+    print(f"invariants: {held} hold" + (f", {len(failed)} fail: {', '.join(failed)}" if failed else ""))
+    e = report["elapsed"]
+    print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")
+    print(
+        "next: --json for the full report (logs, IAM, costs, per-order units), --check to fail on an invariant; "
+        "docs/local-run.md explains each figure"
+    )
