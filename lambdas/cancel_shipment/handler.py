@@ -1,6 +1,6 @@
 """CancelShipment saga step (ShipOrder's compensation)."""
 
-from order_domain.settings import ShippingStepSettings
+from order_domain.settings.shipping import ShippingStepSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import shipping_service
 

@@ -1,6 +1,6 @@
 """ChargePayment saga step."""
 
-from order_domain.settings import PaymentStepSettings
+from order_domain.settings.payment import PaymentStepSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import payment_service
 

@@ -1,6 +1,6 @@
 """Records the saga outcome on the order: COMPLETED, COMPENSATED or NEEDS_ATTENTION."""
 
-from order_domain.settings import FinalizeSettings
+from order_domain.settings.finalize import FinalizeSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import finalize_action
 

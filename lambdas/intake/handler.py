@@ -13,7 +13,7 @@ from order_domain import wiring
 from order_domain.logs import get_logger
 from order_domain.model import parse_order
 from order_domain.orders import attempt_of
-from order_domain.settings import IntakeSettings
+from order_domain.settings.intake import IntakeSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord

@@ -3,10 +3,12 @@
 The only module under ``lambdas/`` that obtains AWS clients. Repositories, services and provider
 adapters take a client in their constructor (as Powertools' persistence layers take
 ``boto3_client``); they are built here, once per execution environment (the handlers call these
-builders at module import). :func:`client` is one client per service per execution environment,
-created on the first build that needs it (~10 ms each at a cold start), shared by every object
-built here. The local emulator patches ``botocore.client.BaseClient._make_api_call`` at class
-level, so these clients reach it like any other.
+builders at module import). :func:`client` is one client per service per execution environment
+(:func:`lambda_resilience.aws.client`), shared by every object built here and created on its
+first use, not at import: building a client reads its service model (~10 ms at a cold start), and
+the cold start loads only what the first invocation runs (``make bench``, import time). The local
+emulator patches ``botocore.client.BaseClient._make_api_call`` at class level, so these clients
+reach it like any other.
 
 Each builder imports the modules it needs: a handler's cold start loads only the services it uses.
 """
@@ -16,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lambda_resilience.aws import client
+from lambda_resilience import aws
 from order_domain.orders import OrderRepository
-from order_domain.settings import HttpsProvider, Provider
 
 if TYPE_CHECKING:
     from lambda_resilience.backoff import ThrottleBackoff
@@ -29,26 +30,40 @@ if TYPE_CHECKING:
     from order_domain.inventory import InventoryService
     from order_domain.payments import PaymentService
     from order_domain.ports import Carrier, PaymentProvider
-    from order_domain.settings import (
-        FinalizeSettings,
-        IdempotentSettings,
-        IntakeSettings,
-        InventoryStepSettings,
-        PaymentStepSettings,
-        SandboxSettings,
-        ShippingStepSettings,
-        SweeperSettings,
-    )
+    from order_domain.settings import IdempotentSettings
+    from order_domain.settings.finalize import FinalizeSettings
+    from order_domain.settings.intake import IntakeSettings
+    from order_domain.settings.inventory import InventoryStepSettings
+    from order_domain.settings.payment import PaymentStepSettings
+    from order_domain.settings.providers import HttpsProvider
+    from order_domain.settings.sandbox import SandboxSettings
+    from order_domain.settings.shipping import ShippingStepSettings
+    from order_domain.settings.sweeper import SweeperSettings
     from order_domain.shipping import ShippingService
     from order_domain.sweeper import Sweeper
     from sandbox.ledger import Ledger
 
-__all__ = ["client"]
-
 Action = Callable[[dict[str, Any]], dict[str, Any]]
-#: ``client(service)``: the execution environment's client (what the middleware's routing,
-#: backoff and replay take).
-ClientFactory = Callable[[str], Any]
+
+
+class _OnFirstUse:
+    """A service's client, created on first use: then the execution environment's shared one."""
+
+    __slots__ = ("_client", "_service")
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = aws.client(self._service)
+        return getattr(self._client, name)
+
+
+def client(service: str) -> Any:
+    """The execution environment's client for ``service``, for a constructor (created on first use)."""
+    return _OnFirstUse(service)
 
 
 def orders(table_name: str) -> OrderRepository:
@@ -83,7 +98,7 @@ def intake_service(settings: IntakeSettings) -> IntakeService:
 def failure_routing(settings: IntakeSettings) -> FailureRouting:
     from lambda_resilience.dlq import FailureRouting
 
-    return FailureRouting(settings.dead_letter_queue_url, settings.failures_table, client)
+    return FailureRouting(settings.dead_letter_queue_url, settings.failures_table, aws.client)
 
 
 def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
@@ -92,7 +107,7 @@ def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
         return None
     from lambda_resilience.backoff import ThrottleBackoff
 
-    return ThrottleBackoff(settings.throttle_requeue_queue_url, client)
+    return ThrottleBackoff(settings.throttle_requeue_queue_url, aws.client)
 
 
 # -- providers --------------------------------------------------------------------------------------
@@ -108,7 +123,9 @@ def _https(provider: HttpsProvider) -> HttpsJsonClient:
 
 def payment_provider(settings: PaymentStepSettings | SweeperSettings) -> PaymentProvider:
     """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
-    target: Provider = settings.payment
+    from order_domain.settings.providers import HttpsProvider
+
+    target = settings.payment
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsPaymentProvider
 
@@ -120,7 +137,9 @@ def payment_provider(settings: PaymentStepSettings | SweeperSettings) -> Payment
 
 def carrier(settings: ShippingStepSettings | SweeperSettings) -> Carrier:
     """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
-    target: Provider = settings.carrier
+    from order_domain.settings.providers import HttpsProvider
+
+    target = settings.carrier
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsCarrier
 
@@ -202,6 +221,11 @@ def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
         logger=logger,
         stepfunctions=client("stepfunctions"),
     )
+
+
+def replay_clients() -> Callable[[str], Any]:
+    """``client(service)`` for the DLQ replay (the middleware's replay takes a client factory)."""
+    return aws.client
 
 
 def ledger(settings: SandboxSettings) -> Ledger:

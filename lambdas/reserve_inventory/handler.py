@@ -3,7 +3,7 @@
 from typing import Any
 
 from order_domain.saga_start import CompensationRequested, compensation_requested
-from order_domain.settings import InventoryStepSettings
+from order_domain.settings.inventory import InventoryStepSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
-from order_domain.settings import SandboxSettings
+from order_domain.settings.sandbox import SandboxSettings
 from order_domain.wiring import ledger
 
 if TYPE_CHECKING:

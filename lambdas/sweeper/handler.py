@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from lambda_resilience.correlation import correlation_scope, new_correlation_id
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
-from order_domain.settings import SweeperSettings
+from order_domain.settings.sweeper import SweeperSettings
 from order_domain.wiring import sweeper_service
 
 if TYPE_CHECKING:

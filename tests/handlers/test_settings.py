@@ -6,17 +6,14 @@ import pytest
 
 from lambda_resilience.exceptions import ConfigurationError
 from order_domain import env as names
-from order_domain.settings import (
-    DEFAULT_IDEMPOTENCY_TTL_SECONDS,
-    DlqReplaySettings,
-    FinalizeSettings,
-    HttpsProvider,
-    IntakeSettings,
-    PaymentStepSettings,
-    ProviderFunction,
-    SandboxSettings,
-    SweeperSettings,
-)
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from order_domain.settings.finalize import FinalizeSettings
+from order_domain.settings.intake import IntakeSettings
+from order_domain.settings.payment import PaymentStepSettings
+from order_domain.settings.providers import HttpsProvider, ProviderFunction
+from order_domain.settings.replay import DlqReplaySettings
+from order_domain.settings.sandbox import SandboxSettings
+from order_domain.settings.sweeper import SweeperSettings
 
 BASE = {names.IDEMPOTENCY_TABLE_NAME: "idem", names.ORDERS_TABLE_NAME: "orders"}
 
