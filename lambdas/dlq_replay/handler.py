@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from lambda_resilience.aws import client
 from lambda_resilience.correlation import correlation_scope, new_correlation_id
 from lambda_resilience.replay import MAX_AUTOMATIC_REPLAYS, replay
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
-from order_domain.settings import Settings
+from order_domain.settings.replay import DlqReplaySettings
+from order_domain.wiring import replay_clients
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_PER_RUN = 100
-settings = Settings.from_env(required=("REPLAY_TARGETS",))
+settings = DlqReplaySettings.from_env()
+clients = replay_clients()
 logger = get_logger()
 metrics = Metrics()
 
@@ -34,7 +35,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with correlation_scope(logger, f"replay-{new_correlation_id()}"):
         for dlq_url, source_url in settings.replay_targets:
             report = replay(
-                client,
+                clients,
                 dlq_url,
                 source_url,
                 settings.failures_table,

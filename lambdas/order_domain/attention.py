@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from lambda_resilience.aws import client
 from lambda_resilience.correlation import current_correlation_id, sqs_message_attributes
-from lambda_resilience.exceptions import ConfigurationError
 
 Source = Literal["saga-park", "saga-last-resort", "sweeper"]
 SAGA_PARK: Source = "saga-park"
@@ -44,8 +42,11 @@ def attention_body(
 class NeedsAttentionNotifier:
     """Sends needs-attention messages (:func:`attention_body`) to the queue."""
 
-    def __init__(self, queue_url: str | None) -> None:
+    def __init__(self, queue_url: str, *, client: Any) -> None:
+        """``queue_url``: the needs-attention queue (required by the settings of every sender);
+        ``client``: the SQS client."""
         self.queue_url = queue_url
+        self.client = client
 
     def notify(
         self,
@@ -58,13 +59,11 @@ class NeedsAttentionNotifier:
         correlation_id: str | None = None,
     ) -> str:
         """Send one message; ``correlation_id`` defaults to the one in scope. Returns the message ID."""
-        if not self.queue_url:
-            raise ConfigurationError("NEEDS_ATTENTION_QUEUE_URL is not set: a parked order would go unnoticed")
         cid = correlation_id or current_correlation_id()
         body = attention_body(
             order_id, payment_attempt=payment_attempt, correlation_id=cid, reason=reason, error=error, source=source
         )
-        response = client("sqs").send_message(
+        response = self.client.send_message(
             QueueUrl=self.queue_url,
             MessageBody=json.dumps(body, default=str),
             MessageAttributes=sqs_message_attributes(cid),

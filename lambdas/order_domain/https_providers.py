@@ -26,7 +26,6 @@ from urllib.parse import quote, urlsplit
 import urllib3
 from urllib3.util import Retry, Timeout
 
-from lambda_resilience.aws import client
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch
 from order_domain.errors import ProviderRejected, ProviderUnavailable
@@ -62,10 +61,12 @@ def check_base_url(url: str) -> str:
 class SecretApiKey:
     """The provider's API key from Secrets Manager (``{"api_key": "..."}``), read once per container."""
 
-    def __init__(self, secret_arn: str) -> None:
+    def __init__(self, secret_arn: str, *, client: Any) -> None:
+        """``client``: the Secrets Manager client (used once, on the first call)."""
         if not secret_arn:
             raise ConfigurationError("a provider secret ARN is required with a provider URL")
         self.secret_arn = secret_arn
+        self.client = client
         self._value: str | None = None
         self._lock = threading.Lock()
 
@@ -77,7 +78,7 @@ class SecretApiKey:
         return self._value
 
     def _read(self) -> str:
-        secret = client("secretsmanager").get_secret_value(SecretId=self.secret_arn)
+        secret = self.client.get_secret_value(SecretId=self.secret_arn)
         try:
             key = json.loads(secret["SecretString"])["api_key"]
         except (KeyError, TypeError, ValueError) as exc:

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import cancelled_only_by_conditions, client, error_code, from_item, to_item
+from lambda_resilience.aws import cancelled_only_by_conditions, error_code, from_item, to_item
 from order_domain.errors import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
@@ -38,9 +38,11 @@ class InventoryService:
     tombstone first, so a late reserve for the same order cannot take stock afterwards.
     """
 
-    def __init__(self, table_name: str, orders: OrderRepository) -> None:
+    def __init__(self, table_name: str, orders: OrderRepository, *, client: Any) -> None:
+        """``client``: the DynamoDB client of the inventory table."""
         self.table_name = table_name
         self.orders = orders
+        self.client = client
 
     def _quantities(self, order: dict[str, Any]) -> Counter[str]:
         """Quantities per SKU; refuses anything but positive integers (stock must never grow here)."""
@@ -55,7 +57,7 @@ class InventoryService:
         return counts
 
     def get_reservation(self, order_id: str, attempt: int = 1) -> dict[str, Any] | None:
-        response = client("dynamodb").get_item(
+        response = self.client.get_item(
             TableName=self.table_name, Key=reservation_key(order_id, attempt), ConsistentRead=True
         )
         return from_item(response["Item"]) if "Item" in response else None
@@ -95,7 +97,7 @@ class InventoryService:
                 }
             )
         try:
-            client("dynamodb").transact_write_items(TransactItems=actions)
+            self.client.transact_write_items(TransactItems=actions)
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise
@@ -123,7 +125,7 @@ class InventoryService:
             existing = self.get_reservation(order_id, attempt)
             if existing is None:
                 try:
-                    client("dynamodb").put_item(
+                    self.client.put_item(
                         TableName=self.table_name,
                         Item={
                             **reservation_key(order_id, attempt),
@@ -162,7 +164,7 @@ class InventoryService:
                     }
                 )
             try:
-                client("dynamodb").transact_write_items(TransactItems=actions)
+                self.client.transact_write_items(TransactItems=actions)
                 return {"status": "released", "items": existing.get("items", {})}
             except ClientError as exc:
                 if error_code(exc) != "TransactionCanceledException":

@@ -6,7 +6,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import client, error_code, from_item, to_item
+from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.exceptions import PayloadMismatch
 from order_domain import clock
 from order_domain.errors import AttemptInProgress, InvalidTransition, OrderClosed, StaleAttempt, UnknownOrder
@@ -36,8 +36,10 @@ class OrderRepository:
     attempt arrived, with which correlation ID, and how the previous one ended.
     """
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, *, client: Any) -> None:
+        """``client``: the DynamoDB client (built by the composition root, :mod:`order_domain.wiring`)."""
         self.table_name = table_name
+        self.client = client
 
     def create(self, order: dict[str, Any], correlation_id: str) -> str:
         """Record an order message; returns :data:`CREATED`, :data:`DUPLICATE`, :data:`NEW_ATTEMPT` or
@@ -61,7 +63,7 @@ class OrderRepository:
             "attempts": [{"attempt": attempt, "received_at": now, "correlation_id": correlation_id}],
         }
         try:
-            client("dynamodb").put_item(
+            self.client.put_item(
                 TableName=self.table_name,
                 Item=to_item(item),
                 ConditionExpression="attribute_not_exists(order_id)",
@@ -101,7 +103,7 @@ class OrderRepository:
             "previous_error": existing.get("last_error"),
         }
         try:
-            client("dynamodb").update_item(
+            self.client.update_item(
                 TableName=self.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=(
@@ -135,7 +137,7 @@ class OrderRepository:
 
     def find(self, order_id: str) -> dict[str, Any] | None:
         """The order item, or None."""
-        response = client("dynamodb").get_item(
+        response = self.client.get_item(
             TableName=self.table_name, Key=to_item({"order_id": order_id}), ConsistentRead=True
         )
         return from_item(response["Item"]) if "Item" in response else None
@@ -195,7 +197,7 @@ class OrderRepository:
             first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
             condition += f" AND ({first}payment_attempt = :attempt)"
         try:
-            client("dynamodb").update_item(
+            self.client.update_item(
                 TableName=self.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=update,

@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lambda_resilience.aws import client
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import PayloadMismatch
 from order_domain.errors import ProviderUnavailable
@@ -22,13 +21,15 @@ T = TypeVar("T")
 class ProviderClient:
     """Synchronous JSON request/response to a provider function, correlation ID included."""
 
-    def __init__(self, function_name: str) -> None:
+    def __init__(self, function_name: str, *, client: Any) -> None:
+        """``client``: the Lambda client."""
         self.function_name = function_name
+        self.lambda_client = client
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         body = {**request, "correlation_id": current_correlation_id()}
         try:
-            response = client("lambda").invoke(
+            response = self.lambda_client.invoke(
                 FunctionName=self.function_name, InvocationType="RequestResponse", Payload=json.dumps(body).encode()
             )
             payload = json.loads(response["Payload"].read() or b"{}")
@@ -64,8 +65,8 @@ def _validated(parse: Callable[[Any], T], answer: Any, what: str) -> T:
 class LambdaPaymentProvider:
     """:class:`~order_domain.ports.PaymentProvider` on a payment provider function."""
 
-    def __init__(self, function_name: str) -> None:
-        self.client = ProviderClient(function_name)
+    def __init__(self, function_name: str, *, client: Any) -> None:
+        self.client = ProviderClient(function_name, client=client)
 
     def charge(self, key: str, *, order_id: str, amount_cents: int, currency: str, payment_token: str) -> Charge:
         request = {
@@ -95,8 +96,8 @@ class LambdaPaymentProvider:
 class LambdaCarrier:
     """:class:`~order_domain.ports.Carrier` on a carrier function."""
 
-    def __init__(self, function_name: str) -> None:
-        self.client = ProviderClient(function_name)
+    def __init__(self, function_name: str, *, client: Any) -> None:
+        self.client = ProviderClient(function_name, client=client)
 
     def ship(self, key: str, *, order_id: str, address: dict[str, Any], items: list[dict[str, Any]]) -> Shipment:
         request = {"action": "ship", "idempotency_key": key, "order_id": order_id, "address": address, "items": items}

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import client, error_code
+from lambda_resilience.aws import error_code
 
 EXECUTION_PREFIX = "order-"
 
@@ -37,14 +37,16 @@ def compensation_requested(event: Any) -> bool:
 
 
 class SagaStarter:
-    def __init__(self, state_machine_arn: str) -> None:
+    def __init__(self, state_machine_arn: str, *, client: Any) -> None:
+        """``client``: the Step Functions client."""
         self.state_machine_arn = state_machine_arn
+        self.client = client
 
     def start(self, order_id: str, attempt: int, correlation_id: str) -> dict[str, Any]:
         """Start (or find) the attempt's execution; an existing execution counts as success."""
         name = execution_name(order_id, attempt)
         try:
-            response = client("stepfunctions").start_execution(
+            response = self.client.start_execution(
                 stateMachineArn=self.state_machine_arn,
                 name=name,
                 input=json.dumps(saga_input(order_id, attempt, correlation_id)),

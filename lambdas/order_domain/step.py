@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Metrics
 
 from lambda_resilience.exceptions import InvalidStepInput
-from lambda_resilience.idempotency import IdempotentOperation, business_key
+from lambda_resilience.idempotency import business_key
 from lambda_resilience.step import Handler, StepAction, StepInput, step_handler
+from order_domain import wiring
 from order_domain.logs import get_logger
 from order_domain.model import MAX_PAYMENT_ATTEMPT, ORDER_ID_PATTERN
-from order_domain.settings import Settings
 
 #: The step input contract (references only; see order_domain.saga_start.saga_input).
 ORDER_ID = re.compile(ORDER_ID_PATTERN)
@@ -26,6 +26,11 @@ MAX_ERROR_CHARS = 1024
 #: allows 80 characters (StartExecution, ``name``:
 #: https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
 EXECUTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+
+if TYPE_CHECKING:
+    from order_domain.settings import IdempotentSettings
+
+S = TypeVar("S", bound="IdempotentSettings")
 
 
 def _bounded_error(error: Any) -> dict[str, str]:
@@ -98,26 +103,32 @@ def _order_id_of(event: Any) -> dict[str, Any]:
     return {"order_id": order_id if isinstance(order_id, str) else None}
 
 
+def _orders_only() -> Any:
+    """The default step settings (imported on use: a step with its own settings never loads them)."""
+    from order_domain.settings.step import StepSettings
+
+    return StepSettings.from_env()
+
+
 def build_step_handler(
     operation: str,
-    action_factory: Callable[[Settings], StepAction],
-    *,
-    required: tuple[str, ...] = ("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME"),
+    action_factory: Callable[[S], StepAction],
+    settings: Callable[[], S] | None = None,
 ) -> Handler:
     """Create a Lambda handler for one saga step.
 
-    Settings are read once here (import time). Each invocation runs ``action`` at most once per
-    ``<order>#<operation>#attempt-N`` (finalize steps: ``<operation>-<outcome>``).
+    ``settings()`` (default: :class:`~order_domain.settings.step.StepSettings`, the orders table
+    only) reads the step's settings once, here (import time), and ``action_factory`` builds
+    the action from them (:mod:`order_domain.wiring`). Each invocation runs the action at most once
+    per ``<order>#<operation>#attempt-N`` (finalize steps: ``<operation>-<outcome>``).
     """
-    settings = Settings.from_env(required=required)
+    loaded = (settings or _orders_only)()
     logger = get_logger()
     metrics = Metrics()
-    idempotent = IdempotentOperation(
-        settings.idempotency_table, ttl_seconds=settings.idempotency_ttl_seconds, logger=logger, metrics=metrics
-    )
+    idempotent = wiring.idempotency(loaded, logger=logger, metrics=metrics)
     return step_handler(
         operation,
-        action_factory(settings),
+        action_factory(loaded),
         parse=_parser(operation),
         idempotent=idempotent,
         logger=logger,

@@ -37,7 +37,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import client, error_code, from_item, to_item
+from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.idempotency import business_key
 from order_domain import clock
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
@@ -60,44 +60,41 @@ def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
     return clock.iso(now - stuck_after_seconds)
 
 
-def _query(orders_table: str, status: OrderStatus, condition: str, bound: str) -> list[dict[str, Any]]:
+def _query(client: Any, orders_table: str, status: OrderStatus, condition: str, bound: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    pages = (
-        client("dynamodb")
-        .get_paginator("query")
-        .paginate(
-            TableName=orders_table,
-            IndexName=STATUS_INDEX,
-            KeyConditionExpression=f"#s = :s AND {condition}",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":s": {"S": status.value}, ":bound": {"S": bound}},
-        )
+    pages = client.get_paginator("query").paginate(
+        TableName=orders_table,
+        IndexName=STATUS_INDEX,
+        KeyConditionExpression=f"#s = :s AND {condition}",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":s": {"S": status.value}, ":bound": {"S": bound}},
     )
     for page in pages:
         found.extend(from_item(item) for item in page.get("Items", []))
     return found
 
 
-def find_stuck(orders_table: str, stuck_after_seconds: int, now: float | None = None) -> list[dict[str, Any]]:
-    """Orders whose status is non-terminal and whose last update is older than the threshold."""
+def find_stuck(
+    orders_table: str, stuck_after_seconds: int, now: float | None = None, *, client: Any
+) -> list[dict[str, Any]]:
+    """Orders whose status is non-terminal and whose last update is older than the threshold
+    (``client``: the orders table's DynamoDB client)."""
     cutoff = cutoff_iso(clock.now() if now is None else now, stuck_after_seconds)
-    return [o for s in NON_TERMINAL for o in _query(orders_table, s, "updated_at < :bound", cutoff)]
+    return [o for s in NON_TERMINAL for o in _query(client, orders_table, s, "updated_at < :bound", cutoff)]
 
 
-def find_recently_terminal(orders_table: str, window_seconds: int, now: float | None = None) -> list[dict[str, Any]]:
+def find_recently_terminal(
+    orders_table: str, window_seconds: int, now: float | None = None, *, client: Any
+) -> list[dict[str, Any]]:
     """COMPLETED and COMPENSATED orders last updated within the window (the index's keys and correlation ID)."""
     since = clock.iso((clock.now() if now is None else now) - window_seconds)
-    return [o for s in RECONCILED for o in _query(orders_table, s, "updated_at >= :bound", since)]
+    return [o for s in RECONCILED for o in _query(client, orders_table, s, "updated_at >= :bound", since)]
 
 
-def running_execution_names(state_machine_arn: str) -> set[str]:
+def running_execution_names(state_machine_arn: str, *, client: Any) -> set[str]:
     """Names of the state machine's RUNNING executions (one paginated ListExecutions, filtered by AWS:
     https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html)."""
-    pages = (
-        client("stepfunctions")
-        .get_paginator("list_executions")
-        .paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING")
-    )
+    pages = client.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING")
     return {e["name"] for page in pages for e in page["executions"]}
 
 
@@ -137,7 +134,10 @@ class Sweeper:
         reconcile_window_seconds: int,
         reconcile_max_orders: int = 200,
         logger: Any,
+        stepfunctions: Any,
     ) -> None:
+        """``stepfunctions``: the Step Functions client (ListExecutions); the orders table is read
+        and written with the repository's client."""
         self.orders = orders
         self.notifier = notifier
         self.payments = payments
@@ -147,18 +147,21 @@ class Sweeper:
         self.reconcile_window_seconds = reconcile_window_seconds
         self.reconcile_max_orders = reconcile_max_orders
         self.logger = logger
+        self.stepfunctions = stepfunctions
 
     def sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
         """One sweep. ``scope(correlation_id)`` is a context manager putting an order's correlation
         ID on the log lines; ``seconds_left()`` is the invocation's remaining time."""
         result = SweepResult()
         now = clock.now()
-        stuck = find_stuck(self.orders.table_name, self.stuck_after_seconds, now)
+        stuck = find_stuck(self.orders.table_name, self.stuck_after_seconds, now, client=self.orders.client)
         result.stuck = [o["order_id"] for o in stuck]
-        running = running_execution_names(self.state_machine_arn) if stuck else set()
+        running = running_execution_names(self.state_machine_arn, client=self.stepfunctions) if stuck else set()
         for seen in stuck:
             self._each(seen, result, scope, seconds_left, lambda s: self._stuck(s, running, result))
-        recent = find_recently_terminal(self.orders.table_name, self.reconcile_window_seconds, now)
+        recent = find_recently_terminal(
+            self.orders.table_name, self.reconcile_window_seconds, now, client=self.orders.client
+        )
         recent.sort(key=lambda o: str(o.get("updated_at")))  # oldest first: the nearest to leaving the window
         for seen in recent:
             self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
@@ -246,7 +249,7 @@ class Sweeper:
             values[":err"] = error
         first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
         try:
-            client("dynamodb").update_item(
+            self.orders.client.update_item(
                 TableName=self.orders.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=update,
@@ -324,7 +327,7 @@ class Sweeper:
 
     def _mark_reconciled(self, order_id: str, status: OrderStatus, record: dict[str, Any]) -> None:
         try:
-            client("dynamodb").update_item(
+            self.orders.client.update_item(
                 TableName=self.orders.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression="SET reconciled = :r",

@@ -1,6 +1,16 @@
-"""Builds domain services from settings (one place, so handlers stay three lines).
+"""The composition root: builds each function's services from its settings, and their AWS clients.
 
-Each builder imports the modules it needs: a handler's cold start loads only the service it uses.
+The only module under ``lambdas/`` that obtains AWS clients. Repositories, services and provider
+adapters take a client in their constructor (as Powertools' persistence layers take
+``boto3_client``); they are built here, once per execution environment (the handlers call these
+builders at module import). :func:`client` is one client per service per execution environment
+(:func:`lambda_resilience.aws.client`), shared by every object built here and created on its
+first use, not at import: building a client reads its service model (~10 ms at a cold start), and
+the cold start loads only what the first invocation runs (``make bench``, import time). The local
+emulator patches ``botocore.client.BaseClient._make_api_call`` at class level, so these clients
+reach it like any other.
+
+Each builder imports the modules it needs: a handler's cold start loads only the services it uses.
 """
 
 from __future__ import annotations
@@ -8,113 +18,165 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lambda_resilience.exceptions import ConfigurationError
+from lambda_resilience import aws
 from order_domain.orders import OrderRepository
-from order_domain.settings import Settings
 
 if TYPE_CHECKING:
+    from lambda_resilience.backoff import ThrottleBackoff
+    from lambda_resilience.dlq import FailureRouting
+    from lambda_resilience.idempotency import IdempotentOperation
     from order_domain.https_providers import HttpsJsonClient
     from order_domain.intake import IntakeService
     from order_domain.inventory import InventoryService
     from order_domain.payments import PaymentService
     from order_domain.ports import Carrier, PaymentProvider
+    from order_domain.settings import IdempotentSettings
+    from order_domain.settings.finalize import FinalizeSettings
+    from order_domain.settings.intake import IntakeSettings
+    from order_domain.settings.inventory import InventoryStepSettings
+    from order_domain.settings.payment import PaymentStepSettings
+    from order_domain.settings.providers import HttpsProvider
+    from order_domain.settings.sandbox import SandboxSettings
+    from order_domain.settings.shipping import ShippingStepSettings
+    from order_domain.settings.sweeper import SweeperSettings
     from order_domain.shipping import ShippingService
     from order_domain.sweeper import Sweeper
+    from sandbox.ledger import Ledger
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _orders(settings: Settings) -> OrderRepository:
-    assert settings.orders_table  # guaranteed by Settings.from_env(required=...)
-    return OrderRepository(settings.orders_table)
+class _OnFirstUse:
+    """A service's client, created on first use: then the execution environment's shared one."""
+
+    __slots__ = ("_client", "_service")
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = aws.client(self._service)
+        return getattr(self._client, name)
 
 
-def intake_service(settings: Settings) -> IntakeService:
-    from order_domain.intake import IntakeService
-    from order_domain.saga_start import SagaStarter
-
-    assert settings.state_machine_arn
-    return IntakeService(_orders(settings), SagaStarter(settings.state_machine_arn))
+def client(service: str) -> Any:
+    """The execution environment's client for ``service``, for a constructor (created on first use)."""
+    return _OnFirstUse(service)
 
 
-def inventory_service(settings: Settings) -> InventoryService:
-    from order_domain.inventory import InventoryService
-
-    assert settings.inventory_table
-    return InventoryService(settings.inventory_table, _orders(settings))
+def orders(table_name: str) -> OrderRepository:
+    return OrderRepository(table_name, client=client("dynamodb"))
 
 
-def _https(url: str, secret_arn: str | None) -> HttpsJsonClient:
-    """The HTTPS client of one provider API, its key read from ``secret_arn`` (imported on use: dev's
-    sandbox wiring never loads it)."""
-    from order_domain.https_providers import HttpsJsonClient, SecretApiKey
+def idempotency(settings: IdempotentSettings, *, logger: Any, metrics: Any) -> IdempotentOperation:
+    """The function's idempotency guard, on the shared DynamoDB client."""
+    from lambda_resilience.idempotency import IdempotentOperation
 
-    return HttpsJsonClient(url, SecretApiKey(secret_arn or ""))
-
-
-def payment_provider(settings: Settings) -> PaymentProvider:
-    """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
-    if settings.payment_api_url:
-        from order_domain.https_providers import HttpsPaymentProvider
-
-        return HttpsPaymentProvider(_https(settings.payment_api_url, settings.payment_api_secret_arn))
-    if settings.payment_provider_function:
-        from order_domain.providers import LambdaPaymentProvider
-
-        return LambdaPaymentProvider(settings.payment_provider_function)
-    raise ConfigurationError("set PAYMENT_API_URL (+ PAYMENT_API_SECRET_ARN) or PAYMENT_PROVIDER_FUNCTION")
-
-
-def carrier(settings: Settings) -> Carrier:
-    """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
-    if settings.carrier_api_url:
-        from order_domain.https_providers import HttpsCarrier
-
-        return HttpsCarrier(_https(settings.carrier_api_url, settings.carrier_api_secret_arn))
-    if settings.carrier_function:
-        from order_domain.providers import LambdaCarrier
-
-        return LambdaCarrier(settings.carrier_function)
-    raise ConfigurationError("set CARRIER_API_URL (+ CARRIER_API_SECRET_ARN) or CARRIER_FUNCTION")
-
-
-def payment_service(settings: Settings) -> PaymentService:
-    from order_domain.payments import PaymentService
-
-    return PaymentService(payment_provider(settings), _orders(settings))
-
-
-def shipping_service(settings: Settings) -> ShippingService:
-    from order_domain.shipping import ShippingService
-
-    return ShippingService(carrier(settings), _orders(settings))
-
-
-def sweeper_service(settings: Settings, logger: Any) -> Sweeper:
-    from order_domain.attention import NeedsAttentionNotifier
-    from order_domain.sweeper import Sweeper
-
-    assert settings.state_machine_arn
-    return Sweeper(
-        _orders(settings),
-        NeedsAttentionNotifier(settings.needs_attention_queue_url),
-        payment_provider(settings),
-        carrier(settings),
-        state_machine_arn=settings.state_machine_arn,
-        stuck_after_seconds=settings.stuck_after_seconds,
-        reconcile_window_seconds=settings.reconcile_window_seconds,
-        reconcile_max_orders=settings.reconcile_max_orders,
+    return IdempotentOperation(
+        settings.idempotency_table,
+        ttl_seconds=settings.idempotency_ttl_seconds,
         logger=logger,
+        metrics=metrics,
+        boto3_client=client("dynamodb"),
     )
 
 
-def finalize_action(settings: Settings) -> Action:
+# -- intake -----------------------------------------------------------------------------------------
+
+
+def intake_service(settings: IntakeSettings) -> IntakeService:
+    from order_domain.intake import IntakeService
+    from order_domain.saga_start import SagaStarter
+
+    return IntakeService(
+        orders(settings.orders_table), SagaStarter(settings.state_machine_arn, client=client("stepfunctions"))
+    )
+
+
+def failure_routing(settings: IntakeSettings) -> FailureRouting:
+    from lambda_resilience.dlq import FailureRouting
+
+    return FailureRouting(settings.dead_letter_queue_url, settings.failures_table, aws.client)
+
+
+def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
+    """Requeue throttled records with a delay when the stack set the requeue queue (else None)."""
+    if settings.throttle_requeue_queue_url is None:
+        return None
+    from lambda_resilience.backoff import ThrottleBackoff
+
+    return ThrottleBackoff(settings.throttle_requeue_queue_url, aws.client)
+
+
+# -- providers --------------------------------------------------------------------------------------
+
+
+def _https(provider: HttpsProvider) -> HttpsJsonClient:
+    """The HTTPS client of one provider API, its key read from the provider's secret (imported on use:
+    dev's sandbox wiring never loads it)."""
+    from order_domain.https_providers import HttpsJsonClient, SecretApiKey
+
+    return HttpsJsonClient(provider.url, SecretApiKey(provider.secret_arn, client=client("secretsmanager")))
+
+
+def payment_provider(settings: PaymentStepSettings | SweeperSettings) -> PaymentProvider:
+    """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
+    from order_domain.settings.providers import HttpsProvider
+
+    target = settings.payment
+    if isinstance(target, HttpsProvider):
+        from order_domain.https_providers import HttpsPaymentProvider
+
+        return HttpsPaymentProvider(_https(target))
+    from order_domain.providers import LambdaPaymentProvider
+
+    return LambdaPaymentProvider(target.function_name, client=client("lambda"))
+
+
+def carrier(settings: ShippingStepSettings | SweeperSettings) -> Carrier:
+    """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
+    from order_domain.settings.providers import HttpsProvider
+
+    target = settings.carrier
+    if isinstance(target, HttpsProvider):
+        from order_domain.https_providers import HttpsCarrier
+
+        return HttpsCarrier(_https(target))
+    from order_domain.providers import LambdaCarrier
+
+    return LambdaCarrier(target.function_name, client=client("lambda"))
+
+
+# -- saga steps -------------------------------------------------------------------------------------
+
+
+def inventory_service(settings: InventoryStepSettings) -> InventoryService:
+    from order_domain.inventory import InventoryService
+
+    return InventoryService(settings.inventory_table, orders(settings.orders_table), client=client("dynamodb"))
+
+
+def payment_service(settings: PaymentStepSettings) -> PaymentService:
+    from order_domain.payments import PaymentService
+
+    return PaymentService(payment_provider(settings), orders(settings.orders_table))
+
+
+def shipping_service(settings: ShippingStepSettings) -> ShippingService:
+    from order_domain.shipping import ShippingService
+
+    return ShippingService(carrier(settings), orders(settings.orders_table))
+
+
+def finalize_action(settings: FinalizeSettings) -> Action:
     from lambda_resilience.correlation import current_correlation_id
     from order_domain.attention import SAGA_PARK, NeedsAttentionNotifier
     from order_domain.status import OrderStatus
 
-    orders = _orders(settings)
-    notifier = NeedsAttentionNotifier(settings.needs_attention_queue_url)
+    repository = orders(settings.orders_table)
+    notifier = NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs"))
 
     def finalize(payload: dict[str, Any]) -> dict[str, Any]:
         outcome = OrderStatus(payload["outcome"])
@@ -134,7 +196,40 @@ def finalize_action(settings: Settings) -> Action:
                 error=error,
                 source=SAGA_PARK,
             )
-        transition = orders.transition(order_id, outcome, attempt=attempt, error=recorded)
+        transition = repository.transition(order_id, outcome, attempt=attempt, error=recorded)
         return {"status": outcome.value, "transition": transition}
 
     return finalize
+
+
+# -- scheduled functions and the sandbox ------------------------------------------------------------
+
+
+def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.sweeper import Sweeper
+
+    return Sweeper(
+        orders(settings.orders_table),
+        NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs")),
+        payment_provider(settings),
+        carrier(settings),
+        state_machine_arn=settings.state_machine_arn,
+        stuck_after_seconds=settings.stuck_after_seconds,
+        reconcile_window_seconds=settings.reconcile_window_seconds,
+        reconcile_max_orders=settings.reconcile_max_orders,
+        logger=logger,
+        stepfunctions=client("stepfunctions"),
+    )
+
+
+def replay_clients() -> Callable[[str], Any]:
+    """``client(service)`` for the DLQ replay (the middleware's replay takes a client factory)."""
+    return aws.client
+
+
+def ledger(settings: SandboxSettings) -> Ledger:
+    """The sandbox providers' ledger."""
+    from sandbox.ledger import Ledger
+
+    return Ledger(settings.ledger_table, client=client("dynamodb"))

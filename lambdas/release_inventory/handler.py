@@ -1,10 +1,9 @@
 """ReleaseInventory (compensation) saga step."""
 
+from order_domain.settings.inventory import InventoryStepSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
 
 handler = build_step_handler(
-    "release-inventory",
-    lambda settings: inventory_service(settings).release,
-    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "INVENTORY_TABLE_NAME"),
+    "release-inventory", lambda settings: inventory_service(settings).release, InventoryStepSettings.from_env
 )

@@ -3,13 +3,12 @@
 from typing import Any
 
 from order_domain.saga_start import CompensationRequested, compensation_requested
+from order_domain.settings.inventory import InventoryStepSettings
 from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
 
 _reserve = build_step_handler(
-    "reserve-inventory",
-    lambda settings: inventory_service(settings).reserve,
-    required=("IDEMPOTENCY_TABLE_NAME", "ORDERS_TABLE_NAME", "INVENTORY_TABLE_NAME"),
+    "reserve-inventory", lambda settings: inventory_service(settings).reserve, InventoryStepSettings.from_env
 )
 
 

@@ -6,9 +6,10 @@ import time
 import uuid
 from typing import Any
 
+import boto3
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import client, error_code, from_item, to_item
+from lambda_resilience.aws import error_code, from_item, to_item
 
 OP_SK = "op"
 
@@ -16,11 +17,14 @@ OP_SK = "op"
 class Ledger:
     """``pk=op#<provider>#<key>, sk=op``: the operation; ``pk=req#<provider>#<key>, sk=<time>#<uuid>``: a request."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, *, client: Any | None = None) -> None:
+        """``client``: the DynamoDB client; by default the ledger builds its own (as Powertools'
+        persistence layers do without ``boto3_client``: the local provider server does)."""
         self.table_name = table_name
+        self.client = client if client is not None else boto3.session.Session().client("dynamodb")
 
     def get_op(self, provider: str, key: str) -> dict[str, Any] | None:
-        response = client("dynamodb").get_item(
+        response = self.client.get_item(
             TableName=self.table_name, Key=to_item({"pk": f"op#{provider}#{key}", "sk": OP_SK}), ConsistentRead=True
         )
         return from_item(response["Item"]) if "Item" in response else None
@@ -29,7 +33,7 @@ class Ledger:
         """Store ``op`` under ``key`` unless one exists; returns (the stored op, created?)."""
         item = {"pk": f"op#{provider}#{key}", "sk": OP_SK, "provider": provider, "idempotency_key": key, **op}
         try:
-            client("dynamodb").put_item(
+            self.client.put_item(
                 TableName=self.table_name,
                 Item=to_item(item),
                 ConditionExpression="attribute_not_exists(pk)",
@@ -48,7 +52,7 @@ class Ledger:
         parcel); returns what is stored afterwards (the other writer's op if it changed meanwhile)."""
         item = {"pk": f"op#{provider}#{key}", "sk": OP_SK, "provider": provider, "idempotency_key": key, **op}
         try:
-            client("dynamodb").put_item(
+            self.client.put_item(
                 TableName=self.table_name,
                 Item=to_item(item),
                 ConditionExpression="#s = :shipped",
@@ -66,7 +70,7 @@ class Ledger:
 
     def count_requests(self, provider: str, key: str) -> int:
         """How many requests the provider has received for ``key`` so far."""
-        response = client("dynamodb").query(
+        response = self.client.query(
             TableName=self.table_name,
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": {"S": f"req#{provider}#{key}"}},
@@ -88,4 +92,4 @@ class Ledger:
             "deduplicated": deduplicated,
             "outcome": outcome,
         }
-        client("dynamodb").put_item(TableName=self.table_name, Item=to_item(item))
+        self.client.put_item(TableName=self.table_name, Item=to_item(item))

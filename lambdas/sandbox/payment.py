@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lambda_resilience.aws import cancelled_only_by_conditions, client, error_code
+from lambda_resilience.aws import cancelled_only_by_conditions, error_code
 from sandbox import REFUND_FLAKY_FAILURES, token_profile
 from sandbox.ledger import Ledger
 
@@ -87,7 +87,7 @@ def _settle(ledger: Ledger, refund_key: str, refund: dict[str, Any], charge_key:
         "ConditionExpression": "attribute_not_exists(pk)",
     }
     try:
-        client("dynamodb").transact_write_items(TransactItems=[{"Put": put}, {"Update": update}])
+        ledger.client.transact_write_items(TransactItems=[{"Put": put}, {"Update": update}])
         return True
     except ClientError as exc:
         if error_code(exc) != "TransactionCanceledException" or not cancelled_only_by_conditions(exc):

@@ -473,7 +473,7 @@ _FORWARD = [
 
 @pytest.fixture
 def orders(tables: Tables) -> OrderRepository:
-    return OrderRepository(tables.orders)
+    return OrderRepository(tables.orders, client=aws_clients.client("dynamodb"))
 
 
 @pytest.fixture

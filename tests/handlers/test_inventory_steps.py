@@ -129,30 +129,26 @@ def test_reserve_transient_dynamodb_error_surfaces_as_transient_step_error(
     inventory.seed(**{"SKU-A": 10, "SKU-B": 3})
     order = order_factory()
     seed_order(order)
-    real = aws_clients.client("dynamodb")
+    # The handler's client: the composition root (order_domain.wiring) shares one per service.
+    shared = aws_clients.client("dynamodb")
 
-    class Throttled:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
+    def throttled(**_: Any) -> Any:
+        raise ClientError(
+            {
+                "Error": {"Code": "ThrottlingException", "Message": "slow down"},
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            },
+            "TransactWriteItems",
+        )
 
-        def transact_write_items(self, **_: Any) -> Any:
-            raise ClientError(
-                {
-                    "Error": {"Code": "ThrottlingException", "Message": "slow down"},
-                    "ResponseMetadata": {"HTTPStatusCode": 400},
-                },
-                "TransactWriteItems",
-            )
-
-    monkeypatch.setitem(aws_clients._clients, "dynamodb", Throttled())
-    with pytest.raises(TransientStepError) as raised:
+    with monkeypatch.context() as patched, pytest.raises(TransientStepError) as raised:
+        patched.setattr(shared, "transact_write_items", throttled)
         reserve(saga_input(order), lambda_context)
     assert "ThrottlingException" in str(raised.value)
     (failed,) = logs.find("reserve-inventory failed")
     assert failed["category"] == "transient"
     assert idempotency_records.get(f"{order['order_id']}#reserve-inventory#attempt-1") is None
 
-    monkeypatch.setitem(aws_clients._clients, "dynamodb", real)
     assert reserve(saga_input(order), lambda_context)["status"] == "reserved"  # the retry runs
     assert inventory.available("SKU-A") == 8
 

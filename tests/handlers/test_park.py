@@ -137,17 +137,9 @@ def test_park_announces_when_order_already_needs_attention(
     assert len(needs_attention_queue.messages()) == 1
 
 
-class _FailingUpdates:
-    """The moto client, except that UpdateItem (the status write) is denied."""
-
-    def __init__(self, real):
-        self._real = real
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-    def update_item(self, **kwargs):
-        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "denied"}}, "UpdateItem")
+def _denied_update(**kwargs):
+    """UpdateItem (the status write), denied."""
+    raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "denied"}}, "UpdateItem")
 
 
 def test_park_announces_before_its_status_write_so_a_failing_write_loses_nothing(
@@ -162,7 +154,8 @@ def test_park_announces_before_its_status_write_so_a_failing_write_loses_nothing
 ):
     order = order_factory()
     seed_order(order, OrderStatus.COMPENSATING)
-    monkeypatch.setitem(aws_clients._clients, "dynamodb", _FailingUpdates(aws_clients.client("dynamodb")))
+    # The handler's client: the composition root (order_domain.wiring) shares one per service.
+    monkeypatch.setattr(aws_clients.client("dynamodb"), "update_item", _denied_update)
 
     with pytest.raises(Exception, match="AccessDenied"):
         finalize(_park(order, f"order-{order['order_id']}-attempt-1"), lambda_context)

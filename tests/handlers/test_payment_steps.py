@@ -435,10 +435,7 @@ class StrictTransactions:
     TransactWriteItems: ExpressionAttributeValues / Names that no expression of the item uses."""
 
     def __init__(self, real: Any) -> None:
-        self._real = real
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
+        self._transact = real.transact_write_items
 
     def transact_write_items(self, **kwargs: Any) -> Any:
         for entry in kwargs["TransactItems"]:
@@ -458,7 +455,7 @@ class StrictTransactions:
                         },
                         "TransactWriteItems",
                     )
-        return self._real.transact_write_items(**kwargs)
+        return self._transact(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -485,6 +482,8 @@ def test_refund_transaction_passes_dynamodb_expression_validation(
     event = saga_input(order)
     with contextlib.suppress(PaymentIncomplete):
         charge(event, lambda_context)
-    monkeypatch.setitem(aws_clients._clients, "dynamodb", StrictTransactions(aws_clients.client("dynamodb")))
+    # The sandbox ledger's client: the composition root (order_domain.wiring) shares one per service.
+    shared = aws_clients.client("dynamodb")
+    monkeypatch.setattr(shared, "transact_write_items", StrictTransactions(shared).transact_write_items)
 
     assert refund(event, lambda_context)["status"] == status

@@ -152,7 +152,7 @@ def test_sweeper_find_stuck_cutoff_is_exclusive(order_factory, seed_order, table
         seed_order(order, OrderStatus.RECEIVED)
         _set_updated_at(tables, order["order_id"], _iso(now - age))
 
-    found = find_stuck(tables.orders, STUCK_AFTER, now=now)
+    found = find_stuck(tables.orders, STUCK_AFTER, now=now, client=aws_clients.client("dynamodb"))
 
     assert [o["order_id"] for o in found] == [older["order_id"]]
     # read from the index: keys plus the projected correlation_id only

@@ -1,7 +1,10 @@
-"""Lazily created, shared boto3 clients.
+"""Shared boto3 clients (one per service per process) and DynamoDB item helpers.
 
-Clients are created on first use, not at import, so cold-start import stays close to
-``import boto3`` alone. Creation is locked: the default boto3 session is not thread-safe.
+:func:`client` is for composition roots only (the app's is ``order_domain.wiring``): they build
+each client once per execution environment and hand it to the repositories and services, which
+take a client in their constructor and never look one up. A client is created on the first
+request for it, not at import, so importing this module stays close to ``import boto3`` alone.
+Creation is locked: the default boto3 session is not thread-safe.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ _deserializer = TypeDeserializer()
 
 
 def client(service: str) -> Any:
-    """The process-wide client for ``service`` (created once)."""
+    """The process-wide client for ``service`` (created once): for composition roots."""
     existing = _clients.get(service)
     if existing is not None:
         return existing

@@ -1,0 +1,28 @@
+"""ChargePayment's and RefundPayment's settings."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from order_domain import env as names
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings.providers import Provider, payment_from_env
+
+
+class PaymentStepSettings(NamedTuple):
+    """ChargePayment and RefundPayment: the orders table and the payment provider."""
+
+    idempotency_table: str
+    orders_table: str
+    payment: Provider
+    idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> PaymentStepSettings:
+        env = environ(env)
+        return cls(
+            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
+            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            payment=payment_from_env(env),
+            idempotency_ttl_seconds=idempotency_ttl(env),
+        )

@@ -1,0 +1,28 @@
+"""ShipOrder's and CancelShipment's settings."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from order_domain import env as names
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings.providers import Provider, carrier_from_env
+
+
+class ShippingStepSettings(NamedTuple):
+    """ShipOrder and CancelShipment: the orders table and the carrier."""
+
+    idempotency_table: str
+    orders_table: str
+    carrier: Provider
+    idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> ShippingStepSettings:
+        env = environ(env)
+        return cls(
+            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
+            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            carrier=carrier_from_env(env),
+            idempotency_ttl_seconds=idempotency_ttl(env),
+        )
