@@ -1,4 +1,5 @@
-"""Stage settings (dev / prod) read once from CDK context, and the stage rules checked at synth."""
+"""The order pipeline's stage settings (dev / prod) read once from CDK context, and the stage rules
+checked at synth (the app's: which providers, which keys, which e-mail)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from urllib.parse import urlsplit
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 from constructs import Node
+
+from constructs_lib.providers import ProviderEndpoint
+
+__all__ = ["PROD_REQUIRED_KEYS", "PROVIDER_KEYS", "ProviderEndpoint", "StageConfig"]
 
 VALID_STAGES = ("dev", "prod")
 
@@ -24,8 +29,6 @@ SECRET_ARN = re.compile(
     r"arn:(?P<partition>aws(?:-[a-z]+)*):secretsmanager:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):"
     r"(?P<account>\d{12}):secret:(?P<name>[A-Za-z0-9/_+=.@-]{1,512})"
 )
-#: The random suffix of a complete secret ARN (``-`` and six characters).
-SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
 
 
 def _is_loopback(host: str) -> bool:
@@ -51,31 +54,6 @@ def _check_secret_arn(key: str, value: str) -> None:
             f"{key} must be a Secrets Manager secret ARN "
             f"(arn:<partition>:secretsmanager:<region>:<account>:secret:<name>), got {value!r}"
         )
-
-
-@dataclass(frozen=True)
-class ProviderEndpoint:
-    """A real provider's HTTPS API: base URL and the Secrets Manager secret holding its API key.
-
-    Attributes:
-        url: base URL (``https://``).
-        secret_arn: the secret's ARN, complete (``...:secret:name-AbCdEf``) or partial (``...:secret:name``).
-    """
-
-    url: str
-    secret_arn: str
-
-    @property
-    def secret_resource(self) -> str:
-        """The IAM resource naming exactly this secret.
-
-        A complete ARN names itself. A partial ARN (no ``-XXXXXX`` suffix) matches the secret
-        only with the suffix, so IAM gets ``<arn>-??????`` (six characters, as AWS documents):
-        never ``<arn>*``, which would also match ``<name>-other``.
-        """
-        if SECRET_SUFFIX.search(self.secret_arn):
-            return self.secret_arn
-        return f"{self.secret_arn}-??????"
 
 
 #: Default stuck threshold: above the order saga's budgeted execution timeout (1,806 s = 30 min 6 s:
