@@ -1,6 +1,6 @@
 """Reusable, generic L3 constructs for a resilient SQS -> Lambda -> Step Functions pipeline.
 
-No application vocabulary here (a test keeps it so); the order pipeline's own constructs are in
+No application vocabulary here (a test keeps it so); the application's own constructs are in
 ``stacks/order_constructs``. Each construct lives in its own module with typed props; import what
 you need. They compose the way aws-solutions-constructs do: existing resources (``existing_queue``,
 ``existing_table``, any ``IFunction`` / ``ITopic``) and pass-through props (``queue_props``,

@@ -4,7 +4,7 @@ The pattern of cdk-monitoring-constructs' ``MonitoringFacade`` (``monitor_queue`
 ``monitor_lambda_function``, ...): each construct that creates a queue, a function or a workflow
 registers it, with the alarms it created, on the one facade it is given; nobody collects alarm or
 widget lists by hand. :meth:`Monitoring.build_dashboard` then draws
-:class:`constructs_lib.dashboard.PipelineDashboard` from the registrations, in registration order.
+:class:`constructs_lib.dashboard.PipelineDashboard` from the registrations, as registered (first come, first drawn).
 
 Generic: it takes the underlying ``sqs.IQueue`` / ``lambda_.IFunction`` / ``sfn.IStateMachine``
 (created here or imported), never a particular construct of this library.
@@ -80,10 +80,10 @@ class Monitoring(TransparentScope):
     would have directly under the stack.
 
     Attributes:
-        queues: the registered queues, in order.
-        services: the Powertools service names whose idempotency metrics are summed, in order.
+        queues: the registered queues, as registered.
+        services: the Powertools service names whose idempotency metrics are summed, as registered.
         state_machine: the registered workflow, or None.
-        alarms: every registered alarm (queues' first, then the others), in order.
+        alarms: every registered alarm (queues' first, then the others), as registered.
         dashboard: the ``cloudwatch.Dashboard`` once built, else None.
     """
 
