@@ -58,8 +58,8 @@ def _check_secret_arn(key: str, value: str) -> None:
 
 #: Default stuck threshold: above the order saga's budgeted execution timeout (1,806 s = 30 min 6 s:
 #: every Lambda attempt also budgets a failed 10 s Init phase and 2 s of Step Functions latency,
-#: and the longest path now holds CancelShipment, the park and its last resort). The stack refuses
-#: a threshold at or below the saga timeout.
+#: and the longest path now holds CancelShipment, the park and its last resort). StuckOrderSweeperProps refuses
+#: a threshold at or below the saga timeout (stacks/order_constructs/sweeper.py).
 DEFAULT_STUCK_AFTER_MINUTES = 35
 
 
@@ -72,7 +72,7 @@ class StageConfig:
         alarm_email: e-mail subscribed to the alarm topic (context ``alarm_email``); required in prod.
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
             (context ``stuck_after_minutes``, default 35: above the saga's execution timeout of 1,806 s,
-            so an order whose saga is still retrying is never reported; the stack checks this).
+            so an order whose saga is still retrying is never reported; StuckOrderSweeperProps checks this).
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.
             Without them (dev only) the sandbox provider functions are deployed instead.
