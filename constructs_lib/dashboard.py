@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from constructs_lib.function import DEFAULT_METRICS_NAMESPACE
-from constructs_lib.queue import ResilientQueue
 
-#: Idempotency metrics the shared middleware emits (``lambdas/shared/idempotency.py``), with the
+#: Idempotency metrics the middleware emits (``packages/lambda_resilience``, its ``idempotency``
+#: package), with the
 #: metric-math ID prefix each one's per-service metrics get (IDs must be unique within a graph).
 IDEMPOTENCY_METRICS: tuple[tuple[str, str], ...] = (
     ("DuplicatesSuppressed", "dup"),
@@ -64,12 +65,33 @@ class DashboardGraph:
 
 
 @dataclass(frozen=True)
+class DashboardQueue:
+    """A queue to chart: any ``sqs.IQueue`` (created here or imported), its DLQ and its alarms.
+
+    Attributes:
+        label: the queue's legend label (its DLQ's is ``"<label> DLQ"``).
+        queue: the queue.
+        dlq: its dead-letter queue; default none (then it is left out of the DLQ graphs).
+        alarms: alarms on this queue or its DLQ, shown in the queue alarm strip; default none.
+    """
+
+    label: str
+    queue: sqs.IQueue
+    dlq: sqs.IQueue | None = None
+    alarms: Sequence[cloudwatch.IAlarm] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not self.label.strip():
+            raise ValueError("a charted queue needs a label")
+
+
+@dataclass(frozen=True)
 class PipelineDashboardProps:
     """Props for :class:`PipelineDashboard`.
 
     Attributes:
-        queues: the queues to chart (each with its DLQ; a ``ResilientQueue`` may wrap existing
-            queues); at least one.
+        queues: the queues to chart (:class:`DashboardQueue`: any queue, its DLQ, its alarms);
+            at least one, labels unique.
         services: Powertools service names whose idempotency metrics are summed; at least one,
             no duplicates.
         state_machine: the workflow (new or existing) whose executions are charted; default
@@ -86,7 +108,7 @@ class PipelineDashboardProps:
         default_interval: time range shown on open; default 6 h.
     """
 
-    queues: Sequence[ResilientQueue]
+    queues: Sequence[DashboardQueue]
     services: Sequence[str]
     state_machine: sfn.IStateMachine | None = None
     metrics_namespace: str = DEFAULT_METRICS_NAMESPACE
@@ -99,7 +121,10 @@ class PipelineDashboardProps:
 
     def __post_init__(self) -> None:
         if not self.queues:
-            raise ValueError("queues must name at least one ResilientQueue")
+            raise ValueError("queues must name at least one queue")
+        labels = [q.label for q in self.queues]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"queue labels must be unique (legends would be ambiguous): {labels}")
         if not self.services:
             raise ValueError("services must name at least one service")
         if any(not s.strip() for s in self.services):
@@ -108,6 +133,8 @@ class PipelineDashboardProps:
             raise ValueError(f"services contains duplicates (they would be counted twice): {list(self.services)}")
         if len(self.alarms) > MAX_ALARMS_PER_WIDGET:
             raise ValueError(f"at most {MAX_ALARMS_PER_WIDGET} alarms fit one alarm status widget")
+        if sum(len(q.alarms) for q in self.queues) > MAX_ALARMS_PER_WIDGET:
+            raise ValueError(f"at most {MAX_ALARMS_PER_WIDGET} queue alarms fit one alarm status widget")
         if self.period.to_seconds() < 60 or self.period.to_seconds() % 60:
             raise ValueError("period must be a whole number of minutes (at least 1)")
 
@@ -120,7 +147,7 @@ class PipelineDashboard(Construct):
     - Then: idempotency (``DuplicatesSuppressed``, ``PayloadMismatches``, ``IdempotencyTakeovers``,
       each a ``SUM`` over ``services`` by metric math), workflow executions (succeeded / failed /
       timed out, Sum; with ``state_machine``), then ``extra_graphs``.
-    - Then: status of each queue's DLQ alarm (and queue-depth alarm where it has one).
+    - Then: status of each queue's alarms (``DashboardQueue.alarms``).
     - Last (with ``alarms``): status of every other alarm (a CloudWatch alarm status widget holds
       up to 100 alarms).
 
@@ -143,29 +170,27 @@ class PipelineDashboard(Construct):
             )
 
         queue_depth = [
-            q.queue.metric_approximate_number_of_messages_visible(
-                period=one_minute, statistic="Maximum", label=q.node.id
-            )
+            q.queue.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum", label=q.label)
             for q in props.queues
         ]
         dlq_depth = [
             q.dlq.metric_approximate_number_of_messages_visible(
-                period=one_minute, statistic="Maximum", label=f"{q.node.id} DLQ"
+                period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
             )
             for q in props.queues
+            if q.dlq is not None
         ]
-        oldest_age = [
-            metric
-            for q in props.queues
-            for metric in (
-                q.queue.metric_approximate_age_of_oldest_message(
-                    period=one_minute, statistic="Maximum", label=q.node.id
-                ),
-                q.dlq.metric_approximate_age_of_oldest_message(
-                    period=one_minute, statistic="Maximum", label=f"{q.node.id} DLQ"
-                ),
+        oldest_age: list[cloudwatch.IMetric] = []
+        for q in props.queues:
+            oldest_age.append(
+                q.queue.metric_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum", label=q.label)
             )
-        ]
+            if q.dlq is not None:
+                oldest_age.append(
+                    q.dlq.metric_approximate_age_of_oldest_message(
+                        period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
+                    )
+                )
         idempotency = [self._sum_over_services(props, name, prefix) for name, prefix in IDEMPOTENCY_METRICS]
         titles = props.titles
         counts: list[cloudwatch.IWidget] = [
@@ -181,25 +206,21 @@ class PipelineDashboard(Construct):
             counts.append(graph(titles.executions, executions, "executions"))
         counts.extend(graph(g.title, g.metrics, g.label) for g in props.extra_graphs)
 
-        alarms: list[cloudwatch.IAlarm] = []
-        for q in props.queues:
-            alarms.append(q.dlq_alarm)
-            if q.queue_alarm is not None:
-                alarms.append(q.queue_alarm)
+        alarms = [alarm for q in props.queues for alarm in q.alarms]
 
-        rows: list[list[cloudwatch.IWidget]] = [
-            [
-                graph(titles.queue_depth, queue_depth, "messages"),
-                graph(titles.dlq_depth, dlq_depth, "messages"),
-                graph(titles.oldest_message_age, oldest_age, "seconds"),
-            ],
-            *(counts[i : i + 3] for i in range(0, len(counts), 3)),
-            [
-                cloudwatch.AlarmStatusWidget(
-                    title=titles.queue_alarms, alarms=alarms, width=GRID_WIDTH, height=WIDGET_HEIGHT // 2
-                )
-            ],
-        ]
+        queue_graphs: list[cloudwatch.IWidget] = [graph(titles.queue_depth, queue_depth, "messages")]
+        if dlq_depth:
+            queue_graphs.append(graph(titles.dlq_depth, dlq_depth, "messages"))
+        queue_graphs.append(graph(titles.oldest_message_age, oldest_age, "seconds"))
+        rows: list[list[cloudwatch.IWidget]] = [queue_graphs, *(counts[i : i + 3] for i in range(0, len(counts), 3))]
+        if alarms:
+            rows.append(
+                [
+                    cloudwatch.AlarmStatusWidget(
+                        title=titles.queue_alarms, alarms=alarms, width=GRID_WIDTH, height=WIDGET_HEIGHT // 2
+                    )
+                ]
+            )
         if props.alarms:
             rows.append(
                 [

@@ -1,4 +1,4 @@
-"""A customer-managed KMS key for order data at rest: DynamoDB tables and CloudWatch Logs log groups."""
+"""A customer-managed KMS key for data at rest: DynamoDB tables and CloudWatch Logs log groups."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ class DataEncryptionKeyProps:
     """Props for :class:`DataEncryptionKey`.
 
     Attributes:
-        description: the key's description.
+        description: the key's description; default ``"data at rest: tables and log groups"``.
         removal_policy: default RETAIN (a deleted key makes every table and log encrypted with it
             unreadable); DESTROY schedules deletion with the stack.
         allow_log_groups: let CloudWatch Logs in this stack's region use the key for this
             account's log groups; default True.
     """
 
-    description: str = "order data at rest: tables and log groups"
+    description: str = "data at rest: tables and log groups"
     removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
     allow_log_groups: bool = True
 

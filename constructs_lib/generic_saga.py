@@ -294,7 +294,7 @@ class SagaProps:
     """Props for :class:`Saga`.
 
     Attributes:
-        steps: the forward steps, in order (at least one).
+        steps: the forward steps, first to last (at least one).
         completed: records success after the last step; default none (the last step ends it).
         compensated: records "compensated" after the last compensation; default none.
         parked: records "needs attention" before the park state fails the execution; default none.
@@ -403,7 +403,7 @@ def validate(props: SagaProps) -> None:
             if _ALL in step.park_at_once_on:
                 raise ValueError(f"{where}: park_at_once_on cannot be States.ALL (name the business errors)")
             if props.parked is None:
-                raise ValueError(f"{where}: park_at_once_on needs a parked recorder (the order must be announced)")
+                raise ValueError(f"{where}: park_at_once_on needs a parked recorder (the item must be announced)")
         if step.park_when_compensation_fails and (step.compensation is None or props.parked is None):
             raise ValueError(f"{where}: park_when_compensation_fails needs a compensation and a parked recorder")
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on

@@ -9,9 +9,34 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from constructs_lib.stage import ProviderEndpoint
-
 _ENV_PREFIX = re.compile(r"[A-Z][A-Z0-9_]*")
+#: The random suffix of a complete secret ARN (``-`` and six characters).
+SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
+
+
+@dataclass(frozen=True)
+class ProviderEndpoint:
+    """A real provider's HTTPS API: base URL and the Secrets Manager secret holding its API key.
+
+    Attributes:
+        url: base URL (``https://``).
+        secret_arn: the secret's ARN, complete (``...:secret:name-AbCdEf``) or partial (``...:secret:name``).
+    """
+
+    url: str
+    secret_arn: str
+
+    @property
+    def secret_resource(self) -> str:
+        """The IAM resource naming exactly this secret.
+
+        A complete ARN names itself. A partial ARN (no ``-XXXXXX`` suffix) matches the secret
+        only with the suffix, so IAM gets ``<arn>-??????`` (six characters, as AWS documents):
+        never ``<arn>*``, which would also match ``<name>-other``.
+        """
+        if SECRET_SUFFIX.search(self.secret_arn):
+            return self.secret_arn
+        return f"{self.secret_arn}-??????"
 
 
 @dataclass(frozen=True)
@@ -20,8 +45,8 @@ class HttpsProviderProps:
 
     Attributes:
         endpoint: base URL and API-key secret ARN (from the stage's context keys).
-        env_prefix: environment variable prefix the runtime adapter reads: ``PAYMENT_API`` gives
-            ``PAYMENT_API_URL`` and ``PAYMENT_API_SECRET_ARN``.
+        env_prefix: environment variable prefix the runtime adapter reads: ``GEO_API`` gives
+            ``GEO_API_URL`` and ``GEO_API_SECRET_ARN`` (:meth:`HttpsProvider.variables`).
     """
 
     endpoint: ProviderEndpoint
@@ -35,10 +60,10 @@ class HttpsProviderProps:
 class HttpsProvider(Construct):
     """A provider reached over HTTPS with an API key kept in AWS Secrets Manager.
 
-    :meth:`grant_to` gives a function what the HTTPS adapter (``lambdas/order_domain``) needs:
+    :meth:`grant_to` gives a function what an HTTPS adapter needs:
     ``<PREFIX>_URL`` and ``<PREFIX>_SECRET_ARN`` in its environment, and
     ``secretsmanager:GetSecretValue`` on exactly that secret (its complete ARN, or the partial ARN
-    with ``-??????``; see :attr:`constructs_lib.stage.ProviderEndpoint.secret_resource`). Nothing
+    with ``-??????``; see :attr:`ProviderEndpoint.secret_resource`). Nothing
     else: a function this provider is not granted to cannot read the secret. A secret encrypted
     with a customer-managed KMS key also needs ``kms:Decrypt`` for the function in that key's policy
     (the key is not ours, so it is granted where the key is managed).
@@ -51,8 +76,12 @@ class HttpsProvider(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: HttpsProviderProps) -> None:
         super().__init__(scope, construct_id)
         self.endpoint = props.endpoint
-        self.url_variable = f"{props.env_prefix}_URL"
-        self.secret_variable = f"{props.env_prefix}_SECRET_ARN"
+        self.url_variable, self.secret_variable = self.variables(props.env_prefix)
+
+    @staticmethod
+    def variables(env_prefix: str) -> tuple[str, str]:
+        """The two environment variable names of ``env_prefix``: ``<prefix>_URL``, ``<prefix>_SECRET_ARN``."""
+        return f"{env_prefix}_URL", f"{env_prefix}_SECRET_ARN"
 
     def grant_to(self, function: lambda_.Function) -> None:
         """Point ``function`` at this provider and let it read the API-key secret."""

@@ -20,6 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from constructs_lib.alarms import first_occurrence_alarm
+from constructs_lib.logical_ids import keep_sqs_event_source_id
 from constructs_lib.overrides import PassThrough, check_overrides
 
 #: Minimum ratio between a queue's visibility timeout and its consumer's timeout (AWS guidance: 6x).
@@ -270,6 +271,7 @@ class ResilientQueue(Construct):
                 max_concurrency=props.max_concurrency,
             )
             props.consumer.add_event_source(self.event_source)
+            keep_sqs_event_source_id(props.consumer, self.queue)
 
     def _depth_alarm(self, name: str, queue: sqs.IQueue, topic: sns.ITopic, description: str) -> cloudwatch.Alarm:
         """Alarm when ``queue`` has a visible message in any 1-minute period; notify ``topic``."""

@@ -10,8 +10,8 @@ from aws_cdk import App, Aspects, Environment, Validations
 from cdk_nag import AwsSolutionsChecks, PCIDSS321Checks, ServerlessChecks
 
 from constructs_lib.checks import ResilienceChecks
-from constructs_lib.stage import StageConfig
 from stacks.nag_suppressions import apply_suppressions
+from stacks.order_constructs.stage import StageConfig
 from stacks.order_pipeline_stack import OrderPipelineStack
 
 STACK_NAME = "OrderPipeline"
@@ -22,7 +22,7 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
 
     cdk-nag packs in the gate: AwsSolutions, Serverless and PCI DSS 3.2.1 (acknowledgments in
     ``stacks/nag_suppressions.py``). Raises ``ValueError`` when the context breaks a stage rule
-    (``constructs_lib.stage.StageConfig``), before any construct is built.
+    (``stacks.order_constructs.stage.StageConfig``), before any construct is built.
     """
     app = App(context=dict(context) if context else None, outdir=outdir)
     stage = StageConfig.from_context(app.node)

@@ -14,7 +14,13 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 
-from constructs_lib.dashboard import DashboardGraph, DashboardTitles, PipelineDashboard, PipelineDashboardProps
+from constructs_lib.dashboard import (
+    DashboardGraph,
+    DashboardQueue,
+    DashboardTitles,
+    PipelineDashboard,
+    PipelineDashboardProps,
+)
 from constructs_lib.function import DEFAULT_METRICS_NAMESPACE
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from tests.infra.conftest import PLACEHOLDER, cfn, join_to_string
@@ -71,6 +77,11 @@ class Built:
         }
 
 
+def _charted(queue: ResilientQueue) -> DashboardQueue:
+    """A ``ResilientQueue`` as the dashboard charts it (the monitoring facade registers the same)."""
+    return DashboardQueue(queue.node.id, queue.queue, queue.dlq, (queue.dlq_alarm, *filter(None, [queue.queue_alarm])))
+
+
 def _stack() -> tuple[Stack, tuple[ResilientQueue, ResilientQueue], sfn.StateMachine]:
     stack = Stack(App(), "DashboardUnderTest")
     topic = sns.Topic(stack, "AlarmTopic")
@@ -100,7 +111,7 @@ def _build(**overrides: Any) -> Built:
     """The dashboard as an app wires it: its namespace, a state machine and one extra graph."""
     stack, queues, machine = _stack()
     kwargs: dict[str, Any] = {
-        "queues": list(queues),
+        "queues": [_charted(q) for q in queues],
         "state_machine": machine,
         "services": list(SERVICES),
         "metrics_namespace": NAMESPACE,
@@ -215,7 +226,7 @@ def test_dashboard_defaults_hold_no_app_vocabulary() -> None:
     """Left to its defaults the generic dashboard says nothing about orders, sagas or sweepers."""
     stack, queues, _ = _stack()
     dashboard = PipelineDashboard(
-        stack, "Dashboard", props=PipelineDashboardProps(queues=list(queues), services=["svc"])
+        stack, "Dashboard", props=PipelineDashboardProps(queues=[_charted(q) for q in queues], services=["svc"])
     )
     built = Built(stack, dashboard, queues, None, Template.from_stack(stack))
     titles = [w["properties"].get("title", "") for w in built.body()["widgets"]]
@@ -237,7 +248,11 @@ def test_dashboard_titles_from_props() -> None:
     stack, queues, machine = _stack()
     extra = [machine.metric_failed().create_alarm(stack, "Failed", threshold=0, evaluation_periods=1)]
     props = PipelineDashboardProps(
-        queues=list(queues), state_machine=machine, services=list(SERVICES), titles=titles, alarms=extra
+        queues=[_charted(q) for q in queues],
+        state_machine=machine,
+        services=list(SERVICES),
+        titles=titles,
+        alarms=extra,
     )
     built = Built(stack, PipelineDashboard(stack, "D", props=props), queues, machine, Template.from_stack(stack))
     shown = [w["properties"]["title"] for w in built.body()["widgets"]]
@@ -291,7 +306,11 @@ def _placeholder_alarm(i: int) -> cloudwatch.IAlarm:
 )
 def test_dashboard_rejects_bad_props(overrides: dict[str, Any], message: str) -> None:
     _, queues, machine = _stack()
-    kwargs: dict[str, Any] = {"queues": list(queues), "state_machine": machine, "services": list(SERVICES)}
+    kwargs: dict[str, Any] = {
+        "queues": [_charted(q) for q in queues],
+        "state_machine": machine,
+        "services": list(SERVICES),
+    }
     with pytest.raises(ValueError, match=message):
         PipelineDashboardProps(**{**kwargs, **overrides})
 
@@ -302,7 +321,9 @@ def test_dashboard_shows_further_alarms_in_own_status_widget() -> None:
         machine.metric_failed().create_alarm(stack, "Failed", threshold=0, evaluation_periods=1),
         machine.metric_timed_out().create_alarm(stack, "TimedOut", threshold=0, evaluation_periods=1),
     ]
-    props = PipelineDashboardProps(queues=list(queues), state_machine=machine, services=list(SERVICES), alarms=extra)
+    props = PipelineDashboardProps(
+        queues=[_charted(q) for q in queues], state_machine=machine, services=list(SERVICES), alarms=extra
+    )
     dashboard = PipelineDashboard(stack, "Dashboard", props=props)
     built = Built(stack, dashboard, queues, machine, Template.from_stack(stack))
     queue_widget, further = [w for w in built.body()["widgets"] if w["type"] == "alarm"]
@@ -326,9 +347,40 @@ def test_dashboard_charts_existing_queues_wrapped_by_resilient_queue() -> None:
             ),
         ),
     )
-    dashboard = PipelineDashboard(stack, "Dashboard", props=PipelineDashboardProps(queues=[wrapped], services=["svc"]))
+    dashboard = PipelineDashboard(
+        stack, "Dashboard", props=PipelineDashboardProps(queues=[_charted(wrapped)], services=["svc"])
+    )
     built = Built(stack, dashboard, (wrapped, wrapped), None, Template.from_stack(stack))
     keys = built.metric_keys()
     for name in ("legacy", "legacy-dlq"):
         assert (SQS, "ApproximateNumberOfMessagesVisible", "QueueName", name) in keys
         assert (SQS, "ApproximateAgeOfOldestMessage", "QueueName", name) in keys
+
+
+def test_dashboard_charts_any_queue_without_a_dlq() -> None:
+    """Generic: an imported ``sqs.IQueue``, no ``ResilientQueue``, no DLQ: no DLQ graph, no queue alarm strip."""
+    stack = Stack(App(), "DashboardUnderTest")
+    plain = sqs.Queue.from_queue_arn(stack, "Q", "arn:aws:sqs:us-east-1:123456789012:plain")
+    props = PipelineDashboardProps(queues=[DashboardQueue("Plain", plain)], services=["svc"])
+    built = Built(stack, PipelineDashboard(stack, "Dashboard", props=props), (), None, Template.from_stack(stack))  # type: ignore[arg-type]
+    titles = [w["properties"].get("title", "") for w in built.body()["widgets"]]
+    assert titles == ["Queue depth (visible messages)", "Oldest message age", "Idempotency (sum over 1 services)"]
+    assert {k[3] for k in built.metric_keys() if k[0] == SQS} == {"plain"}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda q: PipelineDashboardProps(queues=[DashboardQueue("A", q), DashboardQueue("A", q)], services=["s"]),
+            "unique",
+        ),
+        (lambda q: DashboardQueue(" ", q), "label"),
+    ],
+    ids=["duplicate-labels", "blank-label"],
+)
+def test_dashboard_rejects_bad_queue_props(build: Any, message: str) -> None:
+    stack = Stack(App(), "DashboardUnderTest")
+    queue = sqs.Queue.from_queue_arn(stack, "Q", "arn:aws:sqs:us-east-1:123456789012:plain")
+    with pytest.raises(ValueError, match=message):
+        build(queue)

@@ -10,7 +10,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from constructs_lib.encryption import LOGS_KEY_ACTIONS, DataEncryptionKey, DataEncryptionKeyProps
-from constructs_lib.saga import OrderSaga
+from stacks.order_constructs.order_saga import OrderSaga
 from tests.infra.conftest import SynthResult, as_list
 
 ONE_YEAR_DAYS = 365

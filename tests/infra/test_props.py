@@ -13,9 +13,9 @@ from aws_cdk import aws_sns as sns
 
 from constructs_lib.function import PipelineFunctionProps
 from constructs_lib.queue import ResilientQueueProps
-from constructs_lib.saga import RetryPolicy
-from constructs_lib.stage import StageConfig
 from constructs_lib.tables import DataTableProps
+from stacks.order_constructs.order_saga import RetryPolicy
+from stacks.order_constructs.stage import StageConfig
 from stacks.order_pipeline_stack import LAMBDAS_DIR
 from tests.infra.conftest import PROD_CONTEXT, PROVIDER_CONTEXT, InlineFunctionFactory
 

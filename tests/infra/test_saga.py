@@ -17,9 +17,9 @@ from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
 from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS, LAMBDA_INIT_SECONDS, STATE_LATENCY_SECONDS
-from constructs_lib.saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
 from order_domain.status import OrderStatus, sources_of
 from order_domain.step import step_payload
+from stacks.order_constructs.order_saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")

@@ -15,8 +15,8 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from constructs_lib.providers import HttpsProvider, HttpsProviderProps
-from constructs_lib.stage import PROD_REQUIRED_KEYS, PROVIDER_KEYS, ProviderEndpoint, StageConfig
 from stacks.app_builder import build_app
+from stacks.order_constructs.stage import PROD_REQUIRED_KEYS, PROVIDER_KEYS, ProviderEndpoint, StageConfig
 from tests.infra.conftest import (
     PROD_CONTEXT,
     PROVIDER_CONTEXT,

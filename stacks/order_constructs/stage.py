@@ -1,4 +1,5 @@
-"""Stage settings (dev / prod) read once from CDK context, and the stage rules checked at synth."""
+"""The order pipeline's stage settings (dev / prod) read once from CDK context, and the stage rules
+checked at synth (the app's: which providers, which keys, which e-mail)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from urllib.parse import urlsplit
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 from constructs import Node
+
+from constructs_lib.providers import ProviderEndpoint
+
+__all__ = ["PROD_REQUIRED_KEYS", "PROVIDER_KEYS", "ProviderEndpoint", "StageConfig"]
 
 VALID_STAGES = ("dev", "prod")
 
@@ -24,8 +29,6 @@ SECRET_ARN = re.compile(
     r"arn:(?P<partition>aws(?:-[a-z]+)*):secretsmanager:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):"
     r"(?P<account>\d{12}):secret:(?P<name>[A-Za-z0-9/_+=.@-]{1,512})"
 )
-#: The random suffix of a complete secret ARN (``-`` and six characters).
-SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
 
 
 def _is_loopback(host: str) -> bool:
@@ -53,35 +56,10 @@ def _check_secret_arn(key: str, value: str) -> None:
         )
 
 
-@dataclass(frozen=True)
-class ProviderEndpoint:
-    """A real provider's HTTPS API: base URL and the Secrets Manager secret holding its API key.
-
-    Attributes:
-        url: base URL (``https://``).
-        secret_arn: the secret's ARN, complete (``...:secret:name-AbCdEf``) or partial (``...:secret:name``).
-    """
-
-    url: str
-    secret_arn: str
-
-    @property
-    def secret_resource(self) -> str:
-        """The IAM resource naming exactly this secret.
-
-        A complete ARN names itself. A partial ARN (no ``-XXXXXX`` suffix) matches the secret
-        only with the suffix, so IAM gets ``<arn>-??????`` (six characters, as AWS documents):
-        never ``<arn>*``, which would also match ``<name>-other``.
-        """
-        if SECRET_SUFFIX.search(self.secret_arn):
-            return self.secret_arn
-        return f"{self.secret_arn}-??????"
-
-
 #: Default stuck threshold: above the order saga's budgeted execution timeout (1,806 s = 30 min 6 s:
 #: every Lambda attempt also budgets a failed 10 s Init phase and 2 s of Step Functions latency,
-#: and the longest path now holds CancelShipment, the park and its last resort). The stack refuses
-#: a threshold at or below the saga timeout.
+#: and the longest path now holds CancelShipment, the park and its last resort). StuckOrderSweeperProps refuses
+#: a threshold at or below the saga timeout (stacks/order_constructs/sweeper.py).
 DEFAULT_STUCK_AFTER_MINUTES = 35
 
 
@@ -94,7 +72,7 @@ class StageConfig:
         alarm_email: e-mail subscribed to the alarm topic (context ``alarm_email``); required in prod.
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
             (context ``stuck_after_minutes``, default 35: above the saga's execution timeout of 1,806 s,
-            so an order whose saga is still retrying is never reported; the stack checks this).
+            so an order whose saga is still retrying is never reported; StuckOrderSweeperProps checks this).
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.
             Without them (dev only) the sandbox provider functions are deployed instead.

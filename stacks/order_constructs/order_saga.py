@@ -3,6 +3,7 @@
 
 A thin use of the generic :class:`constructs_lib.generic_saga.Saga`: this module holds the order
 vocabulary (state names, business errors, the orders table's status rules), the generic one none.
+The app's construct (``stacks/order_constructs``), not the library's.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from constructs_lib.generic_saga import (
     ServiceTask,
     default_compensation_retry,
 )
+from constructs_lib.monitoring import Monitoring
+from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 
 __all__ = [
     "DEFAULT_REFUSED_INPUT_ERRORS",
@@ -44,7 +47,8 @@ __all__ = [
 ]
 
 #: Errors worth retrying on forward steps: Lambda service faults and our transient class.
-#: Step handlers re-raise every transient failure as ``TransientStepError`` (lambdas/shared/exceptions.py).
+#: Step handlers re-raise every transient failure as ``TransientStepError``
+#: (packages/lambda_resilience/src/lambda_resilience/exceptions.py).
 DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "TransientStepError",
     "UnknownStepError",  # unexpected (a bug?): retried like transient, then compensated
@@ -89,9 +93,6 @@ SQS_SEND_RETRY_ERRORS: tuple[str, ...] = ("SQS.AmazonSQSException", "SQS.SdkClie
 #: The needs-attention message's ``source`` when the state machine sends it itself (the park failed).
 LAST_RESORT_SOURCE = "saga-last-resort"
 
-#: What a DynamoDB caller needs on a table's customer-managed key to write an item.
-KMS_FOR_DDB_WRITE = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
-
 
 @dataclass(frozen=True)
 class OrderSagaProps:
@@ -123,6 +124,7 @@ class OrderSagaProps:
             none (then the caller owns alarming on ``ExecutionsFailed``, which ``ResilienceChecks``
             requires).
         alarm_period: period of those alarms (one evaluation period); default 1 minute.
+        monitoring: the facade the state machine and its alarms are registered on; default none.
     """
 
     reserve_inventory: lambda_.IFunction
@@ -146,6 +148,7 @@ class OrderSagaProps:
     log_encryption_key: kms.IKey | None = None
     alarm_topic: sns.ITopic | None = None
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
+    monitoring: Monitoring | None = None
 
 
 def _status_write(table: dynamodb.ITable, status: str, sources: Sequence[str]) -> ServiceTask:
@@ -310,78 +313,17 @@ class OrderSaga(Saga):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderSagaProps) -> None:
-        step_timeout = props.step_timeout
         retry_on = list(props.transient_errors)
-
-        def fn(function: lambda_.IFunction) -> LambdaTask:
-            return LambdaTask(function, timeout=step_timeout, retry_on=retry_on)
-
-        park = LambdaTask(
-            props.finalize_order,
-            timeout=step_timeout,
-            retry_on=retry_on,
-            payload={
-                "outcome": "NEEDS_ATTENTION",
-                "order_id": sfn.JsonPath.string_at("$.order_id"),
-                "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
-                "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
-                "execution_name": sfn.JsonPath.string_at("$$.Execution.Name"),  # a park per execution
-                "error": sfn.JsonPath.object_at(PARK_ERROR_PATH),
-            },
-        )
+        recorders = _recorders(props, retry_on)
         super().__init__(
             scope,
             construct_id,
             props=SagaProps(
-                steps=[
-                    SagaStep(
-                        "ReserveInventory",
-                        fn(props.reserve_inventory),
-                        compensation=fn(props.release_inventory),
-                        compensation_name="ReleaseInventory",
-                        result_path="$.reservation",
-                        compensation_result_path="$.release",
-                    ),
-                    SagaStep(
-                        "ChargePayment",
-                        fn(props.charge_payment),
-                        compensation=fn(props.refund_payment),
-                        compensation_name="RefundPayment",
-                        result_path="$.payment",
-                        compensation_result_path="$.refund",
-                        skip_compensation_on=("PaymentDeclined",),  # declined: no money moved
-                    ),
-                    SagaStep(
-                        "ShipOrder",
-                        fn(props.ship_order),
-                        compensation=fn(props.cancel_shipment),
-                        compensation_name="CancelShipment",
-                        result_path="$.shipment",
-                        compensation_result_path="$.cancellation",
-                        skip_compensation_on=(SHIPPING_UNAVAILABLE,),  # the carrier rejected it: nothing shipped
-                        park_at_once_on=(SHIPMENT_NOT_CANCELLABLE,),  # never refund a parcel that ships
-                        # A cancel that keeps failing leaves the parcel possibly shipping: park, no refund.
-                        park_when_compensation_fails=True,
-                    ),
-                ],
-                completed=SagaRecorder(
-                    "MarkCompleted",
-                    _status_write(props.orders_table, "COMPLETED", props.completed_from),
-                    result_path="$.final",
-                    already_recorded_on=(CONDITION_FAILED,),
-                ),
-                compensated=SagaRecorder(
-                    "MarkCompensated",
-                    _status_write(props.orders_table, "COMPENSATED", props.compensated_from),
-                    result_path="$.final",
-                    already_recorded_on=(CONDITION_FAILED,),
-                ),
-                parked=SagaRecorder("MarkNeedsAttention", park, result_path="$.final"),
-                last_resort=SagaRecorder(
-                    "NotifyNeedsAttention",
-                    _last_resort(props.needs_attention_queue, PARK_ERROR_PATH),
-                    result_path="$.last_resort",
-                ),
+                steps=_steps(props, retry_on),
+                completed=recorders["completed"],
+                compensated=recorders["compensated"],
+                parked=recorders["parked"],
+                last_resort=recorders["last_resort"],
                 compensation_error_path=PARK_ERROR_PATH,
                 forward_retry=props.forward_retry,
                 compensation_retry=props.compensation_retry,
@@ -412,3 +354,82 @@ class OrderSaga(Saga):
             self.state_machine.add_to_role_policy(
                 iam.PolicyStatement(actions=list(KMS_FOR_DDB_WRITE), resources=[key.key_arn])
             )
+        if props.monitoring is not None:
+            props.monitoring.monitor_state_machine(self.state_machine, alarms=self.alarms.values())
+
+
+def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
+    """Reserve, charge, ship, each with its compensation and the errors that change the route."""
+
+    def fn(function: lambda_.IFunction) -> LambdaTask:
+        return LambdaTask(function, timeout=props.step_timeout, retry_on=retry_on)
+
+    return [
+        SagaStep(
+            "ReserveInventory",
+            fn(props.reserve_inventory),
+            compensation=fn(props.release_inventory),
+            compensation_name="ReleaseInventory",
+            result_path="$.reservation",
+            compensation_result_path="$.release",
+        ),
+        SagaStep(
+            "ChargePayment",
+            fn(props.charge_payment),
+            compensation=fn(props.refund_payment),
+            compensation_name="RefundPayment",
+            result_path="$.payment",
+            compensation_result_path="$.refund",
+            skip_compensation_on=("PaymentDeclined",),  # declined: no money moved
+        ),
+        SagaStep(
+            "ShipOrder",
+            fn(props.ship_order),
+            compensation=fn(props.cancel_shipment),
+            compensation_name="CancelShipment",
+            result_path="$.shipment",
+            compensation_result_path="$.cancellation",
+            skip_compensation_on=(SHIPPING_UNAVAILABLE,),  # the carrier rejected it: nothing shipped
+            park_at_once_on=(SHIPMENT_NOT_CANCELLABLE,),  # never refund a parcel that ships
+            # A cancel that keeps failing leaves the parcel possibly shipping: park, no refund.
+            park_when_compensation_fails=True,
+        ),
+    ]
+
+
+def _recorders(props: OrderSagaProps, retry_on: list[str]) -> dict[str, SagaRecorder]:
+    """MarkCompleted / MarkCompensated (direct conditional writes), MarkNeedsAttention (the
+    ``finalize_order`` function, keyed per execution) and NotifyNeedsAttention (the last resort)."""
+    park = LambdaTask(
+        props.finalize_order,
+        timeout=props.step_timeout,
+        retry_on=retry_on,
+        payload={
+            "outcome": "NEEDS_ATTENTION",
+            "order_id": sfn.JsonPath.string_at("$.order_id"),
+            "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
+            "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
+            "execution_name": sfn.JsonPath.string_at("$$.Execution.Name"),  # a park per execution
+            "error": sfn.JsonPath.object_at(PARK_ERROR_PATH),
+        },
+    )
+    return {
+        "completed": SagaRecorder(
+            "MarkCompleted",
+            _status_write(props.orders_table, "COMPLETED", props.completed_from),
+            result_path="$.final",
+            already_recorded_on=(CONDITION_FAILED,),
+        ),
+        "compensated": SagaRecorder(
+            "MarkCompensated",
+            _status_write(props.orders_table, "COMPENSATED", props.compensated_from),
+            result_path="$.final",
+            already_recorded_on=(CONDITION_FAILED,),
+        ),
+        "parked": SagaRecorder("MarkNeedsAttention", park, result_path="$.final"),
+        "last_resort": SagaRecorder(
+            "NotifyNeedsAttention",
+            _last_resort(props.needs_attention_queue, PARK_ERROR_PATH),
+            result_path="$.last_resort",
+        ),
+    }

@@ -1,0 +1,90 @@
+"""What every order function shares (layers, namespace, logs, alarms) and how it is registered.
+
+:class:`OrderFunctionDefaults` is handed to each construct that creates functions; its
+:meth:`OrderFunctionDefaults.create` builds a :class:`constructs_lib.function.PipelineFunction`
+from the function's folder under ``lambdas/`` and registers it, with its alarms, on the monitoring
+facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from constructs_lib.function import PipelineFunction, PipelineFunctionProps
+from constructs_lib.monitoring import Monitoring
+
+LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
+#: The app's metric namespace: POWERTOOLS_METRICS_NAMESPACE of every function, the dashboard, the alarms.
+METRICS_NAMESPACE = "OrderPipeline"
+#: The saga steps' timeout (the saga's execution budget reads it too).
+STEP_TIMEOUT = Duration.seconds(30)
+
+
+@dataclass(frozen=True)
+class OrderFunctionDefaults:
+    """The settings every order function gets.
+
+    Attributes:
+        layers: the Powertools and app-code layers.
+        monitoring: the facade each function (and its alarms) is registered on.
+        alarm_topic: the topic of every function's alarms.
+        removal_policy: of the log groups.
+        log_retention: of the log groups.
+        log_encryption_key: customer-managed key of the log groups (prod), else None.
+    """
+
+    layers: tuple[lambda_.ILayerVersion, ...]
+    monitoring: Monitoring
+    alarm_topic: sns.ITopic
+    removal_policy: RemovalPolicy
+    log_retention: logs.RetentionDays
+    log_encryption_key: kms.IKey | None = None
+
+    def create(
+        self,
+        scope: Construct,
+        construct_id: str,
+        folder: str,
+        environment: Mapping[str, str],
+        *,
+        timeout: Duration = STEP_TIMEOUT,
+        alarm_on_throttles: bool = False,
+        alarm_description: str | None = None,
+        idempotency_metrics: bool = True,
+    ) -> PipelineFunction:
+        """The function in ``lambdas/<folder>`` (service name ``folder`` with dashes), registered on
+        the facade; ``idempotency_metrics`` sums its idempotency metrics into the dashboard's graph."""
+        service = folder.replace("_", "-")
+        function = PipelineFunction(
+            scope,
+            construct_id,
+            props=PipelineFunctionProps(
+                code_dir=LAMBDAS_DIR / folder,
+                service_name=service,
+                timeout=timeout,
+                layers=self.layers,
+                environment=environment,
+                metrics_namespace=METRICS_NAMESPACE,
+                removal_policy=self.removal_policy,
+                log_retention=self.log_retention,
+                log_encryption_key=self.log_encryption_key,
+                alarm_topic=self.alarm_topic,
+                alarm_on_throttles=alarm_on_throttles,
+                alarm_description=alarm_description,
+            ),
+        )
+        self.monitoring.monitor_function(
+            function.function,
+            alarms=(function.errors_alarm, function.throttles_alarm),
+            idempotency_service=service if idempotency_metrics else None,
+        )
+        return function

@@ -1,0 +1,160 @@
+"""The stuck-order sweeper: every 5 minutes it finishes or parks stuck orders and reconciles recently
+terminal ones with the providers' records (lambdas/order_domain/sweeper.py); it alarms on both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+import order_domain.env as env
+from constructs_lib.alarms import first_occurrence_alarm
+from constructs_lib.dashboard import DashboardGraph
+from constructs_lib.logical_ids import TransparentScope, keep_rule_permission_id
+from stacks.order_constructs.data import BY_STATUS_INDEX
+from stacks.order_constructs.functions import METRICS_NAMESPACE, OrderFunctionDefaults
+from stacks.order_constructs.grants import DDB_ORDER_STEP, grant_index_query, grant_items, grant_queue
+from stacks.order_constructs.providers import OrderProviders
+
+#: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
+STUCK_ORDERS_METRIC = "StuckOrders"
+SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
+#: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
+SWEEP_RECONCILE_WINDOW_SECONDS = 900
+#: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
+#: the rest to the next sweep (every 5 minutes).
+SWEEPER_TIMEOUT = Duration.minutes(2)
+SWEEP_RATE = Duration.minutes(5)
+
+
+def _sweeper_metric(name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": "sweeper"},
+        statistic=statistic,
+        period=SWEEP_RATE,
+        label=label,
+    )
+
+
+@dataclass(frozen=True)
+class StuckOrderSweeperProps:
+    """Props for :class:`StuckOrderSweeper`.
+
+    Attributes:
+        functions: the order functions' defaults.
+        orders_table: read through its ``by-status`` index, items read and moved like a saga step.
+        state_machine: its RUNNING executions are listed (a running order is not stuck).
+        saga_timeout: the saga's execution timeout: ``stuck_after_minutes`` must exceed it.
+        needs_attention_queue: where parked and mismatched orders are announced.
+        providers: looked up to reconcile terminal orders.
+        stuck_after_minutes: an order non-terminal for longer is stuck (1..1440).
+    """
+
+    functions: OrderFunctionDefaults
+    orders_table: dynamodb.ITable
+    state_machine: sfn.IStateMachine
+    saga_timeout: Duration
+    needs_attention_queue: sqs.IQueue
+    providers: OrderProviders
+    stuck_after_minutes: int
+
+    def __post_init__(self) -> None:
+        if self.stuck_after_minutes * 60 <= self.saga_timeout.to_seconds():
+            raise ValueError(
+                f"stuck_after_minutes ({self.stuck_after_minutes}) must exceed the saga timeout "
+                f"({int(self.saga_timeout.to_seconds())} s): a retrying saga is not stuck"
+            )
+
+
+class StuckOrderSweeper(TransparentScope):
+    """The sweeper function on a 5-minute schedule, its errors alarm (a failing sweeper reports no
+    stuck orders), the ``StuckOrders`` and ``SideEffectMismatches`` alarms (Maximum > 0 in 5 minutes),
+    and its dashboard graph; all registered on the monitoring facade.
+
+    Attributes:
+        function: the sweeper ``PipelineFunction``.
+        sweep_rule: the schedule.
+        stuck_alarm, mismatch_alarm, errors_alarm: its alarms.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: StuckOrderSweeperProps) -> None:
+        super().__init__(scope, construct_id)
+        self.function = props.functions.create(
+            self,
+            "Sweeper",
+            "sweeper",
+            {
+                env.ORDERS_TABLE_NAME: props.orders_table.table_name,
+                env.STUCK_AFTER_SECONDS: str(props.stuck_after_minutes * 60),
+                env.RECONCILE_WINDOW_SECONDS: str(SWEEP_RECONCILE_WINDOW_SECONDS),
+                env.STATE_MACHINE_ARN: props.state_machine.state_machine_arn,
+                env.NEEDS_ATTENTION_QUEUE_URL: props.needs_attention_queue.queue_url,
+            },
+            timeout=SWEEPER_TIMEOUT,
+            alarm_description="the stuck-order sweeper is failing (stuck orders would go unreported)",
+            idempotency_metrics=False,
+        )
+        assert self.function.errors_alarm is not None  # the defaults always give an alarm topic
+        self.errors_alarm = self.function.errors_alarm
+        self._grant(props)
+        self.sweep_rule = events.Rule(
+            self,
+            "SweepSchedule",
+            schedule=events.Schedule.rate(SWEEP_RATE),
+            targets=[targets.LambdaFunction(self.function.function, retry_attempts=2)],
+        )
+        keep_rule_permission_id(self.sweep_rule, self.function.function)
+        self._alarms(props)
+
+    def _grant(self, props: StuckOrderSweeperProps) -> None:
+        fn = self.function.function
+        grant_index_query(props.orders_table, BY_STATUS_INDEX, fn)
+        grant_items(props.orders_table, fn, *DDB_ORDER_STEP)
+        grant_queue(props.needs_attention_queue, fn, "sqs:SendMessage")
+        fn.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:ListExecutions"], resources=[props.state_machine.state_machine_arn])
+        )
+        props.providers.connect_payment(self.function)
+        props.providers.connect_carrier(self.function)
+
+    def _alarms(self, props: StuckOrderSweeperProps) -> None:
+        topic = props.functions.alarm_topic
+        stuck = _sweeper_metric(STUCK_ORDERS_METRIC, "Maximum")
+        self.stuck_alarm = first_occurrence_alarm(
+            self,
+            "StuckOrdersAlarm",
+            stuck,
+            f"orders non-terminal for more than {props.stuck_after_minutes} minutes",
+            topic,
+        )
+        self.mismatch_alarm = first_occurrence_alarm(
+            self,
+            "SideEffectMismatchAlarm",
+            _sweeper_metric(SIDE_EFFECT_MISMATCHES_METRIC, "Maximum"),
+            "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
+            topic,
+        )
+        monitoring = props.functions.monitoring
+        monitoring.add_alarms((self.stuck_alarm, self.mismatch_alarm))
+        monitoring.add_graph(
+            DashboardGraph(
+                "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",
+                [
+                    stuck.with_(label="Stuck orders"),
+                    _sweeper_metric("StuckOrdersFinished", "Sum", "Finished (COMPLETED)"),
+                    _sweeper_metric("StuckOrdersParked", "Sum", "Parked (NEEDS_ATTENTION)"),
+                    _sweeper_metric(SIDE_EFFECT_MISMATCHES_METRIC, "Sum", "Side-effect mismatches"),
+                ],
+                label="orders",
+            )
+        )

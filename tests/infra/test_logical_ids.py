@@ -1,0 +1,152 @@
+"""Logical IDs survive the constructs' layout: no stateful resource is replaced on the next deploy.
+
+The IDs below are those of the templates synthesized before the stack was composed from
+``stacks/order_constructs`` (``make synth`` at commit bd8cb08). A changed logical ID makes
+CloudFormation replace the resource: a table or queue with its data, a log group with its logs, a
+key with everything encrypted under it. The event source mapping is listed too: Lambda refuses a
+second mapping of the same queue and function, so its replacement would fail the deploy.
+"""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk import App, Duration, Names, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Template
+from constructs import Construct
+
+from constructs_lib.logical_ids import (
+    StableLogicalIdStack,
+    TransparentScope,
+    keep_rule_permission_id,
+    keep_sqs_event_source_id,
+    make_unique_id,
+)
+from tests.infra.conftest import InlineFunctionFactory, SynthResult
+
+_LOG_GROUPS = {
+    "CancelShipmentLogs4FAA6757",
+    "ChargePaymentLogsEF5D010F",
+    "DlqReplayLogsBB2DCC37",
+    "FinalizeOrderLogs82E5A2D0",
+    "IntakeLogsB4E72C77",
+    "OrderSagaExecutionLogsEBB65182",
+    "RefundPaymentLogs1B356B37",
+    "ReleaseInventoryLogsED58C24D",
+    "ReserveInventoryLogs8015C537",
+    "ShipOrderLogsFC8C5EE7",
+    "SweeperLogs964BB71D",
+}
+_COMMON = {
+    "AlarmTopicD01E77F9": "AWS::SNS::Topic",
+    "AlarmTopicKey57B0D3A7": "AWS::KMS::Key",
+    "FailuresTableDE3298B0": "AWS::DynamoDB::Table",
+    "IdempotencyTableE9369C9C": "AWS::DynamoDB::Table",
+    "InventoryTable0EC4A984": "AWS::DynamoDB::Table",
+    "OrdersTableD407578C": "AWS::DynamoDB::Table",
+    "NeedsAttentionQueueC76D8D74": "AWS::SQS::Queue",
+    "NeedsAttentionQueueDlq251D6C1F": "AWS::SQS::Queue",
+    "OrdersQueue929135A0": "AWS::SQS::Queue",
+    "OrdersQueueDlqB5CCEDC7": "AWS::SQS::Queue",
+    "OrderSagaStateMachine15260A25": "AWS::StepFunctions::StateMachine",
+    **dict.fromkeys(_LOG_GROUPS, "AWS::Logs::LogGroup"),
+}
+#: Today's stateful logical IDs, per stage.
+STATEFUL = {
+    "dev": {
+        **_COMMON,
+        "SandboxLedgerTableDCAA2315": "AWS::DynamoDB::Table",
+        "SandboxCarrierLogsE84072B2": "AWS::Logs::LogGroup",
+        "SandboxPaymentLogs21908F6C": "AWS::Logs::LogGroup",
+        "IntakeFunctionSqsEventSourceOrderPipelinedevOrdersQueue6929C7F9DC0FDD85": "AWS::Lambda::EventSourceMapping",
+    },
+    "prod": {
+        **_COMMON,
+        "DataKey2A0DE9E6": "AWS::KMS::Key",
+        "IntakeFunctionSqsEventSourceOrderPipelineprodOrdersQueue7505D863886727EC": "AWS::Lambda::EventSourceMapping",
+    },
+}
+#: The Lambda permissions the EventBridge targets add (path-derived IDs, kept too).
+PERMISSIONS = {
+    "dev": (
+        "ReplayOnDlqAlarmAllowEventRuleOrderPipelinedevDlqReplayFunctionE5A913706A4F32A2",
+        "ReplayScheduleAllowEventRuleOrderPipelinedevDlqReplayFunctionE5A91370365A52CC",
+        "SweepScheduleAllowEventRuleOrderPipelinedevSweeperFunction32A70E10E98A775B",
+    ),
+    "prod": (
+        "ReplayOnDlqAlarmAllowEventRuleOrderPipelineprodDlqReplayFunction8CC259091D84D278",
+        "ReplayScheduleAllowEventRuleOrderPipelineprodDlqReplayFunction8CC2590979E14F2A",
+        "SweepScheduleAllowEventRuleOrderPipelineprodSweeperFunction343E37D3CA4197CA",
+    ),
+}
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_logical_ids_of_stateful_resources_unchanged(stage: str, request: pytest.FixtureRequest) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    resources = synth.resources
+    missing = {lid: kind for lid, kind in STATEFUL[stage].items() if resources.get(lid, {}).get("Type") != kind}
+    assert missing == {}, f"{stage}: these would be replaced on deploy: {missing}"
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_logical_ids_no_other_stateful_resource(stage: str, request: pytest.FixtureRequest) -> None:
+    """A new stateful resource is a decision: it is added to :data:`STATEFUL` with it."""
+    synth: SynthResult = request.getfixturevalue(stage)
+    kinds = set(STATEFUL[stage].values())
+    stateful = {lid for lid, r in synth.resources.items() if r["Type"] in kinds}
+    assert stateful == set(STATEFUL[stage])
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_logical_ids_of_rule_permissions_unchanged(stage: str, request: pytest.FixtureRequest) -> None:
+    synth: SynthResult = request.getfixturevalue(stage)
+    permissions = synth.of_type("AWS::Lambda::Permission")
+    assert set(PERMISSIONS[stage]) <= set(permissions)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [["Queue"], ["Orders", "Queue"], ["Orders", "Resource"], ["A", "Default", "B"], ["Intake", "Function", "X:y-z"]],
+)
+def test_logical_ids_make_unique_id_matches_cdk(path: list[str]) -> None:
+    """The allocation is CDK's own: the same path gives CDK's ID."""
+    stack = Stack(App(), "S")
+    scope: Construct = stack
+    for component in path[:-1]:
+        scope = Construct(scope, component)
+    queue = sqs.Queue(scope, path[-1])
+    assert make_unique_id([*path, "Resource"]) == stack.get_logical_id(queue.node.default_child)  # type: ignore[arg-type]
+
+
+def test_logical_ids_transparent_scope_is_left_out() -> None:
+    app = App()
+    plain = Stack(app, "Plain")
+    sqs.Queue(plain, "Jobs")
+    grouped = StableLogicalIdStack(app, "Grouped")
+    sqs.Queue(TransparentScope(TransparentScope(grouped, "Outer"), "Inner"), "Jobs")
+    assert set(Template.from_stack(grouped).to_json()["Resources"]) == set(
+        Template.from_stack(plain).to_json()["Resources"]
+    )
+
+
+def test_logical_ids_path_derived_ids_kept(inline_function: InlineFunctionFactory) -> None:
+    """The event source mapping and the rule permission are named after another construct's path."""
+    ids = {}
+    for grouped in (False, True):
+        stack = StableLogicalIdStack(App(), "S") if grouped else Stack(App(), "S")
+        scope: Construct = TransparentScope(stack, "Group") if grouped else stack
+        fn = inline_function(scope, "Worker", 30)
+        queue = sqs.Queue(scope, "Jobs")
+        fn.add_event_source(sources.SqsEventSource(queue))
+        rule = events.Rule(scope, "Every", schedule=events.Schedule.rate(Duration.minutes(5)))
+        rule.add_target(targets.LambdaFunction(fn))
+        if grouped:
+            assert "Group" in Names.node_unique_id(queue.node)  # what CDK names the mapping after
+            keep_sqs_event_source_id(fn, queue)
+            keep_rule_permission_id(rule, fn)
+        ids[grouped] = set(Template.from_stack(stack).to_json()["Resources"])
+    assert ids[True] == ids[False]
