@@ -36,12 +36,10 @@ if TYPE_CHECKING:
     from order_domain.settings.inventory import InventoryStepSettings
     from order_domain.settings.payment import PaymentStepSettings
     from order_domain.settings.providers import HttpsProvider
-    from order_domain.settings.sandbox import SandboxSettings
     from order_domain.settings.shipping import ShippingStepSettings
     from order_domain.settings.sweeper import SweeperSettings
     from order_domain.shipping import ShippingService
     from order_domain.sweeper import Sweeper
-    from sandbox.ledger import Ledger
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -202,7 +200,7 @@ def finalize_action(settings: FinalizeSettings) -> Action:
     return finalize
 
 
-# -- scheduled functions and the sandbox ------------------------------------------------------------
+# -- scheduled functions ---------------------------------------------------------------------------
 
 
 def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
@@ -226,10 +224,3 @@ def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
 def replay_clients() -> Callable[[str], Any]:
     """``client(service)`` for the DLQ replay (the middleware's replay takes a client factory)."""
     return aws.client
-
-
-def ledger(settings: SandboxSettings) -> Ledger:
-    """The sandbox providers' ledger."""
-    from sandbox.ledger import Ledger
-
-    return Ledger(settings.ledger_table, client=client("dynamodb"))

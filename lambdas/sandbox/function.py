@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
-from order_domain.settings.sandbox import SandboxSettings
-from order_domain.wiring import ledger
+from order_domain.wiring import client
+from sandbox.ledger import Ledger
+from sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
-
-    from sandbox.ledger import Ledger
 
 Handler = Callable[[dict[str, Any], "LambdaContext"], dict[str, Any]]
 
@@ -24,7 +23,7 @@ def provider_handler(provider: str, handle: Callable[[dict[str, Any], Ledger], d
     or :func:`sandbox.carrier.handle`). Settings and the ledger are built once, here (import time)."""
     settings = SandboxSettings.from_env()
     logger = get_logger()
-    book = ledger(settings)
+    book = Ledger(settings.ledger_table, client=client("dynamodb"))
 
     @traced
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from order_domain.settings.intake import IntakeSettings
 from order_domain.settings.payment import PaymentStepSettings
 from order_domain.settings.providers import HttpsProvider, ProviderFunction
 from order_domain.settings.replay import DlqReplaySettings
-from order_domain.settings.sandbox import SandboxSettings
 from order_domain.settings.sweeper import SweeperSettings
+from sandbox.settings import SandboxSettings
 
 BASE = {names.IDEMPOTENCY_TABLE_NAME: "idem", names.ORDERS_TABLE_NAME: "orders"}
 

@@ -11,8 +11,9 @@ fraction of a millisecond to create, hence one module per family).
 - :mod:`.intake` ``IntakeSettings``; :mod:`.step` ``StepSettings`` (any saga step);
   :mod:`.inventory` ``InventoryStepSettings``; :mod:`.payment` ``PaymentStepSettings``;
   :mod:`.shipping` ``ShippingStepSettings``; :mod:`.finalize` ``FinalizeSettings``;
-  :mod:`.sweeper` ``SweeperSettings``; :mod:`.replay` ``DlqReplaySettings``; :mod:`.sandbox`
-  ``SandboxSettings``; :mod:`.providers` the provider endpoints (HTTPS API or Lambda function).
+  :mod:`.sweeper` ``SweeperSettings``; :mod:`.replay` ``DlqReplaySettings``; :mod:`.providers` the
+  provider endpoints (HTTPS API or Lambda function). The dev sandbox's are ``sandbox.settings``
+  (prod deploys no sandbox code).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The dev sandbox provider functions' settings."""
+"""The dev sandbox provider functions' settings (in the sandbox package: prod deploys none of it)."""
 
 from __future__ import annotations
 
