@@ -6,7 +6,7 @@ on our CI and dev machines. Our layer contents are pure Python, so we stage them
 - :class:`PythonPackagesLayer` copies *installed distributions* (e.g. ``aws-lambda-powertools``)
   from the environment that runs the synth. The deployed version is therefore exactly the version
   the tests ran against (pinned in ``lambdas/requirements.txt``).
-- :class:`SourceTreeLayer` copies local source packages (e.g. ``lambdas/shared``).
+- :class:`SourceTreeLayer` copies local source packages (e.g. ``lambdas/order_domain``).
 
 Staging happens under the *app's* build folder, never next to this library (which may sit in a
 read-only site-packages): ``staging_dir`` when given, else ``<app outdir>/.layer-staging`` (the

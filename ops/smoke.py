@@ -141,10 +141,10 @@ def charge_function_environment(target: Target) -> dict[str, str]:
 def payment_port(target: Target, env: dict[str, str]) -> Any:
     """The pipeline's own PaymentProvider adapter (its AWS calls go through :func:`layer_clients`)."""
     _layer()
-    from order_domain.settings import Settings
+    from order_domain.settings.payment import PaymentStepSettings
     from order_domain.wiring import payment_provider
 
-    return payment_provider(Settings.from_env(env))
+    return payment_provider(PaymentStepSettings.from_env(env))
 
 
 @contextmanager

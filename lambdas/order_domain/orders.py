@@ -154,7 +154,7 @@ class OrderRepository:
         know the order, :class:`StaleAttempt` if a newer payment attempt replaced this one or if
         the attempt already ended (COMPLETED, COMPENSATED, or parked NEEDS_ATTENTION: e.g. the
         sweeper parked an order whose saga never started, and a late redelivery starts it now).
-        The saga fails such an execution at once, before any effect (constructs_lib/saga.py,
+        The saga fails such an execution at once, before any effect (stacks/order_constructs/order_saga.py,
         refused input errors): a parked order moves only through an operator's repair."""
         item = self.get(order_id)
         current = int(item.get("payment_attempt", 1))

@@ -28,7 +28,7 @@ def saga_input(order_id: str, attempt: int, correlation_id: str, **extra: Any) -
 class CompensationRequested(Exception):
     """An execution input with ``"compensate": true`` (``ops repair --action compensate``): the first
     step raises it before doing anything, and the saga's catch sends the execution straight to the
-    compensations (constructs_lib/saga.py, ``compensate_all_on``)."""
+    compensations (stacks/order_constructs/order_saga.py, ``compensate_all_on``)."""
 
 
 def compensation_requested(event: Any) -> bool:

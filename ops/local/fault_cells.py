@@ -39,7 +39,7 @@ LAMBDA_SERVICE_FAULTS = (
     "Lambda.Unknown",
     "Sandbox.Timedout",
 )
-#: The step middleware's own classification (lambdas/shared): retried transient / unknown outcome,
+#: The step middleware's own classification (lambda_resilience.step): retried transient / unknown outcome,
 #: and the idempotency layer's refusal of a repeated key with another payload (permanent).
 STEP_FAULTS = ("TransientStepError", "UnknownStepError", "PayloadMismatch")
 STATES_FAULTS = ("States.Timeout", "States.Runtime")

@@ -166,7 +166,7 @@ def needs_attention_queue(aws: None) -> NeedsAttentionQueue:
 
 @pytest.fixture
 def pipeline_env(tables: Tables, state_machine: str, needs_attention_queue: NeedsAttentionQueue) -> dict[str, str]:
-    """Environment variables the stack gives the functions (order_domain/settings.py names)."""
+    """Environment variables the stack gives the functions (order_domain/env.py names)."""
     return {
         "IDEMPOTENCY_TABLE_NAME": tables.idempotency,
         "ORDERS_TABLE_NAME": tables.orders,

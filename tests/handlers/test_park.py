@@ -27,7 +27,7 @@ def finalize(load):
 
 
 def _park(order: dict, execution_name: str | None, *, cid: str = "cid-park", error: dict | None = None) -> dict:
-    """What MarkNeedsAttention sends (constructs_lib/saga.py): references, the error, the execution name."""
+    """What MarkNeedsAttention sends (stacks/order_constructs/order_saga.py): references, error, execution name."""
     event = {
         "outcome": "NEEDS_ATTENTION",
         "order_id": order["order_id"],

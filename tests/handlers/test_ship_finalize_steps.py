@@ -84,7 +84,7 @@ def test_finalize_moves_shipped_to_completed_and_a_repeat_is_a_no_op(
 def test_finalize_accepts_the_payload_the_state_machine_sends(
     finalize, order_factory, seed_order, orders, lambda_context, logs
 ):
-    """constructs_lib/saga.py's MarkCompleted task sends {outcome, order_id, correlation_id, order}."""
+    """stacks/order_constructs/order_saga.py's MarkCompleted task sends {outcome, order_id, correlation_id, order}."""
     order = order_factory()
     seed_order(order, OrderStatus.SHIPPED)
     event = {"outcome": "COMPLETED", "order_id": order["order_id"], "correlation_id": "cid-sfn", "order": order}

@@ -29,7 +29,7 @@ from tests.infra.conftest import (
 )
 
 SANDBOX_FUNCTION_DIRS = ("sandbox_payment", "sandbox_carrier")
-#: The runtime contract of the HTTPS adapters (lambdas/order_domain/settings.py reads these).
+#: The runtime contract of the HTTPS adapters (lambdas/order_domain/settings/ reads these).
 PAYMENT_ENV = ("PAYMENT_API_URL", "PAYMENT_API_SECRET_ARN")
 CARRIER_ENV = ("CARRIER_API_URL", "CARRIER_API_SECRET_ARN")
 SANDBOX_ENV = ("PAYMENT_PROVIDER_FUNCTION", "CARRIER_FUNCTION", "LEDGER_TABLE_NAME")

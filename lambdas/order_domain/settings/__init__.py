@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lambda_resilience.exceptions import ConfigurationError
 from order_domain import env as names
-
-if TYPE_CHECKING:
-    from order_domain.settings.payment import PaymentStepSettings
 
 #: Idempotency record TTL. Must outlive every redelivery of the same business operation:
 #: SQS retention (4 days on the orders queue) and the DLQ replay window (14 days DLQ retention).
@@ -92,17 +89,3 @@ if TYPE_CHECKING:
 
         @property
         def idempotency_ttl_seconds(self) -> int: ...
-
-    #: Kept for ``ops/smoke.py``, which builds the charge function's payment port from that
-    #: function's environment (``Settings.from_env(env)`` + ``order_domain.wiring.payment_provider``):
-    #: the charge step's settings. Remove once ops/smoke.py imports ``PaymentStepSettings``.
-    Settings = PaymentStepSettings
-
-
-def __getattr__(name: str) -> Any:
-    """``Settings`` (above), imported on use: no other function pays for the payment step's module."""
-    if name == "Settings":
-        from order_domain.settings.payment import PaymentStepSettings
-
-        return PaymentStepSettings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
