@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import order_domain.env as env_names
 from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
 from ops.local.costs import PerOrder, dollars_per_million_orders
@@ -70,7 +71,7 @@ def template_figures(assembly: CloudAssembly) -> dict[str, Any]:
         "visibility_timeout_seconds": int(assembly.resource(queue_id).properties.get("VisibilityTimeout", 30)),
         "workflow": machine.properties.get("StateMachineType", "STANDARD"),
         "states_per_order": len(path),
-        "throttle_requeue": "THROTTLE_REQUEUE_QUEUE_URL"
+        "throttle_requeue": env_names.THROTTLE_REQUEUE_QUEUE_URL
         in ((function.properties.get("Environment") or {}).get("Variables") or {}),
         "tasks_per_order": len(tasks),
     }

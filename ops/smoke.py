@@ -40,6 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import order_domain.env as env_names
 from ops.errors import UsageError
 from ops.target import Target, TargetError
 
@@ -131,9 +132,9 @@ def charge_function_environment(target: Target) -> dict[str, str]:
     for page in target.client("lambda").get_paginator("list_functions").paginate():
         for function in page["Functions"]:
             env = (function.get("Environment") or {}).get("Variables") or {}
-            if env.get("ORDERS_TABLE_NAME") != orders_table:
+            if env.get(env_names.ORDERS_TABLE_NAME) != orders_table:
                 continue
-            if env.get("PAYMENT_API_URL") or env.get("PAYMENT_PROVIDER_FUNCTION"):
+            if env.get(env_names.PAYMENT_API_URL) or env.get(env_names.PAYMENT_PROVIDER_FUNCTION):
                 return dict(env)
     raise TargetError(f"no function of this stack has the payment provider's settings (orders table {orders_table})")
 
@@ -198,7 +199,7 @@ class Smoke:
     def sandbox(self, env: dict[str, str]) -> bool:
         """The sandbox provider answers: as a function (dev) or over HTTP on loopback (``ops local up``)."""
         outputs = self.target.outputs
-        return bool(env.get("PAYMENT_PROVIDER_FUNCTION")) or any(k in outputs for k in SANDBOX_OUTPUTS)
+        return bool(env.get(env_names.PAYMENT_PROVIDER_FUNCTION)) or any(k in outputs for k in SANDBOX_OUTPUTS)
 
     def tokens(self, env: dict[str, str]) -> tuple[str, str, str | None]:
         """(good token, declining token, undeliverable country or None) for this deployment."""

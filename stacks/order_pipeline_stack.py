@@ -137,6 +137,7 @@ class OrderPipelineStack(StableLogicalIdStack):
                 needs_attention_queue=self.needs_attention.queue,
             ),
         )
+        self.saga_steps = steps
         self.reserve, self.charge, self.ship = steps.reserve, steps.charge, steps.ship
         self.cancel_shipment, self.refund, self.release = steps.cancel_shipment, steps.refund, steps.release
         self.finalize = steps.finalize
@@ -208,19 +209,7 @@ class OrderPipelineStack(StableLogicalIdStack):
     @property
     def functions(self) -> tuple[PipelineFunction, ...]:
         """Every function of the stack (intake, the steps, the sandbox providers, sweeper, replay)."""
-        return (
-            self.intake,
-            self.reserve,
-            self.charge,
-            self.ship,
-            self.cancel_shipment,
-            self.refund,
-            self.release,
-            self.finalize,
-            *self.providers.functions,
-            self.sweeper,
-            self.dlq_replay,
-        )
+        return (self.intake, *self.saga_steps.all, *self.providers.functions, self.sweeper, self.dlq_replay)
 
     def _outputs(self) -> None:
         CfnOutput(self, "NeedsAttentionQueueUrl", value=self.needs_attention.queue.queue_url)

@@ -58,6 +58,7 @@ from aws_lambda_powertools.utilities.idempotency import (  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
+import order_domain.env as env_names  # noqa: E402
 from lambda_resilience.aws import reset_clients  # noqa: E402
 from lambda_resilience.batch import process_sqs_batch  # noqa: E402
 from lambda_resilience.correlation import correlation_scope  # noqa: E402
@@ -281,9 +282,9 @@ def _import_seconds(code: str, extra_env: dict[str, str] | None = None) -> float
         **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
         **(extra_env or {}),
         "PYTHONPYCACHEPREFIX": _PYCACHE,
-        "IDEMPOTENCY_TABLE_NAME": "t",
-        "ORDERS_TABLE_NAME": "t",
-        "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:s",
+        env_names.IDEMPOTENCY_TABLE_NAME: "t",
+        env_names.ORDERS_TABLE_NAME: "t",
+        env_names.STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:s",
         "POWERTOOLS_SERVICE_NAME": "intake",
     }
     script = f"import time\nt = time.process_time()\n{code}\nprint(time.process_time() - t)"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import order_domain.env as env_names
 from local_cloud.clients import aws
 from local_cloud.tables import scan_all
 from ops.errors import OpsError
@@ -177,7 +178,7 @@ def sweeper_threshold(run: PipelineRun) -> float:
     """The sweeper's STUCK_AFTER_SECONDS from its deployed environment (default 1,800 s)."""
     for fn in run.deployment.functions.values():
         if fn.logical_id.startswith("Sweeper"):
-            return float(fn.env.get("STUCK_AFTER_SECONDS", 1800))
+            return float(fn.env.get(env_names.STUCK_AFTER_SECONDS, 1800))
     return 1800.0
 
 

@@ -2,9 +2,9 @@
 
 - No function in ``stacks/`` (the stack, its constructs) is longer than 60 lines.
 - The order functions' environment variable names are written once, in ``lambdas/order_domain/env.py``:
-  scope of this scan: ``stacks/``, ``constructs_lib/`` and ``app.py``. Not yet ``ops/`` (it still
-  writes a few of the names as literals: ops/smoke.py, ops/capacity.py, ops/local/fault_matrix.py;
-  another change moves them) nor ``lambdas/`` (its settings move to these constants separately).
+  every other module of the product (the app, stacks, constructs, Lambda code, packages, ops, tools,
+  examples) uses its constants. Tests are left out on purpose: they assert the deployed contract by
+  its literal names, so a rename in env.py that would break a deployed function fails a test.
 - ``constructs_lib`` is generic: it imports neither the app's stacks nor its Lambda code.
 """
 
@@ -19,7 +19,10 @@ import order_domain.env as env_names
 from tests.infra.conftest import REPO_ROOT
 
 MAX_FUNCTION_LINES = 60
-ENV_SCAN = (REPO_ROOT / "stacks", REPO_ROOT / "constructs_lib", REPO_ROOT / "app.py")
+ENV_SCAN = tuple(
+    REPO_ROOT / name
+    for name in ("app.py", "stacks", "constructs_lib", "lambdas", "packages", "ops", "tools", "examples")
+)
 ENV_MODULE = Path(env_names.__file__).resolve()
 #: Every name ``order_domain.env`` defines (its upper-case string constants).
 ENV_NAMES = {value for name, value in vars(env_names).items() if name.isupper() and isinstance(value, str) and value}

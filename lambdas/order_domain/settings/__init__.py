@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lambda_resilience.exceptions import ConfigurationError
 from order_domain import env as names
@@ -77,6 +77,16 @@ def idempotency_ttl(env: Env) -> int:
             f"{names.IDEMPOTENCY_TTL_SECONDS} below one hour would let redeliveries re-run effects"
         )
     return seconds
+
+
+def idempotent_order_fields(env: Env) -> dict[str, Any]:
+    """The fields every idempotent order function's settings share: its idempotency table and record
+    TTL, and the orders table (``cls(**idempotent_order_fields(env), ...)``)."""
+    return {
+        "idempotency_table": required(env, names.IDEMPOTENCY_TABLE_NAME),
+        "orders_table": required(env, names.ORDERS_TABLE_NAME),
+        "idempotency_ttl_seconds": idempotency_ttl(env),
+    }
 
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from order_domain import env as names
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields, required
 
 
 class FinalizeSettings(NamedTuple):
@@ -21,8 +21,6 @@ class FinalizeSettings(NamedTuple):
     def from_env(cls, env: Env | None = None) -> FinalizeSettings:
         env = environ(env)
         return cls(
-            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
-            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            **idempotent_order_fields(env),
             needs_attention_queue_url=required(env, names.NEEDS_ATTENTION_QUEUE_URL),
-            idempotency_ttl_seconds=idempotency_ttl(env),
         )

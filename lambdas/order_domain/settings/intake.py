@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from order_domain import env as names
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, optional, required
+from order_domain.settings import (
+    DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+    Env,
+    environ,
+    idempotent_order_fields,
+    optional,
+    required,
+)
 
 
 class IntakeSettings(NamedTuple):
@@ -26,10 +33,8 @@ class IntakeSettings(NamedTuple):
     def from_env(cls, env: Env | None = None) -> IntakeSettings:
         env = environ(env)
         return cls(
-            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
-            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            **idempotent_order_fields(env),
             state_machine_arn=required(env, names.STATE_MACHINE_ARN),
-            idempotency_ttl_seconds=idempotency_ttl(env),
             dead_letter_queue_url=optional(env, names.DEAD_LETTER_QUEUE_URL),
             failures_table=optional(env, names.FAILURES_TABLE_NAME),
             throttle_requeue_queue_url=optional(env, names.THROTTLE_REQUEUE_QUEUE_URL),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from order_domain import env as names
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields, required
 
 
 class InventoryStepSettings(NamedTuple):
@@ -20,8 +20,6 @@ class InventoryStepSettings(NamedTuple):
     def from_env(cls, env: Env | None = None) -> InventoryStepSettings:
         env = environ(env)
         return cls(
-            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
-            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            **idempotent_order_fields(env),
             inventory_table=required(env, names.INVENTORY_TABLE_NAME),
-            idempotency_ttl_seconds=idempotency_ttl(env),
         )

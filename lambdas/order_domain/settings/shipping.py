@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from order_domain import env as names
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields
 from order_domain.settings.providers import Provider, carrier_from_env
 
 
@@ -21,8 +20,6 @@ class ShippingStepSettings(NamedTuple):
     def from_env(cls, env: Env | None = None) -> ShippingStepSettings:
         env = environ(env)
         return cls(
-            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
-            orders_table=required(env, names.ORDERS_TABLE_NAME),
+            **idempotent_order_fields(env),
             carrier=carrier_from_env(env),
-            idempotency_ttl_seconds=idempotency_ttl(env),
         )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from order_domain import env as names
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotency_ttl, required
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields
 
 
 class StepSettings(NamedTuple):
@@ -19,7 +18,5 @@ class StepSettings(NamedTuple):
     def from_env(cls, env: Env | None = None) -> StepSettings:
         env = environ(env)
         return cls(
-            idempotency_table=required(env, names.IDEMPOTENCY_TABLE_NAME),
-            orders_table=required(env, names.ORDERS_TABLE_NAME),
-            idempotency_ttl_seconds=idempotency_ttl(env),
+            **idempotent_order_fields(env),
         )
