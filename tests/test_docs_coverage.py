@@ -37,7 +37,11 @@ OLD_README_SECTIONS = (
     ),
     Section("## Message contract (what producers send)", "docs/contract.md"),
     Section("## What the local run is (and is not)", "docs/local-run.md"),
-    Section("### How the emulator is built (`ops/local/`, one module per role)", "docs/local-run.md"),
+    Section(
+        "### How the emulator is built (`ops/local/`, one module per role)",
+        "docs/local-run.md",
+        "How the emulator is built: `local_cloud` (the emulator)",
+    ),
     Section("### Patches of third-party internals", "docs/local-run.md"),
     Section("### Deploying through moto's own CloudFormation (tried, not adopted)", "docs/local-run.md"),
     Section("## Deploy to AWS", "docs/deploy.md"),
@@ -62,7 +66,9 @@ OLD_README_PASSAGES = (
     Section("**Payment attempts.**", "docs/contract.md", "**Payment attempts.**"),
     Section("**Limits this relies on**", "docs/contract.md", "**Limits this relies on**"),
     Section("**IAM, as AWS evaluates it**", "docs/local-run.md", "**IAM, as AWS evaluates it**"),
-    Section("Public hooks instead?", "docs/local-run.md", "Public hooks instead?"),
+    Section(
+        "Public hooks instead?", "docs/decisions/0009-patch-moto-under-canaries.md", "The public hooks do not reach"
+    ),
     Section(
         "What Express would cost in guarantees",
         "docs/decisions/0001-standard-workflow-not-express.md",
