@@ -66,6 +66,14 @@ def _wanted(path: Path) -> bool:
     return path.suffix not in _IGNORED_SUFFIXES and not any(p in _IGNORED_PARTS for p in path.parts)
 
 
+def _without(files: list[tuple[Path, Path]], exclude: Sequence[str]) -> list[tuple[Path, Path]]:
+    """``files`` minus those whose path inside ``python/`` matches a pattern of ``exclude``."""
+    unmatched = [pattern for pattern in exclude if not any(rel.match(pattern) for _, rel in files)]
+    if unmatched:
+        raise ValueError(f"exclude patterns match no file of the layer: {', '.join(unmatched)}")
+    return [(src, rel) for src, rel in files if not any(rel.match(pattern) for pattern in exclude)]
+
+
 def _stage(root: Path, name: str, files: Iterable[tuple[Path, Path]]) -> tuple[Path, str]:
     """Copy ``(source, path inside python/)`` pairs into a content-addressed layer directory under ``root``."""
     pairs = sorted(files, key=lambda pair: str(pair[1]))
@@ -179,12 +187,17 @@ class SourceTreeLayerProps:
         description: layer description; default ``project source packages``.
         compatible_architectures: default arm64 and x86_64 (source files are pure Python).
         staging_dir: folder to stage the layer's files in; default ``<app outdir>/.layer-staging``.
+        exclude: glob patterns of files left out, matched against the path inside ``python/``
+            (e.g. ``mylib/testing.py``: test helpers a package ships for its users' tests, which no
+            deployed function needs); default none. A pattern that matches no file is refused (a typo
+            would silently ship what it meant to leave out).
     """
 
     packages: Sequence[Path]
     description: str = "project source packages"
     compatible_architectures: Sequence[lambda_.Architecture] = ALL_ARCHITECTURES
     staging_dir: Path | None = None
+    exclude: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not self.packages:
@@ -215,6 +228,7 @@ class SourceTreeLayer(Construct):
                 if src.suffix in _COMPILED_SUFFIXES:
                     raise ValueError(f"{src} is a compiled extension: a source layer holds pure Python only")
                 files.append((src, rel))
+        files = _without(files, props.exclude)
         target, self.digest = _stage(staging_root(self, props.staging_dir), construct_id, files)
         self.staged_at = target
         self.layer = lambda_.LayerVersion(

@@ -14,6 +14,9 @@ from stacks.order_constructs.functions import LAMBDAS_DIR
 MIDDLEWARE_PACKAGE_DIR = LAMBDAS_DIR.parent / "packages" / "lambda_resilience" / "src" / "lambda_resilience"
 #: Source packages staged into the app-code layer, in every stage ...
 APP_CODE_PACKAGES = (MIDDLEWARE_PACKAGE_DIR, LAMBDAS_DIR / "order_domain")
+#: Test helpers the middleware ships for its users' tests (a fake Lambda context, log capture): never
+#: deployed, in any stage.
+APP_CODE_EXCLUDE = ("lambda_resilience/testing.py",)
 #: ... and those added only where the sandbox providers are deployed (never in prod).
 SANDBOX_CODE_PACKAGES = (LAMBDAS_DIR / "sandbox",)
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
@@ -67,6 +70,7 @@ class OrderLayers(TransparentScope):
             "AppCodeLayer",
             props=SourceTreeLayerProps(
                 packages=packages,
+                exclude=APP_CODE_EXCLUDE,
                 description="shared middleware, order domain" + (", sandbox providers" if props.with_sandbox else ""),
             ),
         ).layer

@@ -43,6 +43,21 @@ def test_source_tree_layer_stages_under_app_outdir(tmp_path: Path, package: Path
     assert not str(layer.staged_at).startswith(str(library_root / ".build"))
 
 
+def test_source_tree_layer_exclude_leaves_out_matching_files(tmp_path: Path, package: Path) -> None:
+    (package / "testing.py").write_text("FAKE = 1\n")
+    stack = Stack(App(outdir=str(tmp_path / "cdk.out")), "LayersUnderTest")
+    props = SourceTreeLayerProps(packages=[package], exclude=["mylib/testing.py"])
+    layer = SourceTreeLayer(stack, "Code", props=props)
+    assert (layer.staged_at / "python" / "mylib" / "__init__.py").is_file()
+    assert not (layer.staged_at / "python" / "mylib" / "testing.py").exists()
+
+
+def test_source_tree_layer_exclude_matching_nothing_is_refused(tmp_path: Path, package: Path) -> None:
+    stack = Stack(App(outdir=str(tmp_path / "cdk.out")), "LayersUnderTest")
+    with pytest.raises(ValueError, match=r"exclude patterns match no file of the layer: mylib/testng\.py"):
+        SourceTreeLayer(stack, "Code", props=SourceTreeLayerProps(packages=[package], exclude=["mylib/testng.py"]))
+
+
 def test_source_tree_layer_stages_under_explicit_staging_dir(tmp_path: Path, package: Path) -> None:
     stack = Stack(App(outdir=str(tmp_path / "cdk.out")), "LayersUnderTest")
     layer = SourceTreeLayer(

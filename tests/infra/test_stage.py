@@ -210,6 +210,17 @@ def test_prod_assets_and_layers_contain_no_sandbox_code(prod: SynthResult) -> No
     assert "sandbox" not in layer_packages
 
 
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_layers_ship_no_test_helpers(stage: str, request: pytest.FixtureRequest) -> None:
+    """lambda_resilience.testing (a fake Lambda context, log capture) is for tests: no stage deploys it."""
+    dirs = _staged_asset_dirs(request.getfixturevalue(stage))
+    middleware = [d / "python" / "lambda_resilience" for d in dirs if (d / "python" / "lambda_resilience").is_dir()]
+    assert middleware, "the app-code layer holds the middleware"
+    for package in middleware:
+        assert (package / "idempotency").is_dir()
+        assert not (package / "testing.py").exists()
+
+
 def test_dev_layer_still_ships_the_sandbox(dev: SynthResult) -> None:
     """The same check sees the sandbox where it is deployed (so the prod assertion can fail)."""
     dirs = _staged_asset_dirs(dev)
