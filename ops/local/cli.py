@@ -254,7 +254,7 @@ def _print_summary(report: dict[str, Any]) -> None:
         usd = report["cost"]["usd_per_million_orders"]
         print(
             f"USD per million orders: {usd['standard_workflow']} (Standard workflow), "
-            f"{usd['express_workflow']} Express (what Express would lose: docs/results.md)"
+            f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
         )
     failed = sorted(name for name, why in report["invariants"].items() if why)
     held = len(report["invariants"]) - len(failed)
