@@ -47,8 +47,9 @@ EXPRESS_TRADE_OFFS = (
     "execution of the same attempt; its steps get the first one's recorded results (or wait on its "
     "in-progress record) and StaleAttempt still refuses an older attempt, so nothing repeats, but both "
     "executions are billed and `ops repair` loses its name guard",
-    "5-minute maximum duration: the timeout budgeted from the saga's retry policies (SagaTimeoutSeconds, "
-    "1,048 s) does not fit; retries must shrink, and a saga cut mid-compensation is left to the sweeper",
+    "5-minute maximum duration: the timeout budgeted from the saga's retry policies (the SagaTimeoutSeconds "
+    "output, about 30 minutes) does not fit; retries must shrink, and a saga cut mid-compensation is "
+    "left to the sweeper",
     "no execution history, ListExecutions or DescribeExecution: `ops trace` and `ops repair` lose the "
     "per-step timeline and the is-it-running check (CloudWatch Logs only; the input carries references "
     "only, so customer data stays out of them)",
