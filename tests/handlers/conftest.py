@@ -31,6 +31,7 @@ from aws_lambda_powertools.utilities.validation import validate
 from moto import mock_aws
 
 import lambda_resilience.aws as aws_clients
+import order_domain.env as env_names
 from lambda_resilience.testing import FakeLambdaContext
 from order_domain import saga_start
 from order_domain.inventory import reservation_key
@@ -168,14 +169,14 @@ def needs_attention_queue(aws: None) -> NeedsAttentionQueue:
 def pipeline_env(tables: Tables, state_machine: str, needs_attention_queue: NeedsAttentionQueue) -> dict[str, str]:
     """Environment variables the stack gives the functions (order_domain/env.py names)."""
     return {
-        "IDEMPOTENCY_TABLE_NAME": tables.idempotency,
-        "ORDERS_TABLE_NAME": tables.orders,
-        "INVENTORY_TABLE_NAME": tables.inventory,
-        "LEDGER_TABLE_NAME": tables.ledger,
-        "STATE_MACHINE_ARN": state_machine,
-        "PAYMENT_PROVIDER_FUNCTION": PAYMENT_FUNCTION,
-        "CARRIER_FUNCTION": CARRIER_FUNCTION,
-        "NEEDS_ATTENTION_QUEUE_URL": needs_attention_queue.url,
+        env_names.IDEMPOTENCY_TABLE_NAME: tables.idempotency,
+        env_names.ORDERS_TABLE_NAME: tables.orders,
+        env_names.INVENTORY_TABLE_NAME: tables.inventory,
+        env_names.LEDGER_TABLE_NAME: tables.ledger,
+        env_names.STATE_MACHINE_ARN: state_machine,
+        env_names.PAYMENT_PROVIDER_FUNCTION: PAYMENT_FUNCTION,
+        env_names.CARRIER_FUNCTION: CARRIER_FUNCTION,
+        env_names.NEEDS_ATTENTION_QUEUE_URL: needs_attention_queue.url,
     }
 
 

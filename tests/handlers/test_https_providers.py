@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+import order_domain.env as env_names
 from lambda_resilience.classification import classify
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch, TransientStepError
 from ops.local.provider_server import ProviderEndpoints, serve_sandbox
@@ -40,12 +41,12 @@ def https_env(sandbox_http: ProviderEndpoints) -> dict[str, str]:
     payment_arn = sm.create_secret(Name="test/payment-api", SecretString=secret)["ARN"]
     carrier_arn = sm.create_secret(Name="test/carrier-api", SecretString=secret)["ARN"]
     return {
-        "PAYMENT_PROVIDER_FUNCTION": "",
-        "CARRIER_FUNCTION": "",
-        "PAYMENT_API_URL": sandbox_http.payment_url,
-        "PAYMENT_API_SECRET_ARN": payment_arn,
-        "CARRIER_API_URL": sandbox_http.carrier_url,
-        "CARRIER_API_SECRET_ARN": carrier_arn,
+        env_names.PAYMENT_PROVIDER_FUNCTION: "",
+        env_names.CARRIER_FUNCTION: "",
+        env_names.PAYMENT_API_URL: sandbox_http.payment_url,
+        env_names.PAYMENT_API_SECRET_ARN: payment_arn,
+        env_names.CARRIER_API_URL: sandbox_http.carrier_url,
+        env_names.CARRIER_API_SECRET_ARN: carrier_arn,
     }
 
 
@@ -206,7 +207,7 @@ def test_https_secret_without_api_key_is_a_configuration_error(
 ):
     sm = boto3.client("secretsmanager", region_name=REGION)
     bad = sm.create_secret(Name="test/bad", SecretString=json.dumps({"token": "x"}))["ARN"]
-    charge = load("charge_payment", **{**https_env, "PAYMENT_API_SECRET_ARN": bad})
+    charge = load("charge_payment", **{**https_env, env_names.PAYMENT_API_SECRET_ARN: bad})
     order = order_factory()
     seed_order(order, OrderStatus.INVENTORY_RESERVED)
 

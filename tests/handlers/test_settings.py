@@ -22,7 +22,11 @@ BASE = {names.IDEMPOTENCY_TABLE_NAME: "idem", names.ORDERS_TABLE_NAME: "orders"}
     ("settings", "env", "missing"),
     [
         (IntakeSettings, {**BASE}, names.STATE_MACHINE_ARN),
-        (IntakeSettings, {names.ORDERS_TABLE_NAME: "orders", names.STATE_MACHINE_ARN: "arn"}, "IDEMPOTENCY_TABLE_NAME"),
+        (
+            IntakeSettings,
+            {names.ORDERS_TABLE_NAME: "orders", names.STATE_MACHINE_ARN: "arn"},
+            names.IDEMPOTENCY_TABLE_NAME,
+        ),
         (FinalizeSettings, {**BASE, names.NEEDS_ATTENTION_QUEUE_URL: "  "}, names.NEEDS_ATTENTION_QUEUE_URL),
         (DlqReplaySettings, {}, names.REPLAY_TARGETS),
         (SandboxSettings, {}, names.LEDGER_TABLE_NAME),
@@ -43,7 +47,9 @@ def test_settings_intake_optional_resources_are_none_when_unset():
 @pytest.mark.parametrize(("ttl", "message"), [("3599", "below one hour"), ("soon", "must be an integer")])
 def test_settings_idempotency_ttl_below_an_hour_or_not_a_number_is_refused(ttl, message):
     with pytest.raises(ConfigurationError, match=message):
-        PaymentStepSettings.from_env({**BASE, names.PAYMENT_PROVIDER_FUNCTION: "pay", "IDEMPOTENCY_TTL_SECONDS": ttl})
+        PaymentStepSettings.from_env(
+            {**BASE, names.PAYMENT_PROVIDER_FUNCTION: "pay", names.IDEMPOTENCY_TTL_SECONDS: ttl}
+        )
 
 
 def test_settings_provider_url_wins_over_the_function_and_needs_its_secret():

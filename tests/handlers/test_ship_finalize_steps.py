@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import order_domain.env as env_names
 from lambda_resilience.exceptions import ConfigurationError
 from order_domain.errors import ShipmentNotCancellable, ShippingUnavailable
 from order_domain.status import OrderStatus
@@ -238,7 +239,7 @@ def test_finalize_completed_and_compensated_send_no_message(
 
 def test_finalize_without_queue_url_fails_at_cold_start(load, needs_attention_queue: NeedsAttentionQueue):
     """Refuse to start rather than park an order that nobody would hear about."""
-    with pytest.raises(ConfigurationError, match="NEEDS_ATTENTION_QUEUE_URL"):
+    with pytest.raises(ConfigurationError, match=env_names.NEEDS_ATTENTION_QUEUE_URL):
         load("finalize_order", NEEDS_ATTENTION_QUEUE_URL="")
     assert needs_attention_queue.messages() == []
 

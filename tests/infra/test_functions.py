@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import order_domain.env as env_names
 from constructs_lib.function import DEFAULT_RUNTIME
 from tests.infra.conftest import SynthResult, as_list, join_to_string, present
 
@@ -113,28 +114,28 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             "orders_dlq": stack.orders_queue.dlq,
         }.items()
     }
-    base = {"IDEMPOTENCY_TABLE_NAME": ref["idempotency"], "ORDERS_TABLE_NAME": ref["orders"]}
+    base = {env_names.IDEMPOTENCY_TABLE_NAME: ref["idempotency"], env_names.ORDERS_TABLE_NAME: ref["orders"]}
     expected: dict[str, dict[str, Any]] = {
-        "payment_provider": {"LEDGER_TABLE_NAME": ref["ledger"]},
-        "carrier": {"LEDGER_TABLE_NAME": ref["ledger"]},
-        "reserve": {**base, "INVENTORY_TABLE_NAME": ref["inventory"]},
-        "release": {**base, "INVENTORY_TABLE_NAME": ref["inventory"]},
-        "charge": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
-        "refund": {**base, "PAYMENT_PROVIDER_FUNCTION": ref["payment"]},
-        "ship": {**base, "CARRIER_FUNCTION": ref["carrier"]},
-        "cancel_shipment": {**base, "CARRIER_FUNCTION": ref["carrier"]},
-        "finalize": {**base, "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"]},
+        "payment_provider": {env_names.LEDGER_TABLE_NAME: ref["ledger"]},
+        "carrier": {env_names.LEDGER_TABLE_NAME: ref["ledger"]},
+        "reserve": {**base, env_names.INVENTORY_TABLE_NAME: ref["inventory"]},
+        "release": {**base, env_names.INVENTORY_TABLE_NAME: ref["inventory"]},
+        "charge": {**base, env_names.PAYMENT_PROVIDER_FUNCTION: ref["payment"]},
+        "refund": {**base, env_names.PAYMENT_PROVIDER_FUNCTION: ref["payment"]},
+        "ship": {**base, env_names.CARRIER_FUNCTION: ref["carrier"]},
+        "cancel_shipment": {**base, env_names.CARRIER_FUNCTION: ref["carrier"]},
+        "finalize": {**base, env_names.NEEDS_ATTENTION_QUEUE_URL: ref["needs_attention"]},
         "intake": {
             **base,
-            "STATE_MACHINE_ARN": ref["machine"],
-            "FAILURES_TABLE_NAME": ref["failures"],
-            "DEAD_LETTER_QUEUE_URL": ref["orders_dlq"],
-            "THROTTLE_REQUEUE_QUEUE_URL": ref["orders_queue"],  # a throttled record is requeued with a delay
+            env_names.STATE_MACHINE_ARN: ref["machine"],
+            env_names.FAILURES_TABLE_NAME: ref["failures"],
+            env_names.DEAD_LETTER_QUEUE_URL: ref["orders_dlq"],
+            env_names.THROTTLE_REQUEUE_QUEUE_URL: ref["orders_queue"],  # a throttled record is requeued with a delay
         },
         "dlq_replay": {
-            "FAILURES_TABLE_NAME": ref["failures"],
+            env_names.FAILURES_TABLE_NAME: ref["failures"],
             # [{"dlq_url": <orders DLQ URL>, "source_url": <orders queue URL>}]
-            "REPLAY_TARGETS": {
+            env_names.REPLAY_TARGETS: {
                 "Fn::Join": [
                     "",
                     ['[{"dlq_url":"', ref["orders_dlq"], '","source_url":"', ref["orders_queue"], '"}]'],
@@ -142,13 +143,13 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             },
         },
         "sweeper": {
-            "ORDERS_TABLE_NAME": ref["orders"],
-            "STUCK_AFTER_SECONDS": "2100",  # 35 minutes (the default stuck_after_minutes)
-            "RECONCILE_WINDOW_SECONDS": "900",
-            "STATE_MACHINE_ARN": ref["machine"],  # which orders still have a running execution
-            "NEEDS_ATTENTION_QUEUE_URL": ref["needs_attention"],  # it parks and announces
-            "PAYMENT_PROVIDER_FUNCTION": ref["payment"],  # it looks the charge and the shipment up
-            "CARRIER_FUNCTION": ref["carrier"],
+            env_names.ORDERS_TABLE_NAME: ref["orders"],
+            env_names.STUCK_AFTER_SECONDS: "2100",  # 35 minutes (the default stuck_after_minutes)
+            env_names.RECONCILE_WINDOW_SECONDS: "900",
+            env_names.STATE_MACHINE_ARN: ref["machine"],  # which orders still have a running execution
+            env_names.NEEDS_ATTENTION_QUEUE_URL: ref["needs_attention"],  # it parks and announces
+            env_names.PAYMENT_PROVIDER_FUNCTION: ref["payment"],  # it looks the charge and the shipment up
+            env_names.CARRIER_FUNCTION: ref["carrier"],
         },
     }
     for attr, wanted in expected.items():

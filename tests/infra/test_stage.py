@@ -14,6 +14,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
+import order_domain.env as env_names
 from constructs_lib.providers import HttpsProvider, HttpsProviderProps
 from stacks.app_builder import build_app
 from stacks.order_constructs.stage import PROD_REQUIRED_KEYS, PROVIDER_KEYS, ProviderEndpoint, StageConfig
@@ -30,9 +31,9 @@ from tests.infra.conftest import (
 
 SANDBOX_FUNCTION_DIRS = ("sandbox_payment", "sandbox_carrier")
 #: The runtime contract of the HTTPS adapters (lambdas/order_domain/settings/ reads these).
-PAYMENT_ENV = ("PAYMENT_API_URL", "PAYMENT_API_SECRET_ARN")
-CARRIER_ENV = ("CARRIER_API_URL", "CARRIER_API_SECRET_ARN")
-SANDBOX_ENV = ("PAYMENT_PROVIDER_FUNCTION", "CARRIER_FUNCTION", "LEDGER_TABLE_NAME")
+PAYMENT_ENV = (env_names.PAYMENT_API_URL, env_names.PAYMENT_API_SECRET_ARN)
+CARRIER_ENV = (env_names.CARRIER_API_URL, env_names.CARRIER_API_SECRET_ARN)
+SANDBOX_ENV = (env_names.PAYMENT_PROVIDER_FUNCTION, env_names.CARRIER_FUNCTION, env_names.LEDGER_TABLE_NAME)
 
 
 # --- StageConfig rules ----------------------------------------------------------------------------
@@ -305,10 +306,10 @@ def test_dev_sandbox_functions_get_no_secret_or_https_env(dev: SynthResult) -> N
         variables = _env(dev, attr)
         assert not {*PAYMENT_ENV, *CARRIER_ENV} & set(variables), attr
         assert _secret_statements(dev, attr) == [], attr
-    assert _env(dev, "charge")["PAYMENT_PROVIDER_FUNCTION"] == {
+    assert _env(dev, "charge")[env_names.PAYMENT_PROVIDER_FUNCTION] == {
         "Ref": dev.logical_id(present(dev.stack.payment_provider).function)
     }
-    assert _env(dev, "ship")["CARRIER_FUNCTION"] == {"Ref": dev.logical_id(present(dev.stack.carrier).function)}
+    assert _env(dev, "ship")[env_names.CARRIER_FUNCTION] == {"Ref": dev.logical_id(present(dev.stack.carrier).function)}
 
 
 def test_https_provider_partial_secret_arn_granted_with_six_character_suffix(
@@ -323,7 +324,7 @@ def test_https_provider_partial_secret_arn_granted_with_six_character_suffix(
         stack,
         "PaymentApi",
         props=HttpsProviderProps(
-            endpoint=ProviderEndpoint("https://pay.example.com", partial), env_prefix="PAYMENT_API"
+            endpoint=ProviderEndpoint("https://pay.example.com", partial), env_prefix=env_names.PAYMENT_API_PREFIX
         ),
     )
     provider.grant_to(function)
@@ -332,7 +333,10 @@ def test_https_provider_partial_secret_arn_granted_with_six_character_suffix(
         "AWS::Lambda::Function",
         {
             "Environment": {
-                "Variables": {"PAYMENT_API_URL": "https://pay.example.com", "PAYMENT_API_SECRET_ARN": partial}
+                "Variables": {
+                    env_names.PAYMENT_API_URL: "https://pay.example.com",
+                    env_names.PAYMENT_API_SECRET_ARN: partial,
+                }
             }
         },
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import order_domain.env as env_names
 from stacks.app_builder import build_app
 from tests.infra.conftest import SynthResult, as_list, present, synth_pipeline
 
@@ -84,13 +85,13 @@ def _grants(result: SynthResult) -> dict[str, list[Any]]:
 def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
     stack = dev.stack
     payment, carrier = present(stack.payment_provider), present(stack.carrier)
-    assert sweeper_env["ORDERS_TABLE_NAME"] == {"Ref": dev.logical_id(stack.orders_table)}
-    assert sweeper_env["STUCK_AFTER_SECONDS"] == "2100"
-    assert sweeper_env["RECONCILE_WINDOW_SECONDS"] == "900"
-    assert sweeper_env["STATE_MACHINE_ARN"] == {"Ref": dev.logical_id(stack.saga.state_machine)}
-    assert sweeper_env["NEEDS_ATTENTION_QUEUE_URL"] == {"Ref": dev.logical_id(stack.needs_attention.queue)}
-    assert sweeper_env["PAYMENT_PROVIDER_FUNCTION"] == {"Ref": dev.logical_id(payment.function)}
-    assert sweeper_env["CARRIER_FUNCTION"] == {"Ref": dev.logical_id(carrier.function)}
+    assert sweeper_env[env_names.ORDERS_TABLE_NAME] == {"Ref": dev.logical_id(stack.orders_table)}
+    assert sweeper_env[env_names.STUCK_AFTER_SECONDS] == "2100"
+    assert sweeper_env[env_names.RECONCILE_WINDOW_SECONDS] == "900"
+    assert sweeper_env[env_names.STATE_MACHINE_ARN] == {"Ref": dev.logical_id(stack.saga.state_machine)}
+    assert sweeper_env[env_names.NEEDS_ATTENTION_QUEUE_URL] == {"Ref": dev.logical_id(stack.needs_attention.queue)}
+    assert sweeper_env[env_names.PAYMENT_PROVIDER_FUNCTION] == {"Ref": dev.logical_id(payment.function)}
+    assert sweeper_env[env_names.CARRIER_FUNCTION] == {"Ref": dev.logical_id(carrier.function)}
     grants = _grants(dev)
     assert set(grants) == {
         "logs:CreateLogStream",
@@ -116,7 +117,12 @@ def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: 
 
 def test_sweeper_with_https_providers_reads_their_secrets_and_invokes_nothing(dev_https: SynthResult) -> None:
     env = dev_https.properties(dev_https.logical_id(dev_https.stack.sweeper.function))["Environment"]["Variables"]
-    assert {"PAYMENT_API_URL", "PAYMENT_API_SECRET_ARN", "CARRIER_API_URL", "CARRIER_API_SECRET_ARN"} <= set(env)
+    assert {
+        env_names.PAYMENT_API_URL,
+        env_names.PAYMENT_API_SECRET_ARN,
+        env_names.CARRIER_API_URL,
+        env_names.CARRIER_API_SECRET_ARN,
+    } <= set(env)
     grants = _grants(dev_https)
     assert "secretsmanager:GetSecretValue" in grants
     assert "lambda:InvokeFunction" not in grants
@@ -134,7 +140,7 @@ def test_side_effect_mismatch_alarm_watches_the_sweepers_metric(dev: SynthResult
 
 def test_sweeper_threshold_exceeds_saga_timeout(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
     """An order whose execution may still be running (retrying) is never reported as stuck."""
-    assert int(sweeper_env["STUCK_AFTER_SECONDS"]) > dev.stack.saga.timeout.to_seconds()
+    assert int(sweeper_env[env_names.STUCK_AFTER_SECONDS]) > dev.stack.saga.timeout.to_seconds()
 
 
 # --- stuck_after_minutes from context ------------------------------------------------------------
@@ -151,10 +157,10 @@ def dev_45(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
 
 def test_sweeper_stuck_after_minutes_context_sets_threshold(dev_45: SynthResult) -> None:
     env = dev_45.properties(dev_45.logical_id(dev_45.stack.sweeper.function))["Environment"]["Variables"]
-    assert env["STUCK_AFTER_SECONDS"] == str(45 * 60)
+    assert env[env_names.STUCK_AFTER_SECONDS] == str(45 * 60)
     alarm = dev_45.properties(dev_45.logical_id(dev_45.stack.stuck_alarm))
     assert "45 minutes" in alarm["AlarmDescription"]
-    assert int(env["STUCK_AFTER_SECONDS"]) > dev_45.stack.saga.timeout.to_seconds()
+    assert int(env[env_names.STUCK_AFTER_SECONDS]) > dev_45.stack.saga.timeout.to_seconds()
 
 
 @pytest.mark.parametrize("value", ["0", "1441", "soon"])

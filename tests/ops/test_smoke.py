@@ -20,6 +20,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+import order_domain.env as env_names
 from ops.cli import main
 from ops.smoke import SMOKE_SKU, SmokeOptions, SmokeReport, SmokeUsageError, context_defaults, format_table, run_smoke
 from ops.target import Target
@@ -158,7 +159,9 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             Role=role,
             Handler="index.handler",
             Code={"ZipFile": _zip()},
-            Environment={"Variables": {"ORDERS_TABLE_NAME": "orders", "PAYMENT_PROVIDER_FUNCTION": "sandbox"}},
+            Environment={
+                "Variables": {env_names.ORDERS_TABLE_NAME: "orders", env_names.PAYMENT_PROVIDER_FUNCTION: "sandbox"}
+            },
         )
         template = {
             "Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "placeholder"}}},
@@ -310,7 +313,9 @@ def test_smoke_real_provider_needs_test_tokens(
 ) -> None:
     boto3.client("lambda").update_function_configuration(
         FunctionName="charge",
-        Environment={"Variables": {"ORDERS_TABLE_NAME": "orders", "PAYMENT_API_URL": "https://api.example.com"}},
+        Environment={
+            "Variables": {env_names.ORDERS_TABLE_NAME: "orders", env_names.PAYMENT_API_URL: "https://api.example.com"}
+        },
     )
     template = {
         "Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "placeholder"}}},

@@ -9,6 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+import order_domain.env as env_names
 from constructs_lib.function import DEFAULT_RUNTIME
 from ops.local.run import synthesize
 from ops.local.synth import LOCAL_PROVIDER_ORIGIN
@@ -60,7 +61,7 @@ def test_smoke_local_up_function_configuration_is_what_the_function_runs_with(ta
     """GetFunctionConfiguration names the served provider (not the template's placeholder) and the
     template's runtime: the smoke builds its provider port from it."""
     env = charge_function_environment(target)
-    assert env["PAYMENT_API_URL"].startswith("http://127.0.0.1:")
-    assert not env["PAYMENT_API_URL"].startswith(LOCAL_PROVIDER_ORIGIN + "/")
+    assert env[env_names.PAYMENT_API_URL].startswith("http://127.0.0.1:")
+    assert not env[env_names.PAYMENT_API_URL].startswith(LOCAL_PROVIDER_ORIGIN + "/")
     functions = target.client("lambda").list_functions()["Functions"]
     assert {f["Runtime"] for f in functions} == {DEFAULT_RUNTIME.name}

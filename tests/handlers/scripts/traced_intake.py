@@ -15,6 +15,8 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+import order_domain.env as env_names
+
 #: The intake function's code (the layer packages it imports are installed in the virtualenv).
 HANDLER_FILE = Path(__file__).resolve().parents[3] / "lambdas" / "intake" / "handler.py"
 
@@ -65,7 +67,13 @@ def main() -> None:
         )["stateMachineArn"]
         import os
 
-        os.environ.update({"IDEMPOTENCY_TABLE_NAME": "idem", "ORDERS_TABLE_NAME": "orders", "STATE_MACHINE_ARN": arn})
+        os.environ.update(
+            {
+                env_names.IDEMPOTENCY_TABLE_NAME: "idem",
+                env_names.ORDERS_TABLE_NAME: "orders",
+                env_names.STATE_MACHINE_ARN: arn,
+            }
+        )
         # The intake handler, imported as Lambda's bootstrap does (module ``handler``): a cold start with tracing on.
         spec = importlib.util.spec_from_file_location("handler", HANDLER_FILE)
         assert spec is not None and spec.loader is not None
