@@ -43,6 +43,7 @@ from typing import Any
 import order_domain.env as env_names
 from ops.errors import UsageError
 from ops.target import Target, TargetError
+from order_domain.settings import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_SKU = "SKU-SMOKE-TEST"
@@ -145,7 +146,7 @@ def payment_port(target: Target, env: dict[str, str]) -> Any:
     from order_domain.settings.payment import PaymentStepSettings
     from order_domain.wiring import payment_provider
 
-    return payment_provider(PaymentStepSettings.from_env(env))
+    return payment_provider(load(PaymentStepSettings, env))
 
 
 @contextmanager

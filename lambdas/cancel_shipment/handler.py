@@ -5,5 +5,5 @@ from order_domain.step import build_step_handler
 from order_domain.wiring import shipping_service
 
 handler = build_step_handler(
-    "cancel-shipment", lambda settings: shipping_service(settings).cancel, ShippingStepSettings.from_env
+    "cancel-shipment", lambda settings: shipping_service(settings).cancel, ShippingStepSettings
 )

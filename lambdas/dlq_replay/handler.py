@@ -15,6 +15,7 @@ from lambda_resilience.correlation import correlation_scope, new_correlation_id
 from lambda_resilience.replay import MAX_AUTOMATIC_REPLAYS, replay
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
+from order_domain.settings import load
 from order_domain.settings.replay import DlqReplaySettings
 from order_domain.wiring import replay_clients
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_PER_RUN = 100
-settings = DlqReplaySettings.from_env()
+settings = load(DlqReplaySettings)
 clients = replay_clients()
 logger = get_logger()
 metrics = Metrics()

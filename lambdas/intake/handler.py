@@ -13,13 +13,14 @@ from order_domain import wiring
 from order_domain.logs import get_logger
 from order_domain.model import parse_order
 from order_domain.orders import attempt_of
+from order_domain.settings import load
 from order_domain.settings.intake import IntakeSettings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-settings = IntakeSettings.from_env()
+settings = load(IntakeSettings)
 logger = get_logger()
 metrics = Metrics()
 # Only what intake uses is imported (wiring imports each service on use): every module is paid for at cold start.

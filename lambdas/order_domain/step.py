@@ -15,6 +15,7 @@ from lambda_resilience.step import Handler, StepAction, StepInput, step_handler
 from order_domain import wiring
 from order_domain.logs import get_logger
 from order_domain.model import MAX_PAYMENT_ATTEMPT, ORDER_ID_PATTERN
+from order_domain.settings import load
 
 #: The step input contract (references only; see order_domain.saga_start.saga_input).
 ORDER_ID = re.compile(ORDER_ID_PATTERN)
@@ -107,22 +108,22 @@ def _orders_only() -> Any:
     """The default step settings (imported on use: a step with its own settings never loads them)."""
     from order_domain.settings.step import StepSettings
 
-    return StepSettings.from_env()
+    return load(StepSettings)
 
 
 def build_step_handler(
     operation: str,
     action_factory: Callable[[S], StepAction],
-    settings: Callable[[], S] | None = None,
+    settings: type[S] | None = None,
 ) -> Handler:
     """Create a Lambda handler for one saga step.
 
-    ``settings()`` (default: :class:`~order_domain.settings.step.StepSettings`, the orders table
-    only) reads the step's settings once, here (import time), and ``action_factory`` builds
+    ``settings`` (default: :class:`~order_domain.settings.step.StepSettings`, the orders table
+    only) is the step's settings class, read once, here (import time), and ``action_factory`` builds
     the action from them (:mod:`order_domain.wiring`). Each invocation runs the action at most once
     per ``<order>#<operation>#attempt-N`` (finalize steps: ``<operation>-<outcome>``).
     """
-    loaded = (settings or _orders_only)()
+    loaded = load(settings) if settings is not None else _orders_only()
     logger = get_logger()
     metrics = Metrics()
     idempotent = wiring.idempotency(loaded, logger=logger, metrics=metrics)

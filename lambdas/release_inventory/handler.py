@@ -5,5 +5,5 @@ from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
 
 handler = build_step_handler(
-    "release-inventory", lambda settings: inventory_service(settings).release, InventoryStepSettings.from_env
+    "release-inventory", lambda settings: inventory_service(settings).release, InventoryStepSettings
 )

@@ -8,7 +8,7 @@ from order_domain.step import build_step_handler
 from order_domain.wiring import inventory_service
 
 _reserve = build_step_handler(
-    "reserve-inventory", lambda settings: inventory_service(settings).reserve, InventoryStepSettings.from_env
+    "reserve-inventory", lambda settings: inventory_service(settings).reserve, InventoryStepSettings
 )
 
 

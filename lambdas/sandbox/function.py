@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
+from order_domain.settings import load
 from order_domain.wiring import client
 from sandbox.ledger import Ledger
 from sandbox.settings import SandboxSettings
@@ -21,7 +22,7 @@ Handler = Callable[[dict[str, Any], "LambdaContext"], dict[str, Any]]
 def provider_handler(provider: str, handle: Callable[[dict[str, Any], Ledger], dict[str, Any]]) -> Handler:
     """A Lambda handler answering ``provider``'s requests with ``handle`` (:func:`sandbox.payment.handle`
     or :func:`sandbox.carrier.handle`). Settings and the ledger are built once, here (import time)."""
-    settings = SandboxSettings.from_env()
+    settings = load(SandboxSettings)
     logger = get_logger()
     book = Ledger(settings.ledger_table, client=client("dynamodb"))
 

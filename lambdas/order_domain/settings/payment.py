@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields
-from order_domain.settings.providers import Provider, payment_from_env
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from order_domain.settings.providers import Provider
 
 
 class PaymentStepSettings(NamedTuple):
@@ -15,11 +15,3 @@ class PaymentStepSettings(NamedTuple):
     orders_table: str
     payment: Provider
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
-
-    @classmethod
-    def from_env(cls, env: Env | None = None) -> PaymentStepSettings:
-        env = environ(env)
-        return cls(
-            **idempotent_order_fields(env),
-            payment=payment_from_env(env),
-        )

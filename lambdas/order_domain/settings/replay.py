@@ -7,10 +7,9 @@ from typing import NamedTuple
 
 from lambda_resilience.exceptions import ConfigurationError
 from order_domain import env as names
-from order_domain.settings import Env, environ, optional, required
 
 
-def _replay_targets(text: str) -> tuple[tuple[str, str], ...]:
+def replay_targets(text: str) -> tuple[tuple[str, str], ...]:
     """``REPLAY_TARGETS``: a JSON list of ``{"dlq_url", "source_url"}``."""
     try:
         targets = json.loads(text)
@@ -25,11 +24,3 @@ class DlqReplaySettings(NamedTuple):
     replay_targets: tuple[tuple[str, str], ...]
     #: Where redriven messages' categories are looked up (None: unclassified, not replayed).
     failures_table: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Env | None = None) -> DlqReplaySettings:
-        env = environ(env)
-        return cls(
-            replay_targets=_replay_targets(required(env, names.REPLAY_TARGETS)),
-            failures_table=optional(env, names.FAILURES_TABLE_NAME),
-        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS, Env, environ, idempotent_order_fields
+from order_domain.settings import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 
 class StepSettings(NamedTuple):
@@ -13,10 +13,3 @@ class StepSettings(NamedTuple):
     idempotency_table: str
     orders_table: str
     idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
-
-    @classmethod
-    def from_env(cls, env: Env | None = None) -> StepSettings:
-        env = environ(env)
-        return cls(
-            **idempotent_order_fields(env),
-        )
