@@ -75,12 +75,14 @@ unit: setup ## fast tests: infrastructure assertions, middleware and handlers on
 e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
 	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider -m e2e
 
-# Well-formed placeholders: prod refuses to synthesize without its five context keys.
+# Well-formed placeholders: prod refuses to synthesize without its six context keys (otel_layer_arn:
+# the layer version of the target region; 18 is the us-east-1 version seen in public templates, decision 0018).
 PROD_CONTEXT := -c alarm_email=oncall@example.com \
 	-c payment_api_url=https://api.payments.example.com/v1 \
 	-c payment_api_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:payments/api-AbCdEf \
 	-c carrier_api_url=https://api.carrier.example.com/v1 \
-	-c carrier_api_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:carrier/api-AbCdEf
+	-c carrier_api_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:carrier/api-AbCdEf \
+	-c otel_layer_arn=arn:aws:lambda:us-east-1:615299751070:layer:AWSOpenTelemetryDistroPython:18
 
 synth: setup ## cdk synth dev and prod (fails on ResilienceChecks errors and unacknowledged cdk-nag findings, 3 packs)
 	npx cdk synth --quiet -c stage=$(STAGE)

@@ -74,7 +74,9 @@ class OrderPipelineStack(StableLogicalIdStack):
         )
         self.alarm_topic, self.alarm_subscription = alerting.topic, alerting.subscription
         self._data(stage)
-        self.layers = OrderLayers(self, "Layers", props=OrderLayersProps(with_sandbox=stage.uses_sandbox))
+        self.layers = OrderLayers(
+            self, "Layers", props=OrderLayersProps(with_sandbox=stage.uses_sandbox, otel_layer_arn=stage.otel_layer_arn)
+        )
         defaults = OrderFunctionDefaults(
             layers=self.layers.layers,
             monitoring=self.monitoring,

@@ -13,9 +13,12 @@ Figures:
   DynamoDB emulator competes for the CPU. Measured three times in a row
   (``batch_latency_ratio_runs``); the headline figure is the worst of the three.
 - import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes
-  (tracing off, as in the local run); ``..._traced``: the same as in Lambda, with Powertools Tracer
-  on (X-Ray SDK imported, botocore and http.client patched); tracer_cold_start_ms: the difference;
-  powertools_floor_traced_ratio_vs_boto3: Powertools' modules alone with that Tracer, no code of ours.
+  (tracing off, as in the local run); ``..._traced``: as deployed (decision 0019): what AWS's
+  OpenTelemetry layer loads before the handler (SDK, batch processor + OTLP/HTTP exporter, botocore
+  and urllib3 instrumentations), the handler, and what its first span loads; tracing_cold_start_ms:
+  the difference. Variants (``_traced_<variant>``): ``api_only`` (dev without the layer),
+  ``skip_dep_check`` (the instrumentors' dependency check skipped), ``botocore_only`` (no HTTP
+  spans), ``sdk_only`` (no instrumentation at all): what each part costs.
   CPU time of the import in 25 interleaved rounds; each ratio is the median of the rounds' ratios
   to the same round's ``import boto3`` (this machine's noise moved 9-run medians by up to 0.1),
   every side from bytecode caches.
@@ -64,7 +67,6 @@ from lambda_resilience.batch import process_sqs_batch  # noqa: E402
 from lambda_resilience.correlation import correlation_scope  # noqa: E402
 from lambda_resilience.idempotency import IdempotentOperation  # noqa: E402
 from lambda_resilience.testing import FakeLambdaContext, serialised_dynamodb  # noqa: E402
-from lambda_resilience.tracing import PATCHED_MODULES  # noqa: E402
 
 TTL = 24 * 3600
 ROUND_TRIP_SECONDS = 0.005
@@ -294,52 +296,80 @@ def _import_seconds(code: str, extra_env: dict[str, str] | None = None) -> float
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def import_ratio() -> dict[str, float]:
-    # What Lambda's bootstrap does: the function's directory first on the import path (here: the
-    # interpreter's working directory, which ``python -c`` puts first), then `import handler`.
-    load = "import handler"
-    # The Powertools modules every handler needs, without our code: the floor we build on.
-    floor = (
-        "import boto3\nfrom aws_lambda_powertools import Logger, Metrics\n"
-        "from aws_lambda_powertools.utilities.batch import BatchProcessor\n"
-        "from aws_lambda_powertools.utilities.idempotency import idempotent_function\n"
-        "Logger(); Metrics()"
-    )
-    # As in Lambda (LAMBDA_TASK_ROOT set): tracing on, so the X-Ray SDK is imported and botocore
-    # and http.client patched at cold start (lambda_resilience.tracing).
-    in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root"), "POWERTOOLS_TRACE_DISABLED": "false"}
-    # The same floor with Powertools Tracer as we configure it: what tracing costs before any code of ours.
-    floor_traced = f"{floor}\nfrom aws_lambda_powertools import Tracer\nTracer(patch_modules={list(PATCHED_MODULES)!r})"
-    for code, env in ((load, None), (floor, None), (load, in_lambda), (floor_traced, in_lambda)):
-        _import_seconds(code, env)  # writes the bytecode caches; not measured
-    boto, ours, base, traced, base_traced = [], [], [], [], []
-    for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
-        boto.append(_import_seconds("import boto3"))
-        ours.append(_import_seconds(load))
-        base.append(_import_seconds(floor))
-        traced.append(_import_seconds(load, in_lambda))
-        base_traced.append(_import_seconds(floor_traced, in_lambda))
-    b, h, f = statistics.median(boto), statistics.median(ours), statistics.median(base)
-    t, ft = statistics.median(traced), statistics.median(base_traced)
+#: What AWS's OpenTelemetry layer does before the handler is imported, modelled with the same
+#: packages (the layer itself cannot be fetched here: decision 0019): the SDK, a TracerProvider with
+#: a batch processor and the OTLP/HTTP exporter, the botocore and urllib3 instrumentations.
+#: ``{check}`` is the instrumentors' dependency check (``skip_dep_check``: decision 0019 measures both).
+_OTEL_SDK = (
+    "from opentelemetry import trace\n"
+    "from opentelemetry.sdk.trace import TracerProvider\n"
+    "from opentelemetry.sdk.trace.export import BatchSpanProcessor\n"
+    "from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter\n"
+    "provider = TracerProvider(); provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))\n"
+    "trace.set_tracer_provider(provider)\n"
+)
+_BOTOCORE = (
+    "from opentelemetry.instrumentation.botocore import BotocoreInstrumentor\n"
+    "BotocoreInstrumentor().instrument({check})\n"
+)
+_URLLIB3 = (
+    "from opentelemetry.instrumentation.urllib3 import URLLib3Instrumentor\nURLLib3Instrumentor().instrument({check})\n"
+)
+#: What our code loads at the first invocation with tracing on (lambda_resilience.tracing imports
+#: OpenTelemetry lazily): the API's tracer and the W3C propagator. Part of the cold start all the same.
+_FIRST_SPAN = "import lambda_resilience.tracing as tracing\ntracing._tracer(); tracing._w3c()"
 
-    def paired(samples: list[float]) -> float:
+
+def import_cases() -> dict[str, tuple[str, bool]]:
+    """The measured imports: name -> (code, tracing on). ``handler_traced``: as deployed (decision 0019)."""
+    load = "import handler"
+    full = _OTEL_SDK + _BOTOCORE + _URLLIB3
+    return {
+        "boto3": ("import boto3", False),
+        # As in the local run: tracing off, OpenTelemetry never imported.
+        "handler": (load, False),
+        # dev without AWS's layer: tracing on, the API only (no-op spans, context carried).
+        "handler_traced_api_only": (f"{load}\n{_FIRST_SPAN}", True),
+        # As deployed: the layer's SDK, exporter and both instrumentations, then our handler.
+        "handler_traced": (full.format(check="") + f"{load}\n{_FIRST_SPAN}", True),
+        # Cheaper variants, measured to see what each part costs:
+        "handler_traced_skip_dep_check": (full.format(check="skip_dep_check=True") + f"{load}\n{_FIRST_SPAN}", True),
+        "handler_traced_botocore_only": (
+            (_OTEL_SDK + _BOTOCORE).format(check="skip_dep_check=True") + f"{load}\n{_FIRST_SPAN}",
+            True,
+        ),
+        "handler_traced_sdk_only": (_OTEL_SDK + f"{load}\n{_FIRST_SPAN}", True),
+    }
+
+
+def import_ratio() -> dict[str, float]:
+    """Each case's median CPU time and its ratio to ``import boto3`` (median of the rounds' ratios).
+
+    What Lambda's bootstrap does: the function's directory first on the import path (here: the
+    interpreter's working directory, which ``python -c`` puts first), then ``import handler``; with
+    tracing on, ``LAMBDA_TASK_ROOT`` is set (lambda_resilience.tracing's rule).
+    """
+    in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root"), "POWERTOOLS_TRACE_DISABLED": "false"}
+    cases = import_cases()
+    for code, on in cases.values():
+        _import_seconds(code, in_lambda if on else None)  # writes the bytecode caches; not measured
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
+        for name, (code, on) in cases.items():
+            samples[name].append(_import_seconds(code, in_lambda if on else None))
+
+    def paired(values: list[float]) -> float:
         # Each round's ratio to the same round's `import boto3`, then the median: a slow spell of
         # the shared machine moves both sides of a round, and the median drops the outliers.
-        return statistics.median(x / y for x, y in zip(samples, boto, strict=True))
+        return statistics.median(x / y for x, y in zip(values, samples["boto3"], strict=True))
 
-    return {
-        "boto3_ms": b * 1000,
-        "handler_ms": h * 1000,
-        "handler_traced_ms": t * 1000,
-        "tracer_cold_start_ms": (t - h) * 1000,
-        "powertools_floor_ms": f * 1000,
-        "ratio": paired(ours),
-        "traced_ratio": paired(traced),
-        "powertools_floor_ratio": paired(base),
-        "powertools_floor_traced_ms": ft * 1000,
-        "powertools_floor_traced_ratio": paired(base_traced),
-        "rounds": float(IMPORT_RUNS),
-    }
+    figures: dict[str, float] = {"rounds": float(IMPORT_RUNS)}
+    for name, values in samples.items():
+        figures[f"{name}_ms"] = statistics.median(values) * 1000
+        if name != "boto3":
+            figures[f"{name}_ratio"] = paired(values)
+    figures["tracing_cold_start_ms"] = figures["handler_traced_ms"] - figures["handler_ms"]
+    return figures
 
 
 #: The pipeline runs behind the per-order figures: every order on the happy path, and the business
@@ -424,10 +454,11 @@ def main() -> None:
     results["overhead_ratio_vs_powertools"] = round(overhead["ratio"], 3)
     results["batch_latency_ratio_runs"] = [round(b["ratio"], 3) for b in batches]
     results["batch_latency_ratio_vs_powertools"] = max(results["batch_latency_ratio_runs"])
-    results["import_time_ratio_vs_boto3"] = round(imports["ratio"], 3)
-    results["import_time_ratio_vs_boto3_traced"] = round(imports["traced_ratio"], 3)
-    results["tracer_cold_start_ms"] = round(imports["tracer_cold_start_ms"], 1)
-    results["powertools_floor_traced_ratio_vs_boto3"] = round(imports["powertools_floor_traced_ratio"], 3)
+    results["import_time_ratio_vs_boto3"] = round(imports["handler_ratio"], 3)
+    results["import_time_ratio_vs_boto3_traced"] = round(imports["handler_traced_ratio"], 3)
+    results["tracing_cold_start_ms"] = round(imports["tracing_cold_start_ms"], 1)
+    for variant in ("api_only", "skip_dep_check", "botocore_only", "sdk_only"):
+        results[f"import_time_ratio_vs_boto3_traced_{variant}"] = round(imports[f"handler_traced_{variant}_ratio"], 3)
     for key in (
         "lambda_invocations_per_order",
         "state_transitions_per_order",
@@ -457,8 +488,11 @@ def main() -> None:
         "batch_latency_ratio_runs",
         "import_time_ratio_vs_boto3",
         "import_time_ratio_vs_boto3_traced",
-        "tracer_cold_start_ms",
-        "powertools_floor_traced_ratio_vs_boto3",
+        "tracing_cold_start_ms",
+        "import_time_ratio_vs_boto3_traced_api_only",
+        "import_time_ratio_vs_boto3_traced_skip_dep_check",
+        "import_time_ratio_vs_boto3_traced_botocore_only",
+        "import_time_ratio_vs_boto3_traced_sdk_only",
         "lambda_invocations_per_order",
         "state_transitions_per_order",
         "lambda_invocations_per_order_mix",

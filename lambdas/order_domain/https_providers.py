@@ -28,6 +28,7 @@ from urllib3.util import Retry, Timeout
 
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch
+from lambda_resilience.tracing import inject
 from order_domain.errors import ProviderRejected, ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
 
@@ -131,6 +132,9 @@ class HttpsJsonClient:
             headers["X-Correlation-Id"] = quote(cid, safe="")
         if key is not None:
             headers["Idempotency-Key"] = key
+        # W3C trace context: the provider's spans join the order's trace (the urllib3
+        # instrumentation, where the layer installs it, replaces it with its client span's).
+        inject(headers)
         payload = None if body is None else json.dumps({**body, "correlation_id": cid}).encode()
         url = f"{self.base_url}{path}"
         try:

@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code
+from lambda_resilience.tracing import TRACEPARENT, current_traceparent, new_traceparent
 
 EXECUTION_PREFIX = "order-"
 
@@ -21,8 +22,17 @@ def execution_name(order_id: str, attempt: int = 1) -> str:
 
 def saga_input(order_id: str, attempt: int, correlation_id: str, **extra: Any) -> dict[str, Any]:
     """The execution input: references only. Steps read the order from the orders table, so no
-    payment token, name or address enters the execution history (or its 256 KiB payload limit)."""
-    return {"order_id": order_id, "payment_attempt": attempt, "correlation_id": correlation_id, **extra}
+    payment token, name or address enters the execution history (or its 256 KiB payload limit).
+
+    ``traceparent``: the W3C trace context the steps continue (the caller's span, e.g. intake's
+    record span; a new trace outside any). Always present: the park's payload reads ``$.traceparent``."""
+    return {
+        "order_id": order_id,
+        "payment_attempt": attempt,
+        "correlation_id": correlation_id,
+        TRACEPARENT: current_traceparent() or new_traceparent(),
+        **extra,
+    }
 
 
 class CompensationRequested(Exception):

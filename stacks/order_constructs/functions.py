@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -27,6 +27,21 @@ LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
 METRICS_NAMESPACE = "OrderPipeline"
 #: The saga steps' timeout (the saga's execution budget reads it too).
 STEP_TIMEOUT = Duration.seconds(30)
+#: The name of AWS's OpenTelemetry Lambda layer (decision 0019).
+OTEL_LAYER_NAME = "AWSOpenTelemetryDistroPython"
+#: Set on every function listing that layer: the wrapper that starts the SDK, the botocore / urllib3
+#: instrumentations and the exporter before the handler is imported
+#: (https://aws-otel.github.io/docs/getting-started/lambda).
+OTEL_WRAPPER_ENVIRONMENT = {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/otel-instrument"}
+
+
+def tracing_environment(layers: tuple[lambda_.ILayerVersion, ...]) -> dict[str, str]:
+    """:data:`OTEL_WRAPPER_ENVIRONMENT` when ``layers`` hold AWS's OpenTelemetry layer, else nothing."""
+    for layer in layers:
+        arn = layer.layer_version_arn
+        if not Token.is_unresolved(arn) and f":layer:{OTEL_LAYER_NAME}:" in arn:
+            return dict(OTEL_WRAPPER_ENVIRONMENT)
+    return {}
 
 
 @dataclass(frozen=True)
@@ -34,7 +49,8 @@ class OrderFunctionDefaults:
     """The settings every order function gets.
 
     Attributes:
-        layers: the Powertools and app-code layers.
+        layers: the Powertools and app-code layers (and AWS's OpenTelemetry layer where configured:
+            then every function gets :data:`OTEL_WRAPPER_ENVIRONMENT`).
         monitoring: the facade each function (and its alarms) is registered on.
         alarm_topic: the topic of every function's alarms.
         removal_policy: of the log groups.
@@ -72,7 +88,7 @@ class OrderFunctionDefaults:
                 service_name=service,
                 timeout=timeout,
                 layers=self.layers,
-                environment=environment,
+                environment={**tracing_environment(self.layers), **environment},
                 metrics_namespace=METRICS_NAMESPACE,
                 removal_policy=self.removal_policy,
                 log_retention=self.log_retention,

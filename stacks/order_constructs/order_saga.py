@@ -249,6 +249,9 @@ def _last_resort(queue: sqs.IQueue, error_path: str) -> ServiceTask:
     return ServiceTask(build, timeout=Duration.seconds(LAST_RESORT_TIMEOUT_SECONDS), retry_on=SQS_SEND_RETRY_ERRORS)
 
 
+#: The park's payload field holding the execution input (its ``traceparent`` among it): the name
+#: lambda_resilience.tracing reads (``EXECUTION_INPUT``; tests/infra/test_tracing_config.py holds them equal).
+EXECUTION_INPUT = "execution_input"
 #: The last resort's TimeoutSeconds (one SendMessage call).
 LAST_RESORT_TIMEOUT_SECONDS = 10
 
@@ -410,6 +413,10 @@ def _recorders(props: OrderSagaProps, retry_on: list[str]) -> dict[str, SagaReco
             "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
             "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
             "execution_name": sfn.JsonPath.string_at("$$.Execution.Name"),  # a park per execution
+            # The W3C trace context the park continues (its ``traceparent``), passed as the whole
+            # execution input: a path to a field the input lacks (an execution started before the
+            # field existed, or by an operator) would fail the park with States.Runtime; this one never does.
+            EXECUTION_INPUT: sfn.JsonPath.object_at("$$.Execution.Input"),
             "error": sfn.JsonPath.object_at(PARK_ERROR_PATH),
         },
     )

@@ -20,8 +20,19 @@ VALID_STAGES = ("dev", "prod")
 
 #: The context keys of the HTTPS provider adapters (all four or none).
 PROVIDER_KEYS = ("payment_api_url", "payment_api_secret_arn", "carrier_api_url", "carrier_api_secret_arn")
-#: What ``-c stage=prod`` cannot synthesize without.
-PROD_REQUIRED_KEYS = (*PROVIDER_KEYS, "alarm_email")
+#: What ``-c stage=prod`` cannot synthesize without (``otel_layer_arn``: decision 0019).
+PROD_REQUIRED_KEYS = (*PROVIDER_KEYS, "alarm_email", "otel_layer_arn")
+
+#: AWS's OpenTelemetry Lambda layer, one version ARN: ``arn:aws:lambda:<region>:<account>:layer:
+#: AWSOpenTelemetryDistroPython:<version>``. The version is a plain per-region number (look it up
+#: with ``aws lambda list-layer-versions`` in the target region), so it comes from context, never
+#: from this code. Layer enabled by ``AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument``:
+#: https://aws-otel.github.io/docs/getting-started/lambda and
+#: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-Application-Signals-Enable-LambdaMain.html
+OTEL_LAYER_ARN = re.compile(
+    r"arn:(?P<partition>aws(?:-[a-z]+)*):lambda:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):(?P<account>\d{12}):"
+    r"layer:(?P<name>AWSOpenTelemetryDistroPython):(?P<version>[1-9]\d*)"
+)
 
 #: ``arn:<partition>:secretsmanager:<region>:<account>:secret:<name>`` (``<name>`` may carry the
 #: ``-XXXXXX`` suffix Secrets Manager appends; see :attr:`ProviderEndpoint.secret_resource`).
@@ -76,6 +87,10 @@ class StageConfig:
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.
             Without them (dev only) the sandbox provider functions are deployed instead.
+        otel_layer_arn: AWS's OpenTelemetry Lambda layer version (context ``otel_layer_arn``,
+            :data:`OTEL_LAYER_ARN`); required in prod. With it, every function gets the layer and its
+            wrapper (spans exported to X-Ray); without it (dev), the functions keep Lambda's active
+            tracing and carry the W3C context, but record no spans of their own (decision 0019).
         intake_throttle_backoff: intake requeues a throttled record with a delay and its event source
             gets a MaximumConcurrency (context ``intake_throttle_backoff``, default true); false
             restores the earlier behaviour (a throttle fails the record) to measure the difference.
@@ -94,6 +109,7 @@ class StageConfig:
     carrier_api_url: str | None = None
     carrier_api_secret_arn: str | None = None
     intake_throttle_backoff: bool = True
+    otel_layer_arn: str | None = None
 
     def __post_init__(self) -> None:
         if self.name not in VALID_STAGES:
@@ -108,6 +124,12 @@ class StageConfig:
         for key in ("payment_api_secret_arn", "carrier_api_secret_arn"):
             if (value := getattr(self, key)) is not None:
                 _check_secret_arn(key, value)
+        if self.otel_layer_arn is not None and not OTEL_LAYER_ARN.fullmatch(self.otel_layer_arn):
+            raise ValueError(
+                "otel_layer_arn must be a version ARN of AWS's OpenTelemetry layer "
+                "(arn:aws:lambda:<region>:<account>:layer:AWSOpenTelemetryDistroPython:<version>), "
+                f"got {self.otel_layer_arn!r}"
+            )
         if self.is_prod:
             missing = [key for key in PROD_REQUIRED_KEYS if not getattr(self, key)]
             if missing:
@@ -192,4 +214,5 @@ class StageConfig:
             carrier_api_secret_arn=text("carrier_api_secret_arn"),
             intake_throttle_backoff=(text("intake_throttle_backoff") or "true").lower()
             not in ("false", "0", "no", "off"),
+            otel_layer_arn=text("otel_layer_arn"),
         )

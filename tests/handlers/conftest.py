@@ -399,6 +399,7 @@ def make_sqs_record(
     correlation_id: str | None = None,
     message_id: str | None = None,
     receive_count: int = 1,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """One record of a Lambda SQS event; a dict body is JSON-encoded."""
     text = body if isinstance(body, str) else json.dumps(body)
@@ -406,6 +407,13 @@ def make_sqs_record(
     if correlation_id is not None:
         attributes["correlation_id"] = {
             "stringValue": correlation_id,
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": "String",
+        }
+    if traceparent is not None:
+        attributes["traceparent"] = {
+            "stringValue": traceparent,
             "stringListValues": [],
             "binaryListValues": [],
             "dataType": "String",
@@ -431,7 +439,7 @@ def make_sqs_record(
 
 @pytest.fixture
 def sqs_record() -> Callable[..., dict[str, Any]]:
-    """``sqs_record(body, correlation_id=..., message_id=..., receive_count=...)``."""
+    """``sqs_record(body, correlation_id=..., message_id=..., receive_count=..., traceparent=...)``."""
     return make_sqs_record
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
+from lambda_resilience.tracing import is_traceparent
 from order_domain.status import OrderStatus
 
 from .conftest import REGION, IdempotencyView, LogCapture
@@ -40,12 +41,11 @@ def test_intake_valid_order_is_recorded_and_starts_one_named_execution(
     assert stored["correlation_id"] == cid
     executions = _executions(state_machine)
     assert [e["name"] for e in executions] == [f"order-{order['order_id']}-attempt-1"]
-    # References only: no payment token, name or address in the execution input.
-    assert json.loads(executions[0]["input"]) == {
-        "order_id": order["order_id"],
-        "payment_attempt": 1,
-        "correlation_id": cid,
-    }
+    # References only: no payment token, name or address in the execution input; the W3C trace
+    # context the steps continue (a new trace: the message carried none).
+    started = json.loads(executions[0]["input"])
+    assert is_traceparent(started.pop("traceparent"))
+    assert started == {"order_id": order["order_id"], "payment_attempt": 1, "correlation_id": cid}
 
 
 def test_intake_uses_correlation_id_from_message_attribute_on_every_log_line(

@@ -26,13 +26,19 @@ def finalize(load):
     return load("finalize_order")
 
 
+#: The saga input's W3C trace context (tracing is off in these tests: carried through unchanged).
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def _park(order: dict, execution_name: str | None, *, cid: str = "cid-park", error: dict | None = None) -> dict:
-    """What MarkNeedsAttention sends (stacks/order_constructs/order_saga.py): references, error, execution name."""
+    """What MarkNeedsAttention sends (stacks/order_constructs/order_saga.py): references, trace context,
+    error, execution name."""
     event = {
         "outcome": "NEEDS_ATTENTION",
         "order_id": order["order_id"],
         "payment_attempt": 1,
         "correlation_id": cid,
+        "traceparent": TRACEPARENT,
         "error": error or ERROR,
     }
     if execution_name is not None:
@@ -119,7 +125,11 @@ def test_park_message_body_is_the_shared_needs_attention_contract(
     assert body["source"] == "saga-park"
     assert body["error"] == ERROR
     assert body["reason"]
-    assert message["attributes"] == {"correlation_id": {"DataType": "String", "StringValue": "cid-body"}}
+    # The correlation ID and the trace context the park ran in (the saga input's, passed through).
+    assert message["attributes"] == {
+        "correlation_id": {"DataType": "String", "StringValue": "cid-body"},
+        "traceparent": {"DataType": "String", "StringValue": TRACEPARENT},
+    }
     # references only: no card token, name or address
     text = str(body)
     assert order["payment_token"] not in text and order["shipping_address"]["name"] not in text

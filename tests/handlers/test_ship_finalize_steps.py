@@ -150,12 +150,17 @@ def test_forward_steps_chain_with_step_functions_state_reach_shipped(
 # --- NEEDS_ATTENTION: the order is parked with its error and announced on the needs-attention queue
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def _needs_attention_event(order: dict, correlation_id: str, error: dict | None = None) -> dict:
-    """What MarkNeedsAttention sends: outcome, order_id, correlation_id, order, error ($.compensation_error)."""
+    """What MarkNeedsAttention sends: outcome, order_id, correlation_id, traceparent, order, error
+    ($.compensation_error)."""
     return {
         "outcome": "NEEDS_ATTENTION",
         "order_id": order["order_id"],
         "correlation_id": correlation_id,
+        "traceparent": TRACEPARENT,
         "order": order,
         "error": error or {"Error": "TransientStepError", "Cause": "ProviderUnavailable: provider_unavailable"},
     }
@@ -194,7 +199,10 @@ def test_finalize_needs_attention_sends_one_message_with_correlation_id(
         "error": error,
         "source": "saga-park",
     }
-    assert message["attributes"] == {"correlation_id": {"DataType": "String", "StringValue": "cid-notify"}}
+    assert message["attributes"]["correlation_id"] == {"DataType": "String", "StringValue": "cid-notify"}
+    # The step's trace context (the saga input's, passed through with tracing off).
+    assert message["attributes"]["traceparent"] == {"DataType": "String", "StringValue": TRACEPARENT}
+    assert set(message["attributes"]) == {"correlation_id", "traceparent"}
 
 
 def test_finalize_needs_attention_repeat_sends_no_second_message(

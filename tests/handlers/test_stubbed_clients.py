@@ -23,6 +23,7 @@ from botocore.stub import Stubber
 
 from lambda_resilience.aws import to_item
 from lambda_resilience.correlation import correlation_scope
+from lambda_resilience.tracing import record_span
 from order_domain import clock
 from order_domain.attention import SAGA_PARK, NeedsAttentionNotifier
 from order_domain.errors import StaleAttempt, UnknownOrder
@@ -199,6 +200,9 @@ def stepfunctions() -> Iterator[tuple[Any, Stubber]]:
     yield from _stubbed("stepfunctions")
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def test_saga_starter_start_names_the_execution_and_sends_references_only(stepfunctions):
     client, stubber = stepfunctions
     arn = STATE_MACHINE.replace(":stateMachine:", ":execution:") + ":order-o-1-attempt-2"
@@ -208,11 +212,14 @@ def test_saga_starter_start_names_the_execution_and_sends_references_only(stepfu
         {
             "stateMachineArn": STATE_MACHINE,
             "name": "order-o-1-attempt-2",
-            "input": json.dumps({"order_id": "o-1", "payment_attempt": 2, "correlation_id": "cid-1"}),
+            "input": json.dumps(
+                {"order_id": "o-1", "payment_attempt": 2, "correlation_id": "cid-1", "traceparent": TRACEPARENT}
+            ),
         },
     )
 
-    started = SagaStarter(STATE_MACHINE, client=client).start("o-1", 2, "cid-1")
+    with record_span("record", TRACEPARENT):  # the record's trace context (tracing off: passed through)
+        started = SagaStarter(STATE_MACHINE, client=client).start("o-1", 2, "cid-1")
 
     assert started == {"execution_arn": arn, "already_started": False}
 

@@ -9,7 +9,7 @@ Adds what Powertools leaves to the caller, and nothing it already does:
 - :mod:`lambda_resilience.classification`: every failure is permanent, transient or unknown;
 - :mod:`lambda_resilience.dlq`: permanent failures dead-lettered at once, replay by category;
 - :mod:`lambda_resilience.step`: Step Functions task handlers (idempotent, retryable error names);
-- :mod:`lambda_resilience.logs`, :mod:`lambda_resilience.tracing`: bounded, masked logs; X-Ray.
+- :mod:`lambda_resilience.logs`, :mod:`lambda_resilience.tracing`: bounded, masked logs; OTel spans, W3C context.
 
 Submodules are imported on demand: ``import lambda_resilience`` costs nothing at cold start.
 """

@@ -62,11 +62,14 @@ def from_payload(payload: Any) -> Any:
 
 
 def sqs_message_attributes(correlation_id: str | None = None) -> dict[str, dict[str, str]]:
-    """Message attributes to attach to an outgoing SQS message (defaults to the current ID)."""
+    """Message attributes to attach to an outgoing SQS message: the correlation ID (defaults to
+    the current one) and the W3C ``traceparent`` of the span in scope, when there is one."""
+    from lambda_resilience.tracing import sqs_attribute
+
     cid = correlation_id or current_correlation_id()
     if not cid:
         raise ValueError("no correlation ID in scope for an outgoing message")
-    return {CORRELATION_ID: {"DataType": "String", "StringValue": cid}}
+    return {CORRELATION_ID: {"DataType": "String", "StringValue": cid}, **sqs_attribute()}
 
 
 def _kept(value: object) -> str:

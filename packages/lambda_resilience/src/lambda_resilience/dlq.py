@@ -25,6 +25,7 @@ from typing import Any
 
 from lambda_resilience.classification import PERMANENT, classify
 from lambda_resilience.correlation import CORRELATION_ID
+from lambda_resilience.tracing import TRACEPARENT
 
 CATEGORY = "dlq_category"
 ERROR_TYPE = "dlq_error_type"
@@ -34,6 +35,12 @@ FIRST_FAILURE = "dlq_first_failure_time"
 RECEIVE_COUNT = "dlq_receive_count"
 REPLAY_COUNT = "replay_count"
 DLQ_ATTRIBUTES = (CATEGORY, ERROR_TYPE, ERROR_MESSAGE, SOURCE_QUEUE, FIRST_FAILURE, RECEIVE_COUNT)
+#: The original message's attributes a DLQ copy keeps (with its correlation ID), so that a replay
+#: continues the same trace and keeps the API's idempotency key. With the 6 ``dlq_*`` attributes,
+#: the correlation ID and ``replay_count``, a copy carries at most 10 message attributes: SQS's
+#: limit (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
+KEPT_ATTRIBUTES = (TRACEPARENT, "idempotency_key")
+MAX_DLQ_COPY_ATTRIBUTES = 10
 MAX_ERROR_MESSAGE = 256
 #: How long failure records are kept: the DLQ's retention (14 days) plus a day.
 FAILURE_RECORD_TTL_SECONDS = 15 * 24 * 3600
@@ -97,7 +104,12 @@ class FailureRouting:
             FIRST_FAILURE: string_attribute(first),
             RECEIVE_COUNT: string_attribute(attrs.get("ApproximateReceiveCount", "1")),
         }
-        replays = (record.get("messageAttributes") or {}).get(REPLAY_COUNT, {}).get("stringValue")
+        original = record.get("messageAttributes") or {}
+        for name in KEPT_ATTRIBUTES:
+            value = (original.get(name) or {}).get("stringValue")
+            if value:
+                message_attributes[name] = string_attribute(value)
+        replays = original.get(REPLAY_COUNT, {}).get("stringValue")
         if replays:
             message_attributes[REPLAY_COUNT] = string_attribute(replays)
         response = self.client("sqs").send_message(

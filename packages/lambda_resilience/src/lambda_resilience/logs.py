@@ -20,6 +20,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+from lambda_resilience.tracing import current_trace_id
+
 #: No serialized log line is longer than this (bytes of UTF-8).
 MAX_LINE_BYTES = 16 * 1024
 #: ``message`` is cut to this many characters.
@@ -48,7 +50,10 @@ DEFAULT_SENSITIVE_KEYS = frozenset(
     }
 )
 #: Keys Powertools itself writes: never masked or dropped.
-_CORE_KEYS = ("level", "location", "message", "timestamp", "service", "correlation_id", "exception_name")
+_CORE_KEYS = ("level", "location", "message", "timestamp", "service", "correlation_id", "trace_id", "exception_name")
+#: Log key of the W3C trace ID (32 hex digits) of the span in scope: with ``correlation_id``, on
+#: every line written inside a record's or a step's scope (lambda_resilience.tracing).
+TRACE_ID = "trace_id"
 _MAX_WALK_DEPTH = 12
 
 
@@ -121,6 +126,9 @@ class SafeLogFormatter(LambdaPowertoolsFormatter):
         self.sensitive_keys = frozenset(sensitive_keys)
 
     def serialize(self, log: dict[str, Any]) -> str:  # type: ignore[override]
+        trace_id = current_trace_id()  # formatted in the logging thread: its context is the caller's
+        if trace_id and TRACE_ID not in log:
+            log = {**log, TRACE_ID: trace_id}
         safe = bound(mask_sensitive(log, self.sensitive_keys))
         line = super().serialize(safe)
         if len(line.encode("utf-8")) <= MAX_LINE_BYTES:

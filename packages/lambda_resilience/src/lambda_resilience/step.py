@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
 from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.exceptions import TransientStepError, UnknownStepError
-from lambda_resilience.tracing import annotate, traced
+from lambda_resilience.tracing import step_span, traced, traceparent_from_payload
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
@@ -62,9 +62,18 @@ def step_handler(
         return action({**command["payload"], **command.get("extra", {})})
 
     def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
-        with correlation_scope(logger, from_payload(event)) as cid:
-            known = dict(describe(event))
-            annotate(correlation_id=cid, operation=operation, **{k: v for k, v in known.items() if isinstance(v, str)})
+        known = dict(describe(event))
+        with (
+            correlation_scope(logger, from_payload(event)) as cid,
+            # A child of the context the saga input carries (intake's record span): one trace per order.
+            step_span(
+                operation,
+                traceparent_from_payload(event),
+                correlation_id=cid,
+                operation=operation,
+                **{k: v for k, v in known.items() if isinstance(v, str)},
+            ),
+        ):
             try:
                 step = parse(event)
                 logger.info(f"{operation} started", extra=dict(step.fields))

@@ -7,6 +7,8 @@
 - :func:`serialised_dynamodb`: moto (``mock_aws``) answers DynamoDB requests one at a time, so a
   test of concurrent conditional writes (moto checks a condition and stores the item in two
   steps) sees AWS's per-item atomicity.
+- :func:`in_memory_tracing`: tracing on, every finished span kept in memory (OpenTelemetry SDK's
+  ``InMemorySpanExporter`` behind a ``SimpleSpanProcessor``), for asserting a trace's shape.
 
 Nothing here is imported by the middleware itself; moto is only needed by the function that uses it.
 """
@@ -20,8 +22,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 #: The account and region the fake context's ARN names (moto's default account).
 FAKE_ACCOUNT = "123456789012"
@@ -111,3 +116,43 @@ def serialised_dynamodb() -> Iterator[None]:
 
     with mock.patch.object(BotocoreStubber, "__call__", answer):
         yield
+
+
+_exporter: InMemorySpanExporter | None = None
+_tracing_lock = threading.Lock()
+
+
+@contextmanager
+def in_memory_tracing() -> Iterator[InMemorySpanExporter]:
+    """Tracing forced on in this process, finished spans kept by the yielded exporter
+    (``get_finished_spans()``); off again on exit. Needs ``opentelemetry-sdk``.
+
+    The SDK provider is installed once per process as the global one (OpenTelemetry allows one);
+    the exporter is cleared on entry and exit, so each use sees its own spans only.
+    """
+    global _exporter
+    from opentelemetry import trace
+
+    from lambda_resilience.tracing import set_tracing
+
+    with _tracing_lock:
+        if _exporter is None:
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+            provider = TracerProvider()
+            exporter = InMemorySpanExporter()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            trace.set_tracer_provider(provider)
+            if trace.get_tracer_provider() is not provider:
+                raise RuntimeError("another global TracerProvider was set first: spans would not reach the exporter")
+            _exporter = exporter
+        exporter = _exporter
+    exporter.clear()
+    set_tracing(True)
+    try:
+        yield exporter
+    finally:
+        set_tracing(None)
+        exporter.clear()

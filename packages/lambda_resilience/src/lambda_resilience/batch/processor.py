@@ -4,7 +4,7 @@ Powertools' ``BatchProcessor`` runs records one after another, and its ``AsyncBa
 needs a coroutine handler while boto3 is synchronous. :func:`concurrently` turns a synchronous
 record handler into the coroutine ``AsyncBatchProcessor`` expects: each record runs on a shared
 thread pool (``loop.run_in_executor``), in a copy of the caller's context (correlation IDs and
-Powertools' thread-safe log keys are context variables) and with the caller's X-Ray entity.
+Powertools' thread-safe log keys and OpenTelemetry's current span are context variables).
 Partial responses, failure collection and the all-failed behaviour are Powertools' own.
 """
 
@@ -16,8 +16,6 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-
-from lambda_resilience.tracing import in_worker
 
 R = TypeVar("R")
 
@@ -40,10 +38,9 @@ def executor() -> ThreadPoolExecutor:
 
 def concurrently(handler: Callable[[Any], R]) -> Callable[[Any], Awaitable[R]]:
     """An async record handler for ``AsyncBatchProcessor`` that runs ``handler`` on the pool."""
-    traced = in_worker(handler)
 
     async def run(record: Any) -> R:
         context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(executor(), context.run, traced, record)
+        return await asyncio.get_running_loop().run_in_executor(executor(), context.run, handler, record)
 
     return run

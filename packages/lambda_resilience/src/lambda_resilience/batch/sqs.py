@@ -17,7 +17,7 @@ from lambda_resilience.aws import error_code
 from lambda_resilience.batch.processor import concurrently
 from lambda_resilience.classification import classify
 from lambda_resilience.correlation import correlation_scope, from_sqs_record
-from lambda_resilience.tracing import record_segment
+from lambda_resilience.tracing import record_span, traceparent_from_sqs_record
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -76,7 +76,8 @@ def process_sqs_batch(
     def handle(record: SQSRecord) -> Any:
         with (
             correlation_scope(logger, from_sqs_record(record.raw_event)) as cid,
-            record_segment("## record", correlation_id=cid),
+            # The producer's trace continued (the ``traceparent`` message attribute), else a new one.
+            record_span("record", traceparent_from_sqs_record(record.raw_event), correlation_id=cid),
         ):
             try:
                 return record_handler(record, cid)
