@@ -39,6 +39,8 @@ LAYER_PURE_PYTHON_FALLBACK: tuple[str, ...] = ()
 #: into /opt in the order a function lists them, later over earlier:
 #: https://docs.aws.amazon.com/lambda/latest/dg/adding-layers.html).
 PROVIDED_BY_OTEL_LAYER = ("opentelemetry-api",)
+#: The imported layer's construct ID: after "AppCodeLayer" and "PowertoolsLayer" in sort order (see below).
+OTEL_LAYER_ID = "zOpenTelemetryLayer"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,9 @@ class OrderLayers(TransparentScope):
             layer_region = arn.split(":")[3]
             if not Token.is_unresolved(region) and region != layer_region:
                 raise ValueError(f"otel_layer_arn is in {layer_region}, the stack in {region}: layers are regional")
-            self.opentelemetry = lambda_.LayerVersion.from_layer_version_arn(self, "OpenTelemetryLayer", arn)
+            # The ID sorts after the other layers' on purpose: with the recognizeLayerVersion feature flag
+            # (cdk.json), CDK renders a function's layers sorted by construct path, not in list order, and
+            # the merge order into /opt is that rendered order (AWS's layer last: its files win).
+            self.opentelemetry = lambda_.LayerVersion.from_layer_version_arn(self, OTEL_LAYER_ID, arn)
             self.environment = dict(OTEL_WRAPPER_ENVIRONMENT)
         self.layers = (self.powertools, self.app_code, *((self.opentelemetry,) if self.opentelemetry else ()))

@@ -36,8 +36,15 @@ PROVIDER_CONTEXT: dict[str, Any] = {
     "carrier_api_url": "https://ship.example.com",
     "carrier_api_secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ship-AbCdEf",
 }
-#: What ``-c stage=prod`` needs: the provider keys and an alarm e-mail.
-PROD_CONTEXT: dict[str, Any] = {"stage": "prod", "alarm_email": "ops@example.com", **PROVIDER_CONTEXT}
+#: AWS's OpenTelemetry layer (a well-formed version ARN; the version is per region, decision 0019).
+OTEL_LAYER_ARN = "arn:aws:lambda:us-east-1:615299751070:layer:AWSOpenTelemetryDistroPython:18"
+#: What ``-c stage=prod`` needs: the provider keys, an alarm e-mail and AWS's OpenTelemetry layer.
+PROD_CONTEXT: dict[str, Any] = {
+    "stage": "prod",
+    "alarm_email": "ops@example.com",
+    "otel_layer_arn": OTEL_LAYER_ARN,
+    **PROVIDER_CONTEXT,
+}
 
 
 def as_list(value: Any) -> list[Any]:

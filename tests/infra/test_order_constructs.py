@@ -17,7 +17,7 @@ from constructs_lib.monitoring import Monitoring
 from constructs_lib.providers import ProviderEndpoint
 from stacks.order_constructs.alerting import AlertingProps
 from stacks.order_constructs.data import OrderDataProps
-from stacks.order_constructs.functions import OrderFunctionDefaults
+from stacks.order_constructs.functions import OTEL_WRAPPER_ENVIRONMENT, OrderFunctionDefaults
 from stacks.order_constructs.providers import OrderProvidersProps
 from stacks.order_constructs.replay import DlqReplayProps
 from stacks.order_constructs.sweeper import StuckOrderSweeperProps
@@ -96,7 +96,8 @@ def test_order_constructs_replay_rejects_queue_twice() -> None:
 
 @pytest.mark.parametrize("stage", ["dev", "prod", "dev_https"])
 def test_order_constructs_environment_names_come_from_env_module(stage: str, request: pytest.FixtureRequest) -> None:
-    """Every variable a function gets is ``order_domain.env``'s or the middleware's (POWERTOOLS_*)."""
+    """Every variable a function gets is ``order_domain.env``'s, the middleware's (POWERTOOLS_*) or the
+    Lambda runtime's for AWS's OpenTelemetry layer (``AWS_LAMBDA_EXEC_WRAPPER``, read by no code of ours)."""
     synth: SynthResult = request.getfixturevalue(stage)
     names = {v for k, v in vars(env_names).items() if k.isupper() and isinstance(v, str)}
     used = {
@@ -105,4 +106,4 @@ def test_order_constructs_environment_names_come_from_env_module(stage: str, req
         for variable in function["Properties"].get("Environment", {}).get("Variables", {})
     }
     assert used, "no environment found"
-    assert {v for v in used if not v.startswith("POWERTOOLS_")} <= names
+    assert {v for v in used if not v.startswith("POWERTOOLS_")} - set(OTEL_WRAPPER_ENVIRONMENT) <= names

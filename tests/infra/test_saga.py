@@ -17,6 +17,7 @@ from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
 from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS, LAMBDA_INIT_SECONDS, STATE_LATENCY_SECONDS
+from lambda_resilience.tracing import traceparent_from_payload
 from order_domain.status import OrderStatus, sources_of
 from order_domain.step import step_payload
 from stacks.order_constructs.order_saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
@@ -35,7 +36,12 @@ DYNAMODB_UPDATE_ITEM = "arn:ARN<AWS::Partition>:states:::dynamodb:updateItem"
 
 #: The execution input intake starts the saga with (lambdas/order_domain/saga_start.py).
 #: What intake starts the saga with: references only (order_domain.saga_start.saga_input).
-SAGA_INPUT = {"order_id": "o-1", "payment_attempt": 1, "correlation_id": "c-1"}
+SAGA_INPUT = {
+    "order_id": "o-1",
+    "payment_attempt": 1,
+    "correlation_id": "c-1",
+    "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+}
 
 
 def _catches(state: dict[str, Any]) -> list[tuple[list[str], str]]:
@@ -60,9 +66,12 @@ def _render_parameters(parameters: dict[str, Any], state: dict[str, Any]) -> dic
             continue
         assert value.startswith("$"), value
         resolved: Any = state
-        if value.startswith("$$."):  # the context object: only $$.Execution.Name is used
-            assert value == "$$.Execution.Name", value
-            rendered[key[:-2]] = state.get("__execution_name__", "order-o-1-attempt-1")
+        if value.startswith("$$."):  # the context object: the execution's name and input are used
+            assert value in ("$$.Execution.Name", "$$.Execution.Input"), value
+            if value == "$$.Execution.Input":
+                rendered[key[:-2]] = state.get("__execution_input__", SAGA_INPUT)
+            else:
+                rendered[key[:-2]] = state.get("__execution_name__", "order-o-1-attempt-1")
             continue
         for part in filter(None, value[1:].split(".")):
             resolved = resolved[part]
@@ -431,6 +440,8 @@ def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, A
     assert rendered["correlation_id"] == "c-1"
     # The park is keyed per execution (helper "domain": order_domain.step), so a repair's park is a new park.
     assert rendered["execution_name"] == "order-o-1-attempt-1"
+    # The park continues the execution's trace (lambda_resilience.tracing reads it from the input it gets).
+    assert traceparent_from_payload(rendered) == SAGA_INPUT["traceparent"]
     # FinalizeOrder's action only sees step_payload(): the error must survive it (-> last_error).
     expected = {"order_id": "o-1", "payment_attempt": 1, "outcome": "NEEDS_ATTENTION", "error": failure}
     assert {k: v for k, v in step_payload(rendered).items() if k != "execution_name"} == expected

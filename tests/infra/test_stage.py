@@ -19,6 +19,7 @@ from constructs_lib.providers import HttpsProvider, HttpsProviderProps
 from stacks.app_builder import build_app
 from stacks.order_constructs.stage import PROD_REQUIRED_KEYS, PROVIDER_KEYS, ProviderEndpoint, StageConfig
 from tests.infra.conftest import (
+    OTEL_LAYER_ARN,
     PROD_CONTEXT,
     PROVIDER_CONTEXT,
     REPO_ROOT,
@@ -64,7 +65,7 @@ def test_stage_config_prod_empty_context_value_counts_as_missing() -> None:
 
 
 def test_stage_config_prod_with_all_keys_has_no_sandbox() -> None:
-    config = StageConfig(name="prod", alarm_email="ops@example.com", **PROVIDER_CONTEXT)
+    config = StageConfig(name="prod", alarm_email="ops@example.com", otel_layer_arn=OTEL_LAYER_ARN, **PROVIDER_CONTEXT)
     assert not config.uses_sandbox
     assert config.payment_api == ProviderEndpoint(
         PROVIDER_CONTEXT["payment_api_url"], PROVIDER_CONTEXT["payment_api_secret_arn"]
@@ -100,7 +101,7 @@ def test_stage_config_dev_accepts_http_to_loopback_only_for_the_local_sandbox() 
     local = {**PROVIDER_CONTEXT, "payment_api_url": "http://127.0.0.1:9/payment"}
     assert StageConfig(**local).payment_api_url == "http://127.0.0.1:9/payment"
     with pytest.raises(ValueError, match=r"payment_api_url must be an https:// URL with a host"):
-        StageConfig(name="prod", alarm_email="a@b.c", **local)
+        StageConfig(name="prod", alarm_email="a@b.c", otel_layer_arn=OTEL_LAYER_ARN, **local)
 
 
 @pytest.mark.parametrize(

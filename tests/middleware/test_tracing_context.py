@@ -10,9 +10,10 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lambda_resilience.batch import process_sqs_batch
 from lambda_resilience.correlation import sqs_message_attributes
@@ -30,6 +31,7 @@ from lambda_resilience.tracing import (
     tracing_enabled,
 )
 
+_CONTEXT = cast(LambdaContext, FakeLambdaContext())
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 GIVEN = f"00-{TRACE_ID}-{PARENT_ID}-01"
@@ -60,7 +62,7 @@ def test_tracing_record_span_is_a_child_of_the_traceparent_attribute():
     with in_memory_tracing() as spans:
         result = process_sqs_batch(
             {"Records": [_record(correlation_id="c-1", traceparent=GIVEN)]},
-            FakeLambdaContext(),
+            _CONTEXT,
             handle,
             logger=logger,
         )
@@ -78,7 +80,7 @@ def test_tracing_record_without_traceparent_starts_a_new_trace():
     with in_memory_tracing() as spans:
         process_sqs_batch(
             {"Records": [_record(correlation_id="c-2"), _record(correlation_id="c-3", traceparent="garbage")]},
-            FakeLambdaContext(),
+            _CONTEXT,
             lambda record, cid: None,
             logger=get_logger(service="t"),
         )
@@ -111,14 +113,14 @@ def test_tracing_log_lines_carry_trace_id_and_correlation_id():
             with in_memory_tracing():
                 process_sqs_batch(
                     {"Records": [_record(correlation_id="c-9", traceparent=GIVEN)]},
-                    FakeLambdaContext(),
+                    _CONTEXT,
                     handle,
                     logger=logger,
                 )
         else:
             process_sqs_batch(
                 {"Records": [_record(correlation_id="c-9", traceparent=GIVEN)]},
-                FakeLambdaContext(),
+                _CONTEXT,
                 handle,
                 logger=logger,
             )
