@@ -160,7 +160,14 @@ def hostile_report(run: RunView, plan: DeliveryPlan, dlq_messages: list[Any]) ->
     for poller in run.pollers:
         crashed.update(poller.interrupted)
     ended, misplaced = hostile_outcomes(
-        plan.hostile, dlq_messages, accepted, status, effects, dict(crashed), run.producer.refused_at_send
+        plan.hostile,
+        dlq_messages,
+        accepted,
+        status,
+        effects,
+        dict(crashed),
+        run.producer.refused_at_send,
+        refused_at_edge=run.producer.api is not None,
     )
     return {"hostile": ended, "hostile_misplaced": misplaced}
 

@@ -287,3 +287,21 @@ def test_gateway_access_log_lines_reach_cloudwatch_without_the_body(api: Harness
     assert '"integrationStatus": "200"' in lines[0] and '"integrationStatus": "-"' in lines[1]
     text = "\n".join(lines)
     assert "Ada Lovelace" not in text and "order-1" not in text and "EUR" not in text
+
+
+# -- the app's producer through the API (ops.local --via api) -------------------------------------------
+def test_producer_via_api_posts_each_order_and_records_refusals(api: Harness) -> None:
+    from ops.local.api_client import OrderApi, idempotency_key
+    from ops.local.producer import Producer
+
+    producer = Producer(api.deployment.queues["OrdersQueue"]["url"], "", "")
+    producer.api = OrderApi(api.server.stage_url(fixture.STAGE))
+    good = json.dumps({**ORDER, "order_id": "order-2"})
+    bad = json.dumps({"order_id": "order-3", "amount": 1})  # no currency
+    producer.submit_messages([(good, "cid-good"), (bad, "cid-bad"), ("{" * 20_000, "cid-deep")])
+    assert producer.refused_at_send == ["cid-bad", "cid-deep"]
+    (message,) = api.messages()
+    attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
+    assert attributes == {"correlation_id": "cid-good", "idempotency_key": idempotency_key(good)}
+    assert idempotency_key(good) == "order-2:1"
+    assert producer.api.summary() == {"accepted": 1, "refused": {"400": 2}, "retried": 0}

@@ -102,8 +102,8 @@ def body_errors(schema: Mapping[str, Any], body: str) -> str | None:
     """``None`` if ``body`` satisfies ``schema``, else the validation error string (``[...]``)."""
     try:
         data = json.loads(body) if body.strip() else None
-    except ValueError as exc:
-        return f"[Invalid JSON in request body: {exc}]"
+    except (ValueError, RecursionError) as exc:  # too deep to parse is invalid JSON to the validator too
+        return f"[Invalid JSON in request body: {type(exc).__name__}]"
     try:
         _validator(json.dumps(schema, sort_keys=True))(data)
     except fastjsonschema.JsonSchemaValueException as exc:

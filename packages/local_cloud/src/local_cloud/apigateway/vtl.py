@@ -81,7 +81,7 @@ class InputVariable:
         if not self._parsed_ok:
             try:
                 self._parsed = json.loads(self.body) if self.body else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 self._parsed = None
             self._parsed_ok = True
         return self._parsed
