@@ -305,3 +305,16 @@ def test_producer_via_api_posts_each_order_and_records_refusals(api: Harness) ->
     assert attributes == {"correlation_id": "cid-good", "idempotency_key": idempotency_key(good)}
     assert idempotency_key(good) == "order-2:1"
     assert producer.api.summary() == {"accepted": 1, "refused": {"400": 2}, "retried": 0}
+
+
+def test_vtl_hyphenated_set_target_and_java_string_methods() -> None:
+    context: dict[str, Any] = {"requestId": "r-1", "responseOverride": {"status": "", "header": {}}}
+    variables = template_variables("{}", {"header": {"X-Correlation-Id": "cid'1"}}, context, {})
+    text = (
+        "#set($cid = $input.params('X-Correlation-Id'))##\n"
+        "#if(!$cid.matches('[a-z0-9-]{1,8}'))#set($cid = $context.requestId)#end##\n"
+        "#set($context.responseOverride.header.X-Correlation-Id = $cid)##\n"
+        "$input.params('X-Correlation-Id').split(\"'\")[1]"
+    )
+    assert render(text, variables) == "1"  # Java's matches is a whole-string match: cid'1 fails it
+    assert context["responseOverride"]["header"] == {"X-Correlation-Id": "r-1"}

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,7 +38,14 @@ from local_cloud.apigateway.auth import AuthFailure, verify_sigv4
 from local_cloud.apigateway.integrations import AwsIntegrations, IntegrationError, IntegrationResult
 from local_cloud.apigateway.model import Integration, Method, RestApi, Stage, Throttle
 from local_cloud.apigateway.validation import body_errors, missing_parameters
-from local_cloud.apigateway.vtl import _json_path, render, substitute, substitute_with, template_variables
+from local_cloud.apigateway.vtl import (
+    _json_path,
+    java_values,
+    render,
+    substitute,
+    substitute_with,
+    template_variables,
+)
 from local_cloud.limits import TokenBucket
 from local_cloud.template import ACCOUNT
 
@@ -174,6 +183,15 @@ class RestApiGateway:
 
     # -- the pipeline ----------------------------------------------------------------------------
     def handle(self, request: Request) -> Response:
+        """The response API Gateway would give; a bug of ours or a template that raises is a 500."""
+        try:
+            return self._handle(request)
+        except Exception:  # a long-running server answers and keeps serving
+            traceback.print_exc(file=sys.stderr)
+            context = self._context(request)
+            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, {})
+
+    def _handle(self, request: Request) -> Response:
         started = time.monotonic()
         context = self._context(request)
         routed = self.route(request)
@@ -185,7 +203,7 @@ class RestApiGateway:
             return self._finish(response, context, None, started)
         stage, method, path_params = routed
         stage_vars = stage.variables
-        context.update(stage=stage.name, resourcePath=method.path, resourceId=method.path)
+        context.update(java_values({"stage": stage.name, "resourcePath": method.path, "resourceId": method.path}))
         params = {
             "path": path_params,
             "querystring": dict(request.query),
@@ -264,6 +282,8 @@ class RestApiGateway:
             if key.startswith("integration.request.header.")
             and (value := self._source(source, params, context, stage, body)) is not None
         }
+        override = context.get("requestOverride", {})
+        headers.update({str(k): str(v) for k, v in (override.get("header") or {}).items() if v is not None})
         called = time.monotonic()
         try:
             if integration.type == "MOCK":
@@ -426,22 +446,25 @@ class RestApiGateway:
     def _context(self, request: Request) -> dict[str, Any]:
         now = datetime.now(UTC)
         request_id = str(uuid.uuid4())
-        return {
-            "requestId": request_id,
-            "extendedRequestId": request_id.replace("-", "")[:16],
-            "apiId": self.api.api_id,
-            "accountId": ACCOUNT,
-            "httpMethod": request.method.upper(),
-            "path": request.path,
-            "protocol": "HTTP/1.1",
-            "domainName": _header(request.headers, "Host") or "",
-            "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "requestTimeEpoch": int(now.timestamp() * 1000),
-            "identity": {"sourceIp": request.source_ip, "userAgent": _header(request.headers, "User-Agent") or ""},
-            "error": {"message": "", "messageString": "", "responseType": "", "validationErrorString": ""},
-            "responseOverride": {"status": "", "header": {}},
-            "integration": {"status": "", "latency": "", "error": ""},
-        }
+        return java_values(
+            {
+                "requestId": request_id,
+                "extendedRequestId": request_id.replace("-", "")[:16],
+                "apiId": self.api.api_id,
+                "accountId": ACCOUNT,
+                "httpMethod": request.method.upper(),
+                "path": request.path,
+                "protocol": "HTTP/1.1",
+                "domainName": _header(request.headers, "Host") or "",
+                "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+                "requestTimeEpoch": int(now.timestamp() * 1000),
+                "identity": {"sourceIp": request.source_ip, "userAgent": _header(request.headers, "User-Agent") or ""},
+                "error": {"message": "", "messageString": "", "responseType": "", "validationErrorString": ""},
+                "responseOverride": {"status": "", "header": {}},
+                "integration": {"status": "", "latency": "", "error": ""},
+                "requestOverride": {"header": {}, "path": {}, "querystring": {}},
+            }
+        )
 
     def _finish(
         self,
