@@ -184,6 +184,10 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
             if m.category == "permanent" and str(m.correlation_id).startswith("cid-malformed-")
         }
     )
+    # Through the order API (--via api) the edge refuses a malformed body at once (400): never enqueued.
+    report["malformed_refused_at_send"] = len(
+        {cid for cid in run.producer.refused_at_send if str(cid).startswith("cid-malformed-")}
+    )
     in_dlq = {body_order_id(m.body) for _, m in messages}
     report.update(hostile_report(run, plan, messages))
     histories = execution_histories(run.state_machine_arn)  # read once: the scan and the transitions
