@@ -318,3 +318,15 @@ def test_vtl_hyphenated_set_target_and_java_string_methods() -> None:
     )
     assert render(text, variables) == "1"  # Java's matches is a whole-string match: cid'1 fails it
     assert context["responseOverride"]["header"] == {"X-Correlation-Id": "r-1"}
+
+
+def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
+    from ops.local.up import LocalEndpoint, _api_lines
+
+    lines = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION, "http://127.0.0.1:2/v1"))
+    text = "\n".join(lines)
+    assert "http://127.0.0.1:2/v1" in text and "<stage>/<path>" in text
+    assert 'curl --aws-sigv4 "aws:amz:us-east-1:execute-api" --user "local:local"' in text
+    assert "Idempotency-Key: k1" in text and "-X POST http://127.0.0.1:2/v1/orders" in text
+    without = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION))
+    assert without[0].startswith("(the template has no REST API")
