@@ -330,3 +330,17 @@ def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
     assert "Idempotency-Key: k1" in text and "-X POST http://127.0.0.1:2/v1/orders" in text
     without = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION))
     assert without[0].startswith("(the template has no REST API")
+
+
+def test_gateway_integration_role_use_is_in_the_iam_report(api: Harness) -> None:
+    from local_cloud.iam_enforce import enforce_iam
+
+    with enforce_iam(api.deployment):
+        assert post_order(api).status == 202
+        assert api.call("POST", "/denied", ORDER, {"Idempotency-Key": "k1"}).status == 400
+        assert api.deployment.iam is not None
+        report = api.deployment.iam.report()
+    allowed, refused = report["ApiStack-ApiRole"], report["ApiStack-ReadOnlyRole"]
+    assert (allowed["kind"], allowed["calls"], allowed["denied"]["count"]) == ("api_integration", 1, 0)
+    assert [g["action"] for g in allowed["granted_unused"]] == ["dynamodb:GetItem"]
+    assert refused["denied"]["first"][0]["action"] == "sqs:SendMessage"

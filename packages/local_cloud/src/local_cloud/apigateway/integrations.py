@@ -11,7 +11,8 @@ Authorization: API Gateway assumes the integration's ``Credentials`` role, so th
 only if that role's identity policies in the template allow it. The policies are evaluated by
 :mod:`local_cloud.iam` with the (action, resource) pairs of :mod:`local_cloud.iam_calls`, exactly as
 for the template's functions (:mod:`local_cloud.iam_enforce`); a refusal is the service's own
-access-denied answer. The call itself goes to the local SQS / DynamoDB through boto3, so the
+access-denied answer. While IAM enforcement is on, the role's calls, denials and unused grants are
+recorded in the IAM report as principal ``apigateway:<role name>``. The call itself goes to the local SQS / DynamoDB through boto3, so the
 run's limit enforcement (a message over the queue's ``MaximumMessageSize``,
 :mod:`local_cloud.limits_enforce`) and moto's own checks answer as AWS does.
 
@@ -39,7 +40,7 @@ from local_cloud.apigateway.model import Integration
 from local_cloud.clients import aws
 from local_cloud.iam import Decision, Policy
 from local_cloud.iam_calls import checks_for
-from local_cloud.iam_enforce import role_policies
+from local_cloud.iam_enforce import IamEnforcer, role_policies
 from local_cloud.interfaces import Deployment
 from local_cloud.template import ACCOUNT, REGION
 
@@ -130,8 +131,13 @@ class AwsIntegrations:
         lid, name = self._role(integration)
         policy = self.policies.get(lid, Policy())
         checks, _ = checks_for(service, operation, params, REGION)
-        for action, resource in checks:
-            decision = policy.evaluate(action, resource)
+        enforcer = self.deployment.iam
+        if isinstance(enforcer, IamEnforcer):  # IAM enforcement is on: the role's use goes in its report
+            first = enforcer.record(enforcer.integration_principal(lid, name, policy), checks, platform=False)
+            decisions = [first] if first is not None else []
+        else:
+            decisions = [(check, policy.evaluate(*check)) for check in checks]
+        for (action, resource), decision in decisions:
             if decision is Decision.ALLOW:
                 continue
             key = (lid, action, resource)
