@@ -12,8 +12,8 @@ only if that role's identity policies in the template allow it. The policies are
 :mod:`local_cloud.iam` with the (action, resource) pairs of :mod:`local_cloud.iam_calls`, exactly as
 for the template's functions (:mod:`local_cloud.iam_enforce`); a refusal is the service's own
 access-denied answer. While IAM enforcement is on, the role's calls, denials and unused grants are
-recorded in the IAM report as principal ``apigateway:<role name>``. The call itself goes to the local SQS / DynamoDB through boto3, so the
-run's limit enforcement (a message over the queue's ``MaximumMessageSize``,
+recorded in the IAM report as principal ``apigateway:<role name>``. The call itself goes to the
+local SQS / DynamoDB through boto3, so the run's limit enforcement (a message over the queue's ``MaximumMessageSize``,
 :mod:`local_cloud.limits_enforce`) and moto's own checks answer as AWS does.
 
 Answers are JSON, as when the integration request sends ``Accept: application/json``: SQS

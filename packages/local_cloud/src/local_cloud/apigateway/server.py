@@ -107,7 +107,9 @@ class ApiServer:
         self.httpd = ThreadingHTTPServer((HOST, port), _handler(gateway))
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="local-apigateway")
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="local-apigateway"
+        )
 
     @property
     def url(self) -> str:
