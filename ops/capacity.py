@@ -15,6 +15,7 @@ worked through every order of the peak (``predicted_terminal_after_seconds``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,30 +78,57 @@ def template_figures(assembly: CloudAssembly) -> dict[str, Any]:
     }
 
 
+def _intake_concurrency(quotas: Quotas, figures: Mapping[str, Any]) -> float:
+    return min(
+        quotas.esm_max_concurrency,
+        figures["maximum_concurrency"] or quotas.esm_max_concurrency,
+        figures["reserved_concurrency"] or quotas.lambda_concurrency,
+        quotas.lambda_concurrency,
+    )
+
+
+def queue_ceilings(quotas: Quotas, figures: Mapping[str, Any]) -> dict[str, float]:
+    """Orders a second the orders queue can be served at, per limit: the StartExecution refill and
+    the event source mapping's throughput (``figures``: ``workflow``, ``batch_size``,
+    ``maximum_concurrency``, ``reserved_concurrency``, as :func:`template_figures` reads them)."""
+    express = figures["workflow"] == "EXPRESS"
+    return {
+        "sfn_start_refill": quotas.sfn_express_start_refill if express else quotas.sfn_start_refill,
+        "event_source_mapping": _intake_concurrency(quotas, figures) * figures["batch_size"] / BATCH_SECONDS,
+    }
+
+
+def queue_service(quotas: Quotas, figures: Mapping[str, Any]) -> tuple[float, float]:
+    """``(mu, burst)``: the queue's service rate (the smallest :func:`queue_ceilings`) and the orders
+    the StartExecution bucket absorbs at once when its refill is what binds (else 0)."""
+    express = figures["workflow"] == "EXPRESS"
+    start_refill = quotas.sfn_express_start_refill if express else quotas.sfn_start_refill
+    start_bucket = quotas.sfn_express_start_bucket if express else quotas.sfn_start_bucket
+    mu = min(queue_ceilings(quotas, figures).values())
+    return mu, (start_bucket if mu == start_refill else 0.0)
+
+
+def api_throttle(quotas: Quotas, figures: Mapping[str, Any]) -> tuple[float, int]:
+    """The order API's ``(rate, burst)``: the rate the pipeline sustains (the queue's service rate)
+    and, as the token bucket, what it absorbs at once (the StartExecution bucket when that binds,
+    else one second of the rate). A caller above them gets 429 at once instead of a backlog."""
+    mu, burst = queue_service(quotas, figures)
+    return mu, max(1, round(burst or mu))
+
+
 def predict(
     rate: float, minutes: float, quotas: Quotas, figures: dict[str, Any], *, baseline: float = 0.0
 ) -> dict[str, Any]:
     """The capacity figures at ``rate`` orders/s for ``minutes`` (see the module doc for the model)."""
     seconds = minutes * 60
     express = figures["workflow"] == "EXPRESS"
-    start_refill = quotas.sfn_express_start_refill if express else quotas.sfn_start_refill
-    start_bucket = quotas.sfn_express_start_bucket if express else quotas.sfn_start_bucket
-    concurrency = min(
-        quotas.esm_max_concurrency,
-        figures["maximum_concurrency"] or quotas.esm_max_concurrency,
-        figures["reserved_concurrency"] or quotas.lambda_concurrency,
-        quotas.lambda_concurrency,
-    )
-    ceilings = {
-        "sfn_start_refill": start_refill,
-        "event_source_mapping": concurrency * figures["batch_size"] / BATCH_SECONDS,
-    }
+    concurrency = _intake_concurrency(quotas, figures)
+    ceilings = queue_ceilings(quotas, figures)
     if not express:
         ceilings["sfn_transition_refill"] = quotas.sfn_transition_refill / figures["states_per_order"]
     binding = min(ceilings, key=lambda k: ceilings[k])
-    queue_ceilings = {k: v for k, v in ceilings.items() if k != "sfn_transition_refill"}
-    mu = min(queue_ceilings.values())
-    burst = start_bucket if mu == start_refill else 0.0
+    mu, burst = queue_service(quotas, figures)
+    start_refill = ceilings["sfn_start_refill"]
     backlog = max(0.0, (rate - mu) * seconds - burst)
     drain = backlog / (mu - baseline) if backlog and mu > baseline else 0.0
     if backlog and figures.get("throttle_requeue"):
@@ -134,6 +162,8 @@ def predict(
         "ceilings_orders_per_second": {k: round(v, 3) for k, v in ceilings.items()},
         "binds_first": binding if ceilings[binding] < rate else None,
         "queue_served_per_second": round(mu, 3),
+        # What the order API's stage, POST /orders and usage plan are throttled at (stacks/order_constructs/api.py).
+        "api_throttle": dict(zip(("rate_per_second", "burst"), api_throttle(quotas, figures), strict=True)),
         "predicted_peak_backlog": round(backlog, 1),
         "predicted_drain_seconds": round(drain, 1),
         "predicted_terminal_after_seconds": round(max(drain, terminal), 1),
@@ -175,6 +205,7 @@ def format_capacity(p: dict[str, Any]) -> str:
         f"template: {json.dumps(p['template'])}",
         "ceilings (orders/s): " + ", ".join(f"{k} {v:,}" for k, v in p["ceilings_orders_per_second"].items()),
         f"binds first: {p['binds_first'] or 'nothing (the rate fits every quota)'}",
+        f"order API throttle: {p['api_throttle']['rate_per_second']:,g}/s, burst {p['api_throttle']['burst']:,}",
         f"predicted peak backlog: {p['predicted_peak_backlog']:,.0f} messages",
         f"time to drain after the peak: {p['predicted_drain_seconds']:,.0f} s",
         f"every order terminal after the peak: {p['predicted_terminal_after_seconds']:,.0f} s",

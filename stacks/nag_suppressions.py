@@ -73,6 +73,39 @@ LAMBDA_OUTSIDE_VPC = (
     "NAT and endpoints without narrowing what the function roles may do.",
 )
 
+API_CLOUDWATCH_ROLE = (
+    "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+    "AmazonAPIGatewayPushToCloudWatchLogs]",
+    "The account-level role API Gateway writes execution and access logs with: AWS documents this "
+    "managed policy for it (API Gateway console, 'Set up CloudWatch logging for REST APIs'); it grants "
+    "only log-group and log-stream writes, and the role is API Gateway's alone.",
+)
+API_WAF = (
+    ("AwsSolutions::AwsSolutions-APIG3", "PCI.DSS.321::PCI.DSS.321-APIGWAssociatedWithWAF"),
+    "The order API takes IAM (SigV4) callers only: anonymous traffic is refused before any integration "
+    "runs, bodies are schema-validated, and the stage and usage plan are throttled at the pipeline's "
+    "capacity. A WAF web ACL (rate rules, IP sets) is the documented next step if the API is ever opened "
+    "to other callers (decision 0018); it costs per ACL and per request.",
+)
+API_COGNITO = (
+    "AwsSolutions::AwsSolutions-COG4",
+    "Both methods use IAM (SigV4) authorization: the callers are services with AWS credentials, not "
+    "end users with Cognito tokens. Cognito, Lambda authorizers and mutual TLS are the documented "
+    "alternatives (decision 0018).",
+)
+API_CACHE = (
+    "PCI.DSS.321::PCI.DSS.321-APIGWCacheEnabledAndEncrypted",
+    "No stage cache exists to encrypt: POST /orders must reach the queue every time, and GET "
+    "/orders/{id} must show the order's current status; a cache would only serve stale statuses. "
+    "Neither method returns card data.",
+)
+API_CLIENT_CERTIFICATE = (
+    "PCI.DSS.321::PCI.DSS.321-APIGWSSLEnabled",
+    "A stage client certificate authenticates API Gateway to HTTP back ends. This API's integrations "
+    "are AWS service calls (SQS SendMessage, DynamoDB GetItem) over HTTPS, signed with SigV4 by their "
+    "execution roles; there is no HTTP back end to present a certificate to.",
+)
+
 #: Runtime parity (tests/infra/test_runtime_parity.py): the functions run the Python the tests and the
 #: rehearsal run on (3.13, supported by Lambda until 2029), not the newest runtime aws-cdk-lib knows
 #: (3.14, which this project's machines cannot install offline).
@@ -129,4 +162,23 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
     if stack.alarm_subscription is not None:
         _acknowledge([stack.alarm_subscription], ALARM_EMAIL_DLQ)
     if stack.data_key is None:  # dev: AWS-owned keys by design
-        _acknowledge([*(f.log_group for f in stack.functions), stack.saga.log_group], LOGS_WITHOUT_CMK_IN_DEV)
+        _acknowledge(
+            [*(f.log_group for f in stack.functions), stack.saga.log_group, stack.order_api.access_logs],
+            LOGS_WITHOUT_CMK_IN_DEV,
+        )
+    _acknowledge_api(stack)
+
+
+def _acknowledge_api(stack: OrderPipelineStack) -> None:
+    api = stack.order_api
+    _acknowledge([api.send_role, api.read_role], INLINE_ROLE_POLICY)
+    cloudwatch_role = api.api.node.try_find_child("CloudWatchRole")  # RestApi(cloud_watch_role=True)
+    if cloudwatch_role is not None:
+        _acknowledge([cloudwatch_role], API_CLOUDWATCH_ROLE)
+    stage = api.api.deployment_stage
+    rule_ids, reason = API_WAF
+    for rule_id in rule_ids:
+        _acknowledge([stage], (rule_id, reason))
+    _acknowledge([stage], API_CACHE)
+    _acknowledge([stage], API_CLIENT_CERTIFICATE)
+    _acknowledge([api.post_orders, api.get_order], API_COGNITO)

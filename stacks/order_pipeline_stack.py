@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn
+from aws_cdk import CfnOutput, Fn, Stack
 from constructs import Construct
 
 from constructs_lib.dashboard import DashboardTitles
@@ -27,6 +27,7 @@ from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import StableLogicalIdStack
 from constructs_lib.monitoring import Monitoring, MonitoringProps
 from stacks.order_constructs.alerting import Alerting, AlertingProps
+from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
 from stacks.order_constructs.functions import LAMBDAS_DIR, METRICS_NAMESPACE, STEP_TIMEOUT, OrderFunctionDefaults
 from stacks.order_constructs.intake import (
@@ -91,6 +92,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         ).queue
         self._saga(stage, defaults)
         self._edges(stage, defaults)
+        self._api(stage)
         self.dashboard = self.monitoring.build_dashboard()
         self._outputs()
 
@@ -205,6 +207,26 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.sweeper, self.sweep_rule = sweeper.function, sweeper.sweep_rule
         self.stuck_alarm, self.mismatch_alarm = sweeper.stuck_alarm, sweeper.mismatch_alarm
         self.sweeper_errors_alarm = sweeper.errors_alarm
+        self.intake_capacity_figures = intake.capacity_figures
+
+    def _api(self, stage: StageConfig) -> None:
+        """The order API in front of the orders queue and table, throttled at what the pipeline sustains."""
+        figures = {**self.intake_capacity_figures, "workflow": "STANDARD"}  # the saga is a Standard workflow
+        self.order_api = OrderApi(
+            self,
+            "OrderApi",
+            props=OrderApiProps(
+                orders_queue=self.orders_queue.queue,
+                orders_table=self.orders_table,
+                throttle=OrderApiThrottle.from_capacity(figures, region=Stack.of(self).region),
+                monitoring=self.monitoring,
+                alarm_topic=self.alarm_topic,
+                max_message_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
+                removal_policy=stage.removal_policy,
+                log_retention=stage.log_retention,
+                log_encryption_key=self.data_key,
+            ),
+        )
 
     @property
     def functions(self) -> tuple[PipelineFunction, ...]:
@@ -226,3 +248,4 @@ class OrderPipelineStack(StableLogicalIdStack):
         if self.ledger_table is not None:
             CfnOutput(self, "LedgerTableName", value=self.ledger_table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
+        CfnOutput(self, "OrderApiUrl", value=self.order_api.api.url)

@@ -19,4 +19,5 @@ as attributes; each grants what its functions use, sets the environment variable
 - :mod:`.intake` - the orders queue and intake.
 - :mod:`.replay` - the DLQ replay function and its rules.
 - :mod:`.sweeper` - the stuck-order sweeper and its alarms.
+- :mod:`.api` - the order API (REST: POST /orders to the queue, GET /orders/{id} from the table).
 """

@@ -22,6 +22,8 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 #: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
 #: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
 INTAKE_MAX_CONCURRENCY = 100
+#: Records per intake invocation (the event source mapping's BatchSize).
+INTAKE_BATCH_SIZE = 10
 #: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
 #: keeps them equal: the CDK app does not import the Lambda code).
 ORDER_BODY_MAX_BYTES = 64 * 1024
@@ -69,6 +71,8 @@ class OrderIntake(TransparentScope):
     Attributes:
         function: the intake ``PipelineFunction``.
         orders_queue: the ``ResilientQueue`` (queue, DLQ, DLQ alarm, event source).
+        capacity_figures: what ``ops capacity`` reads of intake in the template (``batch_size``,
+            ``maximum_concurrency``, ``reserved_concurrency``), for sizing the order API's throttle.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: OrderIntakeProps) -> None:
@@ -96,7 +100,7 @@ class OrderIntake(TransparentScope):
                 consumer=self.function.function,
                 consumer_timeout=INTAKE_TIMEOUT,
                 max_receive_count=3,
-                batch_size=10,
+                batch_size=INTAKE_BATCH_SIZE,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if props.throttle_backoff else None,
                 max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
                 removal_policy=functions.removal_policy,
@@ -110,6 +114,11 @@ class OrderIntake(TransparentScope):
             alarms=(self.orders_queue.dlq_alarm,),
         )
         self._wire_queue(props)
+        self.capacity_figures: dict[str, int | None] = {
+            "batch_size": INTAKE_BATCH_SIZE,
+            "maximum_concurrency": INTAKE_MAX_CONCURRENCY if props.throttle_backoff else None,
+            "reserved_concurrency": None,
+        }
 
     def _grant_tables(self, props: OrderIntakeProps) -> None:
         fn = self.function.function

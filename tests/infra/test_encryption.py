@@ -48,10 +48,11 @@ def test_encryption_dev_keeps_aws_owned_keys(dev: SynthResult) -> None:
 def test_encryption_prod_every_log_group_uses_data_key_kept_a_year(prod: SynthResult) -> None:
     groups = prod.of_type("AWS::Logs::LogGroup")
     expected = {prod.logical_id(f.log_group) for f in prod.stack.functions} | {
-        prod.logical_id(prod.stack.saga.log_group)
+        prod.logical_id(prod.stack.saga.log_group),
+        prod.logical_id(prod.stack.order_api.access_logs),
     }
     assert set(groups) == expected
-    assert len(groups) == 11  # 10 functions (no sandbox) + the state machine
+    assert len(groups) == 12  # 10 functions (no sandbox) + the state machine + the API's access logs
     for logical_id, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == _data_key_arn(prod), logical_id
         assert group["Properties"]["RetentionInDays"] >= ONE_YEAR_DAYS, logical_id

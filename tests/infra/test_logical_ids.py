@@ -52,6 +52,7 @@ _COMMON = {
     "OrdersQueue929135A0": "AWS::SQS::Queue",
     "OrdersQueueDlqB5CCEDC7": "AWS::SQS::Queue",
     "OrderSagaStateMachine15260A25": "AWS::StepFunctions::StateMachine",
+    "ApiAccessLogsE9DF007D": "AWS::Logs::LogGroup",  # the order API's access logs (issue 22)
     **dict.fromkeys(_LOG_GROUPS, "AWS::Logs::LogGroup"),
 }
 #: Today's stateful logical IDs, per stage.

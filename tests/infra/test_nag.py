@@ -47,6 +47,23 @@ def test_nag_gate_fails_synth_on_violation(tmp_path: Path) -> None:
 
 PACKS = ("AwsSolutions", "Serverless", "PCI.DSS.321")
 
+#: The order API's reviewed findings (stacks/nag_suppressions.py: WAF, stage cache, client certificate).
+API_PCI = (
+    "PCI.DSS.321-APIGWAssociatedWithWAF",
+    "PCI.DSS.321-APIGWCacheEnabledAndEncrypted",
+    "PCI.DSS.321-APIGWSSLEnabled",
+)
+#: ... and in AwsSolutions (the API Gateway logging role's managed policy, WAF, Cognito), by construct path.
+_APIGW_LOGS_POLICY = "arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+API_AWS_SOLUTIONS = {
+    f"AwsSolutions-IAM4[Policy::{_APIGW_LOGS_POLICY}]": ("OrderApi/OrderApi/CloudWatchRole/Resource",),
+    "AwsSolutions-APIG3": ("OrderApi/OrderApi/DeploymentStage.v1/Resource",),
+    "AwsSolutions-COG4": (
+        "OrderApi/OrderApi/Default/orders/POST/Resource",
+        "OrderApi/OrderApi/Default/orders/{id}/GET/Resource",
+    ),
+}
+
 #: Every acknowledged rule per pack (the reviewed decisions in stacks/nag_suppressions.py), by stage.
 ACKNOWLEDGED: dict[str, dict[str, set[str]]] = {
     "dev": {
@@ -61,6 +78,7 @@ ACKNOWLEDGED: dict[str, dict[str, set[str]]] = {
             "PCI.DSS.321-IAMNoInlinePolicy",
             "PCI.DSS.321-LambdaInsideVPC",
             "PCI.DSS.321-CloudWatchLogGroupEncrypted",  # dev keeps AWS-owned keys
+            *API_PCI,
         },
     },
     "prod": {
@@ -73,7 +91,7 @@ ACKNOWLEDGED: dict[str, dict[str, set[str]]] = {
             "Serverless-LambdaLatestVersion",  # runtime parity: python3.13 (tests/infra/test_runtime_parity.py)
         },
         # no CloudWatchLogGroupEncrypted: prod's log groups pass it with the data key
-        "PCI.DSS.321": {"PCI.DSS.321-IAMNoInlinePolicy", "PCI.DSS.321-LambdaInsideVPC"},
+        "PCI.DSS.321": {"PCI.DSS.321-IAMNoInlinePolicy", "PCI.DSS.321-LambdaInsideVPC", *API_PCI},
     },
 }
 
@@ -156,6 +174,10 @@ def test_nag_acknowledgements_limited_to_reviewed_iam5_findings(dev: SynthResult
     for rule, finding in suppressed.items():
         assert finding.get("reason"), rule
         if rule in ("AwsSolutions-IAM5[Resource::*]", "AwsSolutions-L1"):  # L1: runtime parity (python3.13)
+            continue
+        if rule in API_AWS_SOLUTIONS:
+            paths = [f"{dev.stack.node.id}/{p}" for p in API_AWS_SOLUTIONS[rule]]
+            assert {c["constructPath"] for c in finding["violatingConstructs"]} <= set(paths), rule
             continue
         match = versions_rule.fullmatch(rule)
         assert match, f"unexpected acknowledged finding {rule}"

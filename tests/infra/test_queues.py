@@ -269,6 +269,7 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
         *(f.errors_alarm for f in stack.functions),
         stack.intake.throttles_alarm,
         *stack.saga.alarms.values(),
+        stack.order_api.errors_alarm,
     }
     assert set(dev.of_type("AWS::CloudWatch::Alarm")) == {dev.logical_id(a) for a in expected}
 

@@ -1,0 +1,526 @@
+"""The order API: a regional REST API in front of the orders queue and the orders table (issue 22).
+
+``POST /orders`` sends the order to the orders queue with an ``AWS`` integration (SQS
+``SendMessage``, no Lambda on the write path) after API Gateway has validated the body against
+``ORDER_SCHEMA`` (as a draft-04 model) and required ``Idempotency-Key``; ``GET /orders/{id}`` reads
+the order's status, attempts and timestamps with DynamoDB ``GetItem`` (a projection: customer data
+never leaves the table). Both methods take IAM (SigV4) authorization. Decision 0018 has the design,
+its sources and what is not confirmed against AWS.
+
+The mapping templates are the ``api_templates/*.vtl`` files (``@NAME@`` markers are filled in at
+synth). They use, besides ``$input``/``$util``/``$context``, the Java string methods ``matches``
+(full match, Java regex), ``split`` and array indexing (``$parts[0]``), and hyphenated references
+(``$context.responseOverride.header.X-Correlation-Id``, as AWS's Velocity parses them): a local data
+plane has to offer the same (:data:`VTL_STRING_METHODS`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Token
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from constructs_lib.alarms import first_occurrence_alarm
+from constructs_lib.dashboard import DashboardGraph
+from constructs_lib.logical_ids import TransparentScope
+from constructs_lib.monitoring import Monitoring
+from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
+from local_cloud.limits import LARGE_REGIONS, Quotas
+from ops.capacity import api_throttle
+from order_domain.model import ORDER_ID_PATTERN, ORDER_SCHEMA
+from stacks.order_constructs.grants import grant_items, grant_queue
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "api_templates"
+#: The Java string methods (and Velocity features) the templates call, for a local data plane.
+VTL_STRING_METHODS = ("matches", "split")
+
+#: JSON Schema draft 4, the only draft API Gateway models support
+#: (https://docs.aws.amazon.com/apigateway/latest/developerguide/models-mappings-models.html).
+DRAFT_04 = "http://json-schema.org/draft-04/schema#"
+#: Every keyword draft 4 defines (https://json-schema.org/draft-04/json-schema-validation and the
+#: core spec); ``ORDER_SCHEMA`` may use no other (``const``, ``contains``, ``if`` ... are draft 6+).
+DRAFT_04_KEYWORDS = frozenset(
+    {
+        "$schema", "id", "$ref", "title", "description", "default", "format",
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+        "maxLength", "minLength", "pattern",
+        "additionalItems", "items", "maxItems", "minItems", "uniqueItems",
+        "maxProperties", "minProperties", "required", "additionalProperties", "definitions",
+        "properties", "patternProperties", "dependencies",
+        "enum", "type", "allOf", "anyOf", "oneOf", "not",
+    }
+)  # fmt: skip
+#: Keywords whose value is one subschema, a list of them, or a map of them.
+_SUBSCHEMA = frozenset({"additionalItems", "additionalProperties", "not", "items"})
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "items"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions", "dependencies"})
+
+#: The correlation IDs the edge carries verbatim: 1..128 printable ASCII characters but ``'``
+#: (``$util.escapeJavaScript`` turns ``'`` into ``\\'``, which is not JSON). Every one of them passes
+#: intake's rule (``lambda_resilience.correlation.is_acceptable``); any other gets the request ID.
+CORRELATION_ID_PATTERN = f"^[ -&(-~]{{1,{MAX_CORRELATION_ID_LENGTH}}}$"
+#: W3C Trace Context version 00, trace and parent IDs not all zero (https://www.w3.org/TR/trace-context/).
+TRACEPARENT_PATTERN = "^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$"
+#: SQS refuses a message over the queue's MaximumMessageSize with 400 InvalidParameterValue,
+#: "... Message must be shorter than N bytes." (decision 0018, "SQS's own limits").
+TOO_LONG_PATTERN = "(?s).*(shorter than|too long).*"
+#: DynamoDB throttling answers HTTP 400 with these error types
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html).
+THROTTLED_PATTERN = "(?s).*(ThrottlingException|ProvisionedThroughputExceededException|RequestLimitExceeded).*"
+#: Seconds a caller waits before retrying a 429 (the token bucket refills every second) or a 503.
+RETRY_AFTER_THROTTLED_SECONDS = 1
+RETRY_AFTER_UNAVAILABLE_SECONDS = 5
+
+#: What ``GET /orders/{id}`` reads (the orders item, lambdas/order_domain/orders.py): status,
+#: attempts and timestamps. Never ``order`` (the message: token, name, address) nor ``last_error``.
+ORDER_STATUS_ATTRIBUTES = ("order_id", "status", "payment_attempt", "created_at", "updated_at", "attempts", "history")
+
+#: API Gateway's account-level defaults per Region: 10,000 requests/s, burst 5,000; a stage or
+#: method limit above them has no effect ("Throttle requests to your REST APIs",
+#: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html).
+ACCOUNT_RATE_LIMIT = 10_000
+ACCOUNT_BURST_LIMIT = 5_000
+
+PROBLEM_JSON = "application/problem+json"
+#: The access log: one JSON line per request, never the body (no ``$input``, no request or response
+#: body variable). Correlation ID, idempotency key and order ID are the request template's path
+#: overrides. ``$context.error.validationErrorString`` is left out: a schema validator's message may
+#: quote the offending value (a name, an address line); the caller gets it in the 400 body instead.
+ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "extendedRequestId": "$context.extendedRequestId",
+    "requestTime": "$context.requestTime",
+    "httpMethod": "$context.httpMethod",
+    "resourcePath": "$context.resourcePath",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationStatus": "$context.integrationStatus",
+    "integrationLatency": "$context.integrationLatency",
+    "errorType": "$context.error.responseType",
+    "errorMessage": "$context.error.message",
+    "correlationId": "$context.requestOverride.path.correlation_id",
+    "idempotencyKey": "$context.requestOverride.path.idempotency_key",
+    "orderId": "$context.requestOverride.path.order_id",
+    "caller": "$context.identity.userArn",
+}
+
+
+def draft04_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``$schema`` set to draft 4; ``ValueError`` naming any keyword draft 4 lacks."""
+    unknown = sorted(_keywords_outside_draft04(schema, "#"))
+    if unknown:
+        raise ValueError(f"ORDER_SCHEMA uses keywords JSON Schema draft 4 lacks: {', '.join(unknown)}")
+    model = copy.deepcopy(dict(schema))
+    model["$schema"] = DRAFT_04
+    return model
+
+
+def _keywords_outside_draft04(schema: Any, where: str) -> set[str]:
+    if not isinstance(schema, Mapping):
+        return set()
+    found = {f"{key} (at {where})" for key in schema if key not in DRAFT_04_KEYWORDS}
+    for key in ("exclusiveMaximum", "exclusiveMinimum"):
+        if key in schema and not isinstance(schema[key], bool):  # draft 6+: a number; draft 4: a flag
+            found.add(f"{key} as a number (at {where})")
+    for key, value in schema.items():
+        if key in _SUBSCHEMA and isinstance(value, Mapping):
+            found |= _keywords_outside_draft04(value, f"{where}/{key}")
+        if key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            for i, item in enumerate(value):
+                found |= _keywords_outside_draft04(item, f"{where}/{key}/{i}")
+        if key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            for name, item in value.items():
+                found |= _keywords_outside_draft04(item, f"{where}/{key}/{name}")
+    return found
+
+
+def load_template(name: str, **values: str) -> str:
+    """``api_templates/<name>.vtl`` with its ``@NAME@`` markers filled; ``ValueError`` if one is left."""
+    text = (TEMPLATES_DIR / f"{name}.vtl").read_text()
+    for marker, value in values.items():
+        text = text.replace(f"@{marker}@", value)
+    left = sorted(set(re.findall(r"@[A-Z_]+@", text)))
+    if left:
+        raise ValueError(f"template {name}: markers left unfilled: {', '.join(left)}")
+    return text
+
+
+def _correlation_snippets() -> dict[str, str]:
+    correlation = load_template(
+        "correlation", MAX_CID=str(MAX_CORRELATION_ID_LENGTH), CID_PATTERN=CORRELATION_ID_PATTERN
+    )
+    return {
+        "CORRELATION": correlation,
+        "RESPONSE_CORRELATION": load_template("response_correlation", CORRELATION=correlation),
+    }
+
+
+@dataclass(frozen=True)
+class OrderApiThrottle:
+    """Steady rate (requests/s) and burst (token bucket size) of the stage, ``POST /orders`` and the
+    usage plan; checked against API Gateway's account-level defaults."""
+
+    rate_limit: float
+    burst_limit: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate_limit <= ACCOUNT_RATE_LIMIT:
+            raise ValueError(f"rate_limit must be in (0, {ACCOUNT_RATE_LIMIT}], got {self.rate_limit}")
+        if not 1 <= self.burst_limit <= ACCOUNT_BURST_LIMIT:
+            raise ValueError(f"burst_limit must be in [1, {ACCOUNT_BURST_LIMIT}], got {self.burst_limit}")
+
+    @classmethod
+    def from_capacity(cls, figures: Mapping[str, Any], *, region: str) -> OrderApiThrottle:
+        """Sized by ``ops capacity``'s model (:func:`ops.capacity.api_throttle`: the rate the pipeline
+        sustains, and what it absorbs at once) from intake's ``figures`` plus ``workflow``, with the
+        quotas of ``region``'s class; the large regions' when the region is unknown at synth, as
+        ``ops capacity`` assumes by default."""
+        known = not Token.is_unresolved(region)
+        region_class = "other" if known and region not in LARGE_REGIONS else "large"
+        rate, burst = api_throttle(Quotas.for_region_class(region_class), figures)
+        return cls(rate_limit=rate, burst_limit=burst)
+
+
+@dataclass(frozen=True)
+class OrderApiProps:
+    """Props for :class:`OrderApi`.
+
+    Attributes:
+        orders_queue: the queue ``POST /orders`` sends to (SQS-managed encryption: no key grant).
+        orders_table: the table ``GET /orders/{id}`` reads (its customer-managed key, if any, is
+            granted for reading).
+        throttle: stage, ``POST /orders`` and usage-plan limits (the stack sizes them from
+            ``ops capacity``'s model).
+        monitoring: the stack's monitoring facade (the 5XX alarm and the API graph).
+        alarm_topic: where the 5XX alarm notifies.
+        max_message_bytes: the orders queue's MaximumMessageSize, named in the 413 answer.
+        removal_policy, log_retention, log_encryption_key: of the access-log group.
+        stage_name: the deployment stage (the URL's first path segment); default ``v1``.
+        order_schema: the body model's schema (draft 7 as intake uses it; converted to draft 4);
+            default ``ORDER_SCHEMA``.
+    """
+
+    orders_queue: sqs.IQueue
+    orders_table: dynamodb.ITable
+    throttle: OrderApiThrottle
+    monitoring: Monitoring
+    alarm_topic: sns.ITopic
+    max_message_bytes: int
+    removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    log_encryption_key: kms.IKey | None = None
+    stage_name: str = "v1"
+    order_schema: Mapping[str, Any] = field(default_factory=lambda: ORDER_SCHEMA)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]{1,128}", self.stage_name):
+            raise ValueError(f"stage_name must be 1-128 letters, digits or _, got {self.stage_name!r}")
+        if self.max_message_bytes < 1024:
+            raise ValueError(f"max_message_bytes must be at least SQS's 1,024, got {self.max_message_bytes}")
+        draft04_schema(self.order_schema)  # refused at synth if it uses a keyword draft 4 lacks
+
+
+class OrderApi(TransparentScope):
+    """The REST API (regional, IAM auth), its access-log group, execution roles, model, validator,
+    gateway responses, usage plan and 5XX alarm.
+
+    Attributes:
+        api: the ``RestApi`` (``api.url``: the stage's invoke URL; ``api.deployment_stage``).
+        access_logs: the access-log group.
+        order_model: the ``AWS::ApiGateway::Model`` of the order body (draft 4).
+        validator: the request validator (body and parameters).
+        send_role: the role ``POST /orders`` assumes (``sqs:SendMessage`` on the orders queue only).
+        read_role: the role ``GET /orders/{id}`` assumes (``dynamodb:GetItem`` on the orders table only).
+        post_orders, get_order: the two methods.
+        usage_plan: the usage plan (the same throttle, for API keys added later).
+        errors_alarm: 5XX responses > 0 (the queue or the table failing behind the API).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: OrderApiProps) -> None:
+        super().__init__(scope, construct_id)
+        self.access_logs = logs.LogGroup(
+            self,
+            "ApiAccessLogs",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.log_encryption_key,
+        )
+        self.api = self._rest_api(props)
+        # RestApi adds an "Endpoint" output with a hashed name; the stack outputs OrderApiUrl instead.
+        self.api.node.try_remove_child("Endpoint")
+        self.validator = self.api.add_request_validator(
+            "Validator", validate_request_body=True, validate_request_parameters=True
+        )
+        self.order_model = apigw.CfnModel(
+            self,
+            "ApiOrderModel",
+            rest_api_id=self.api.rest_api_id,
+            content_type="application/json",
+            name="Order",
+            description="The order message (lambdas/order_domain/model.py ORDER_SCHEMA, as draft 4)",
+            schema=draft04_schema(props.order_schema),
+        )
+        self.send_role = iam.Role(self, "ApiSendRole", assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"))
+        grant_queue(props.orders_queue, self.send_role, "sqs:SendMessage")
+        self.read_role = iam.Role(self, "ApiReadRole", assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"))
+        grant_items(props.orders_table, self.read_role, "dynamodb:GetItem")  # + kms:Decrypt/DescribeKey with a CMK
+        orders = self.api.root.add_resource("orders")
+        self.post_orders = self._post_orders(orders, props)
+        self.get_order = self._get_order(orders.add_resource("{id}"), props)
+        self._gateway_responses()
+        self.usage_plan = self.api.add_usage_plan(
+            "UsagePlan",
+            description="Order API: the pipeline's sustained rate (ops capacity); per API key once keys exist",
+            throttle=apigw.ThrottleSettings(
+                rate_limit=props.throttle.rate_limit, burst_limit=props.throttle.burst_limit
+            ),
+            api_stages=[apigw.UsagePlanPerApiStage(api=self.api, stage=self.api.deployment_stage)],
+        )
+        self.errors_alarm = self._monitor(props)
+
+    def _rest_api(self, props: OrderApiProps) -> apigw.RestApi:
+        throttle = props.throttle
+        return apigw.RestApi(
+            self,
+            "OrderApi",
+            description="Orders front door: POST /orders -> orders queue, GET /orders/{id} -> orders table",
+            endpoint_configuration=apigw.EndpointConfiguration(types=[apigw.EndpointType.REGIONAL]),
+            default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
+            # execute-api endpoints answer HTTPS only; the policy says so for any future front (a custom
+            # domain takes a TLS 1.2 minimum: decision 0018).
+            policy=iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        effect=iam.Effect.DENY,
+                        principals=[iam.AnyPrincipal()],
+                        actions=["execute-api:Invoke"],
+                        resources=["execute-api:/*"],
+                        conditions={"Bool": {"aws:SecureTransport": "false"}},
+                    )
+                ]
+            ),
+            cloud_watch_role=True,  # execution logging needs the account's API Gateway CloudWatch role
+            deploy_options=apigw.StageOptions(
+                stage_name=props.stage_name,
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FIELDS, separators=(",", ":"))),
+                # Errors only, and never data trace: data trace logs request and response bodies,
+                # i.e. payment tokens, names and addresses.
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                tracing_enabled=True,  # X-Ray segments of the edge; the W3C traceparent is the template's
+                throttling_rate_limit=throttle.rate_limit,
+                throttling_burst_limit=throttle.burst_limit,
+                method_options={
+                    "/orders/POST": apigw.MethodDeploymentOptions(
+                        throttling_rate_limit=throttle.rate_limit, throttling_burst_limit=throttle.burst_limit
+                    )
+                },
+            ),
+        )
+
+    def _post_orders(self, orders: apigw.IResource, props: OrderApiProps) -> apigw.Method:
+        snippets = _correlation_snippets()
+
+        def response(status: str, pattern: str | None, template: str, **headers: str) -> apigw.IntegrationResponse:
+            return apigw.IntegrationResponse(
+                status_code=status,
+                selection_pattern=pattern,
+                response_parameters={f"method.response.header.{k}": v for k, v in headers.items()},
+                response_templates={"application/json": load_template(template, **snippets, **_post_values(props))},
+            )
+
+        problem = f"'{PROBLEM_JSON}'"
+        integration = apigw.AwsIntegration(
+            service="sqs",
+            path=f"{Aws.ACCOUNT_ID}/{props.orders_queue.queue_name}",
+            integration_http_method="POST",
+            options=apigw.IntegrationOptions(
+                credentials_role=self.send_role,
+                passthrough_behavior=apigw.PassthroughBehavior.NEVER,
+                request_parameters={
+                    "integration.request.header.Content-Type": "'application/x-www-form-urlencoded'",
+                    "integration.request.header.Accept": "'application/json'",
+                },
+                request_templates={
+                    "application/json": load_template("post_request", **snippets, **_post_values(props))
+                },
+                integration_responses=[
+                    response("202", r"2\d{2}", "post_accepted", **{"Content-Type": "'application/json'"}),
+                    response("400", "400", "post_refused", **{"Content-Type": problem}),
+                    response(
+                        "503",
+                        r"5\d{2}",
+                        "post_unavailable",
+                        **{"Content-Type": problem, "Retry-After": f"'{RETRY_AFTER_UNAVAILABLE_SECONDS}'"},
+                    ),
+                    response("500", None, "post_failed", **{"Content-Type": problem}),
+                ],
+            ),
+        )
+        return orders.add_method(
+            "POST",
+            integration,
+            request_parameters={
+                "method.request.header.Idempotency-Key": True,
+                "method.request.header.X-Correlation-Id": False,
+                "method.request.header.traceparent": False,
+            },
+            request_models={
+                "application/json": apigw.Model.from_model_name(self, "ApiOrderModelRef", self.order_model.ref)
+            },
+            request_validator=self.validator,
+            method_responses=_method_responses(
+                {"202": ("X-Correlation-Id", "Location"), "400": ("X-Correlation-Id",), "413": ("X-Correlation-Id",)},
+                {"500": ("X-Correlation-Id",), "503": ("X-Correlation-Id", "Retry-After")},
+            ),
+        )
+
+    def _get_order(self, order: apigw.IResource, props: OrderApiProps) -> apigw.Method:
+        names = {f"#{i}": name for i, name in enumerate(ORDER_STATUS_ATTRIBUTES)}
+        request = load_template(
+            "get_request",
+            ORDER_ID_PATTERN=ORDER_ID_PATTERN,
+            TABLE_NAME=props.orders_table.table_name,
+            PROJECTION=", ".join(names),
+            NAMES=json.dumps(names),
+        )
+        refused = load_template(
+            "get_refused",
+            ORDER_ID_PATTERN=ORDER_ID_PATTERN,
+            THROTTLED_PATTERN=THROTTLED_PATTERN,
+            RETRY_AFTER=str(RETRY_AFTER_UNAVAILABLE_SECONDS),
+        )
+        integration = apigw.AwsIntegration(
+            service="dynamodb",
+            action="GetItem",
+            options=apigw.IntegrationOptions(
+                credentials_role=self.read_role,
+                passthrough_behavior=apigw.PassthroughBehavior.NEVER,
+                request_templates={"application/json": request},
+                integration_responses=[
+                    apigw.IntegrationResponse(
+                        status_code="200",
+                        selection_pattern=r"2\d{2}",
+                        response_parameters={"method.response.header.Content-Type": "'application/json'"},
+                        response_templates={"application/json": load_template("get_found")},
+                    ),
+                    apigw.IntegrationResponse(
+                        status_code="400",
+                        selection_pattern="400",
+                        response_parameters={"method.response.header.Content-Type": f"'{PROBLEM_JSON}'"},
+                        response_templates={"application/json": refused},
+                    ),
+                    apigw.IntegrationResponse(
+                        status_code="500",
+                        response_parameters={"method.response.header.Content-Type": f"'{PROBLEM_JSON}'"},
+                        response_templates={"application/json": _static_problem(500, "the order could not be read")},
+                    ),
+                ],
+            ),
+        )
+        return order.add_method(
+            "GET",
+            integration,
+            request_parameters={"method.request.path.id": True},
+            request_validator=self.validator,
+            method_responses=_method_responses({"200": (), "400": (), "404": ()}, {"500": (), "503": ("Retry-After",)}),
+        )
+
+    def _gateway_responses(self) -> None:
+        """API Gateway's own refusals as problem+json, each with the request ID (and the rule broken).
+
+        Gateway response templates substitute variables, they are not VTL; ``messageString`` is the
+        message already quoted as a JSON string."""
+        problem = {"Content-Type": f"'{PROBLEM_JSON}'"}
+        throttled = {**problem, "Retry-After": f"'{RETRY_AFTER_THROTTLED_SECONDS}'"}
+        validation = '"$context.error.validationErrorString"'
+        message = "$context.error.messageString"
+        responses = {
+            "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "400", validation, problem),
+            "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "400", validation, problem),
+            "RequestTooLarge": (apigw.ResponseType.REQUEST_TOO_LARGE, "413", message, problem),
+            "Throttled": (apigw.ResponseType.THROTTLED, "429", message, throttled),
+            "QuotaExceeded": (apigw.ResponseType.QUOTA_EXCEEDED, "429", message, throttled),
+            "Default4xx": (apigw.ResponseType.DEFAULT_4_XX, None, message, problem),
+            "Default5xx": (apigw.ResponseType.DEFAULT_5_XX, None, message, problem),
+        }
+        for name, (response_type, status, detail, headers) in responses.items():
+            self.api.add_gateway_response(
+                f"Gateway{name}",
+                type=response_type,
+                status_code=status,
+                response_headers=headers,
+                templates={"application/json": gateway_problem(detail, status)},
+            )
+
+    def _monitor(self, props: OrderApiProps) -> cloudwatch.Alarm:
+        def metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+            return self.api.deployment_stage.metric(name, statistic=statistic, period=Duration.minutes(1))
+
+        alarm = first_occurrence_alarm(
+            self,
+            "ApiServerErrorsAlarm",
+            self.api.deployment_stage.metric_server_error(period=Duration.minutes(5), statistic="Sum"),
+            "the order API answered 5XX: the orders queue or table failed behind it, or its configuration",
+            props.alarm_topic,
+        )
+        props.monitoring.add_alarms([alarm])
+        props.monitoring.add_graph(
+            DashboardGraph(
+                title="Order API (requests, 4XX, 5XX per minute)",
+                metrics=(metric("Count"), metric("4XXError"), metric("5XXError")),
+            )
+        )
+        return alarm
+
+
+def _post_values(props: OrderApiProps) -> dict[str, str]:
+    return {
+        "TRACEPARENT_PATTERN": TRACEPARENT_PATTERN,
+        "TOO_LONG_PATTERN": TOO_LONG_PATTERN,
+        "MAX_MESSAGE_BYTES": str(props.max_message_bytes),
+    }
+
+
+def gateway_problem(detail: str, status: str | None) -> str:
+    """A problem+json body (RFC 9457) for a gateway response; ``detail`` is a JSON value."""
+    status_member = f'"status":{status},' if status else ""
+    return (
+        '{"type":"about:blank","title":"$context.error.responseType",'
+        f'{status_member}"detail":{detail},"request_id":"$context.requestId"}}'
+    )
+
+
+def _static_problem(status: int, detail: str) -> str:
+    return json.dumps({"type": "about:blank", "status": status, "detail": detail, "request_id": "$context.requestId"})
+
+
+def _method_responses(*groups: Mapping[str, tuple[str, ...]]) -> list[apigw.MethodResponse]:
+    """Method responses declaring ``Content-Type`` and the named headers for each status code."""
+    return [
+        apigw.MethodResponse(
+            status_code=status,
+            response_parameters={f"method.response.header.{h}": False for h in ("Content-Type", *headers)},
+        )
+        for group in groups
+        for status, headers in group.items()
+    ]
