@@ -68,3 +68,23 @@ def test_order_api_body_without_currency_is_400_naming_it_and_enqueues_nothing(r
     assert '"currency"' in answer.body
     run.drain()
     assert run.producer.api.get_order("order-api-3").status == 404
+
+
+def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> None:
+    import boto3
+
+    from local_cloud.apigateway.model import rest_apis
+    from local_cloud.template import REGION
+
+    assert run.producer.api is not None
+    order = make_order("order-api-4", random.Random(4))
+    assert run.producer.api.post_order(json.dumps(order), "cid-api-4").status == 202
+    (api,) = rest_apis(run.deployment)
+    (stage,) = api.stages.values()
+    assert stage.access_log_group
+    events = boto3.client("logs", region_name=REGION).filter_log_events(logGroupName=stage.access_log_group)
+    lines = [e["message"] for e in events["events"]]
+    assert any("cid-api-4" in line for line in lines)
+    text = "\n".join(lines)
+    for value in (order["payment_token"], order["shipping_address"]["name"], order["shipping_address"]["line1"]):
+        assert value not in text
