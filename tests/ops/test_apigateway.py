@@ -354,3 +354,12 @@ def test_gateway_integration_role_use_is_in_the_iam_report(api: Harness) -> None
     assert (allowed["kind"], allowed["calls"], allowed["denied"]["count"]) == ("api_integration", 1, 0)
     assert [g["action"] for g in allowed["granted_unused"]] == ["dynamodb:GetItem"]
     assert refused["denied"]["first"][0]["action"] == "sqs:SendMessage"
+
+
+def test_gateway_template_selection_by_media_type_ignores_parameters(api: Harness) -> None:
+    """``application/json; charset=utf-8`` selects the ``application/json`` template (and model)."""
+    answer = api.call(
+        "POST", "/orders", ORDER, {"Idempotency-Key": "k1", "Content-Type": "application/json; charset=utf-8"}
+    )
+    assert answer.status == 202, answer.body
+    assert len(api.messages()) == 1
