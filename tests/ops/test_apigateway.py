@@ -363,3 +363,20 @@ def test_gateway_template_selection_by_media_type_ignores_parameters(api: Harnes
     )
     assert answer.status == 202, answer.body
     assert len(api.messages()) == 1
+
+
+def test_auth_unknown_key_and_stale_signature_are_refused() -> None:
+    import datetime
+
+    from local_cloud.apigateway.auth import Caller, verify_sigv4
+
+    url = "http://127.0.0.1:1/dev/orders"
+    headers = sign("POST", url, {"Host": "127.0.0.1:1"}, b"{}", "AKIDLOCAL", "s3cret", REGION)
+    assert isinstance(verify_sigv4("POST", url, headers, b"{}", {"AKIDLOCAL": "s3cret"}), Caller)
+    unknown = verify_sigv4("POST", url, headers, b"{}", {"OTHER": "s3cret"})
+    assert getattr(unknown, "message", "") == "The security token included in the request is invalid."
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=6)
+    stale = verify_sigv4("POST", url, headers, b"{}", {"AKIDLOCAL": "s3cret"}, now=later)
+    assert getattr(stale, "message", "").startswith("Signature expired:")
+    tampered = verify_sigv4("POST", url, headers, b'{"a":1}', {"AKIDLOCAL": "s3cret"})
+    assert getattr(tampered, "response_type", "") == "INVALID_SIGNATURE"
