@@ -22,6 +22,7 @@ from local_cloud.apigateway.auth import sign
 from local_cloud.apigateway.model import rest_apis
 from local_cloud.apigateway.server import ApiServer, gateway_for, local_secrets
 from local_cloud.template import REGION
+from ops.errors import OpsError
 
 if TYPE_CHECKING:
     from local_cloud.interfaces import Deployment
@@ -31,6 +32,10 @@ ORDERS_PATH = "/orders"
 RETRY_ATTEMPTS = 20
 RETRY_BASE_SECONDS = 0.05
 RETRY_MAX_SECONDS = 1.0
+
+
+class ApiPortInUse(OpsError, RuntimeError):
+    """The order API's port is taken: pick another with ``--api-port`` (0: any free port)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,10 @@ def serve_order_api(deployment: Deployment, port: int = 0) -> Iterator[tuple[Api
     stage = next(iter(gateway.api.stages), None)
     if stage is None:
         raise LookupError(f"REST API {gateway.api.name} has no stage to serve")
-    server = ApiServer(gateway, port).start()
+    try:
+        server = ApiServer(gateway, port).start()
+    except OSError as exc:
+        raise ApiPortInUse(f"127.0.0.1:{port} is in use ({exc.strerror}); pick another with --api-port") from None
     try:
         yield server, server.stage_url(stage)
     finally:

@@ -380,3 +380,11 @@ def test_auth_unknown_key_and_stale_signature_are_refused() -> None:
     assert getattr(stale, "message", "").startswith("Signature expired:")
     tampered = verify_sigv4("POST", url, headers, b'{"a":1}', {"AKIDLOCAL": "s3cret"})
     assert getattr(tampered, "response_type", "") == "INVALID_SIGNATURE"
+
+
+def test_order_api_port_in_use_is_an_operator_error(api: Harness) -> None:
+    from ops.errors import OpsError
+    from ops.local.api_client import serve_order_api
+
+    with pytest.raises(OpsError, match="--api-port"), serve_order_api(api.deployment, api.server.port):
+        pass
