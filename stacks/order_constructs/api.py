@@ -152,8 +152,12 @@ def _keywords_outside_draft04(schema: Any, where: str) -> set[str]:
 
 
 def load_template(name: str, **values: str) -> str:
-    """``api_templates/<name>.vtl`` with its ``@NAME@`` markers filled; ``ValueError`` if one is left."""
-    text = (TEMPLATES_DIR / f"{name}.vtl").read_text()
+    """``api_templates/<name>.vtl`` with its ``@NAME@`` markers filled; ``ValueError`` if one is left.
+
+    A snippet marker (``@CORRELATION@``) stands alone on its line: the snippet ends in a ``##``
+    comment, which would swallow anything after it on the same line."""
+    # No trailing newline: in the SQS form it would end the last attribute's value.
+    text = (TEMPLATES_DIR / f"{name}.vtl").read_text().rstrip("\n")
     for marker, value in values.items():
         text = text.replace(f"@{marker}@", value)
     left = sorted(set(re.findall(r"@[A-Z_]+@", text)))

@@ -1,0 +1,284 @@
+"""The order API's mapping templates rendered with airspeed (the Velocity engine the local data plane
+uses), with a minimal ``$input`` / ``$util`` / ``$context`` of our own: what each template sends to
+SQS or DynamoDB and answers the caller. Not AWS's Velocity: see decision 0018's "Not confirmed".
+
+airspeed 0.7.1 does not parse hyphenated references (``$context.responseOverride.header.X-Correlation-Id``,
+which AWS's Velocity 1.7 does), so these tests widen its name patterns (references and ``#set``
+targets) by one character, ``-``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+from urllib.parse import parse_qs, quote_plus
+
+import airspeed
+import pytest
+
+from order_domain.model import ORDER_ID_PATTERN
+from stacks.order_constructs.api import ORDER_STATUS_ATTRIBUTES, TRACEPARENT_PATTERN
+from tests.infra.conftest import SynthResult, join_to_string
+from tests.infra.test_api import CUSTOMER_DATA_NAMES
+
+ORDER = {
+    "order_id": "order-123",
+    "customer_id": "c-1",
+    "currency": "EUR",
+    "payment_token": "tok_secret",
+    "items": [{"sku": "SKU-1", "quantity": 1, "unit_price_cents": 100}],
+    "shipping_address": {"name": "Ada", "line1": "1 Road", "city": "X", "postcode": "1", "country": "GB"},
+}
+
+
+class JavaString(str):
+    """The two Java ``String`` methods the templates call that Python's ``str`` lacks or differs on."""
+
+    def matches(self, regex: str) -> bool:
+        return re.fullmatch(regex, self) is not None
+
+    def split(self, regex: str) -> list[JavaString]:  # type: ignore[override]  # Java: a regex
+        return [JavaString(part) for part in re.split(regex, self)]
+
+
+def _java(value: Any) -> Any:
+    if isinstance(value, str):
+        return JavaString(value)
+    if isinstance(value, dict):
+        return {k: _java(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_java(v) for v in value]
+    return value
+
+
+class Input:
+    """``$input``: the body (the method request's or the integration response's) and the method
+    request's parameters (absent ones are empty strings, as on AWS)."""
+
+    def __init__(self, body: str, params: dict[str, str]) -> None:
+        self.body = JavaString(body)
+        self._params = params
+
+    def params(self, name: str) -> JavaString:
+        return JavaString(self._params.get(name, ""))
+
+    def path(self, expression: str) -> Any:
+        value: Any = json.loads(self.body) if self.body else {}
+        for key in expression.removeprefix("$").strip(".").split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        return _java(value)
+
+
+class Util:
+    def urlEncode(self, value: str) -> str:
+        return quote_plus(value)
+
+    def escapeJavaScript(self, value: str) -> str:
+        return json.dumps(str(value))[1:-1].replace("'", "\\'")
+
+
+def _context(request_id: str) -> dict[str, Any]:
+    return {
+        "requestId": JavaString(request_id),
+        "path": "/v1/orders",
+        "requestOverride": {"path": {}, "header": {}, "querystring": {}},
+        "responseOverride": {"header": {}, "status": None},
+    }
+
+
+@pytest.fixture(autouse=True)
+def _hyphenated_names() -> Iterator[None]:
+    name = r"[_a-z][a-z0-9_-]*"
+    with (
+        mock.patch.object(airspeed.NameOrCall, "NAME", re.compile(f"({name})", re.S | re.I)),
+        mock.patch.object(airspeed.SetDirective, "PLACE", re.compile(rf"\s*\$({name}(?:\.{name})*)", re.S | re.I)),
+    ):
+        yield
+
+
+def _render(template: str, context: dict[str, Any], body: str, params: dict[str, str]) -> str:
+    return str(airspeed.Template(template).merge({"input": Input(body, params), "util": Util(), "context": context}))
+
+
+def _templates(dev: SynthResult, method: str) -> dict[str | None, str]:
+    """``{"request": ..., <selection pattern>: response template}`` of a method, as synthesized."""
+    (props,) = [
+        m["Properties"]
+        for m in dev.of_type("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] == method
+    ]
+    integration = props["Integration"]
+    templates: dict[str | None, str] = {"request": join_to_string(integration["RequestTemplates"]["application/json"])}
+    for response in integration["IntegrationResponses"]:
+        templates[response.get("SelectionPattern")] = response["ResponseTemplates"]["application/json"]
+    return templates
+
+
+def _send(dev: SynthResult, headers: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    context = _context(str(uuid.uuid4()))
+    form = _render(_templates(dev, "POST")["request"], context, json.dumps(ORDER), headers)
+    assert "\n" not in form and not form.startswith(" ")
+    return context, parse_qs(form, strict_parsing=True)
+
+
+def _attributes(form: dict[str, list[str]]) -> dict[str, str]:
+    return {
+        form[f"MessageAttribute.{n}.Name"][0]: form[f"MessageAttribute.{n}.Value.StringValue"][0] for n in (1, 2, 3)
+    }
+
+
+def test_api_template_post_sends_the_body_and_the_callers_ids(dev: SynthResult) -> None:
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    headers = {"Idempotency-Key": "k1", "X-Correlation-Id": 'caller "id" 1', "traceparent": traceparent}
+    context, form = _send(dev, headers)
+    assert form["Action"] == ["SendMessage"]
+    assert json.loads(form["MessageBody"][0]) == ORDER
+    assert _attributes(form) == {"correlation_id": 'caller "id" 1', "idempotency_key": "k1", "traceparent": traceparent}
+    assert [form[f"MessageAttribute.{n}.Value.DataType"] for n in (1, 2, 3)] == [["String"]] * 3
+    assert context["requestOverride"]["path"] == {
+        "order_id": "order-123",
+        "correlation_id": 'caller "id" 1',
+        "idempotency_key": "k1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("correlation_id", "traceparent"),
+    [
+        ("x'y", "00-00000000000000000000000000000000-b7ad6b7169203331-01"),
+        ("a" * 129, "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"),
+        ("tab\there", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        ("", "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"),
+    ],
+)
+def test_api_template_post_mints_ids_from_the_request_id(
+    dev: SynthResult, correlation_id: str, traceparent: str
+) -> None:
+    context, form = _send(
+        dev, {"Idempotency-Key": "k1", "X-Correlation-Id": correlation_id, "traceparent": traceparent}
+    )
+    request_id = str(context["requestId"])
+    hex_id = request_id.replace("-", "")
+    attributes = _attributes(form)
+    assert attributes["correlation_id"] == request_id
+    assert attributes["traceparent"] == f"00-{hex_id}-{hex_id[:16]}-01"
+    assert re.fullmatch(TRACEPARENT_PATTERN, attributes["traceparent"])
+
+
+def test_api_template_post_accepted_answers_202_with_location_and_correlation_id(dev: SynthResult) -> None:
+    context, _ = _send(dev, {"Idempotency-Key": "k1", "X-Correlation-Id": "cid-1"})
+    sqs = {"SendMessageResponse": {"SendMessageResult": {"MessageId": "m-1"}}}
+    body = _render(_templates(dev, "POST")[r"2\d{2}"], context, json.dumps(sqs), {"X-Correlation-Id": "cid-1"})
+    assert json.loads(body) == {
+        "order_id": "order-123",
+        "correlation_id": "cid-1",
+        "message_id": "m-1",
+        "status_url": "/v1/orders/order-123",
+    }
+    assert context["responseOverride"] == {
+        "header": {"X-Correlation-Id": "cid-1", "Location": "/v1/orders/order-123"},
+        "status": None,  # the integration response's own 202
+    }
+
+
+@pytest.mark.parametrize(
+    ("sqs_message", "status"),
+    [("One or more parameters are invalid. Reason: Message must be shorter than 69632 bytes.", 413), ("nope", None)],
+)
+def test_api_template_post_refused_maps_too_long_to_413(dev: SynthResult, sqs_message: str, status: int | None) -> None:
+    context, _ = _send(dev, {"Idempotency-Key": "k1"})
+    error = {"Error": {"Code": "InvalidParameterValue", "Message": sqs_message}}
+    body = json.loads(_render(_templates(dev, "POST")["400"], context, json.dumps(error), {}))
+    assert context["responseOverride"]["status"] == status
+    assert body["status"] == (status or 400)
+    assert body["correlation_id"] == context["requestId"]
+    assert sqs_message not in json.dumps(body)  # SQS's message is not echoed, only its code
+    assert ("InvalidParameterValue" in body["detail"]) is (status is None)
+
+
+def _item(**extra: Any) -> dict[str, Any]:
+    return {
+        "order_id": {"S": "order-123"},
+        "status": {"S": "COMPLETED"},
+        "payment_attempt": {"N": "1"},
+        "created_at": {"S": "2026-11-24T00:00:00Z"},
+        "updated_at": {"S": "2026-11-24T00:00:05Z"},
+        "attempts": {"L": [{"M": {"attempt": {"N": "1"}, "received_at": {"S": "2026-11-24T00:00:00Z"}}}]},
+        "history": {
+            "L": [
+                {"M": {"status": {"S": "RECEIVED"}, "at": {"S": "2026-11-24T00:00:00Z"}, "attempt": {"N": "1"}}},
+                {"M": {"status": {"S": "COMPLETED"}, "at": {"S": "2026-11-24T00:00:05Z"}, "attempt": {"N": "1"}}},
+            ]
+        },
+        **extra,
+    }
+
+
+def test_api_template_get_request_reads_only_status_fields(dev: SynthResult) -> None:
+    request = json.loads(
+        _render(_templates(dev, "GET")["request"], _context(str(uuid.uuid4())), "", {"id": "order-123"})
+    )
+    assert request["Key"] == {"order_id": {"S": "order-123"}}
+    names = request["ExpressionAttributeNames"]
+    assert sorted(names[t.strip()] for t in request["ProjectionExpression"].split(",")) == sorted(
+        ORDER_STATUS_ATTRIBUTES
+    )
+
+
+@pytest.mark.parametrize("order_id", ["../x", "a" * 49, "", "id with space"])
+def test_api_template_get_request_sends_an_empty_key_for_a_bad_id(dev: SynthResult, order_id: str) -> None:
+    assert not re.fullmatch(ORDER_ID_PATTERN, order_id)
+    context = _context(str(uuid.uuid4()))
+    request = json.loads(_render(_templates(dev, "GET")["request"], context, "", {"id": order_id}))
+    assert request["Key"] == {"order_id": {"S": ""}}  # DynamoDB refuses it: 400
+    body = json.loads(
+        _render(_templates(dev, "GET")["400"], context, '{"__type": "ValidationException"}', {"id": order_id})
+    )
+    assert body["status"] == 400
+    assert ORDER_ID_PATTERN in body["detail"]
+
+
+def test_api_template_get_found_emits_status_attempts_and_timestamps_only(dev: SynthResult) -> None:
+    context = _context(str(uuid.uuid4()))
+    # Even if the projection were bypassed, the template emits no customer data.
+    item = _item(order={"M": {"payment_token": {"S": "tok_secret"}}}, last_error={"M": {}})
+    body = _render(_templates(dev, "GET")[r"2\d{2}"], context, json.dumps({"Item": item}), {"id": "order-123"})
+    assert "tok_secret" not in body
+    order = json.loads(body)
+    assert order == {
+        "order_id": "order-123",
+        "status": "COMPLETED",
+        "payment_attempt": 1,
+        "created_at": "2026-11-24T00:00:00Z",
+        "updated_at": "2026-11-24T00:00:05Z",
+        "attempts": [{"attempt": 1, "received_at": "2026-11-24T00:00:00Z"}],
+        "history": [
+            {"status": "RECEIVED", "at": "2026-11-24T00:00:00Z", "attempt": 1},
+            {"status": "COMPLETED", "at": "2026-11-24T00:00:05Z", "attempt": 1},
+        ],
+    }
+    assert set(order).isdisjoint(CUSTOMER_DATA_NAMES)
+    assert context["responseOverride"]["status"] is None
+
+
+def test_api_template_get_answers_404_without_an_item(dev: SynthResult) -> None:
+    context = _context(str(uuid.uuid4()))
+    body = json.loads(_render(_templates(dev, "GET")[r"2\d{2}"], context, "{}", {"id": "order-404"}))
+    assert context["responseOverride"] == {
+        "header": {"Content-Type": "application/problem+json"},
+        "status": 404,
+    }
+    assert body["status"] == 404
+    assert body["request_id"] == context["requestId"]
+
+
+def test_api_template_get_throttled_answers_503_with_retry_after(dev: SynthResult) -> None:
+    context = _context(str(uuid.uuid4()))
+    error = {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"}
+    body = json.loads(_render(_templates(dev, "GET")["400"], context, json.dumps(error), {"id": "order-1"}))
+    assert context["responseOverride"] == {"header": {"Retry-After": "5"}, "status": 503}
+    assert body["status"] == 503
