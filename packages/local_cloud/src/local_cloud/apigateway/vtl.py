@@ -276,9 +276,9 @@ _SUBSTITUTION = re.compile(r"\$(context|stageVariables)((?:\.[A-Za-z_][A-Za-z0-9
 
 
 def substitute(template: str, context: Mapping[str, Any], stage_variables: Mapping[str, str]) -> str:
-    """Variable substitution, not VTL: gateway responses' templates and access-log formats
+    """Variable substitution, not VTL: gateway responses' templates
     (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-swagger-extensions-gateway-responses.responseTemplates.html).
-    An unknown variable renders as ``-`` in an access log; callers pass ``missing``."""
+    An unknown or empty variable renders as ``""``; access logs use :func:`substitute_with` (``-``)."""
     return substitute_with(template, context, stage_variables, missing="")
 
 
@@ -291,6 +291,6 @@ def substitute_with(
             root = root.get(part) if isinstance(root, Mapping) else None
             if root is None:
                 return missing
-        return str(root)
+        return str(root) if str(root) != "" else missing  # an access log writes "-" for an empty value
 
     return _SUBSTITUTION.sub(value, template)
