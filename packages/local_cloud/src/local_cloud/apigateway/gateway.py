@@ -27,6 +27,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -54,6 +55,7 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 #: Account-level throttling per Region: 10,000 requests per second, burst 5,000 (throttling page, above).
 ACCOUNT_RATE, ACCOUNT_BURST = 10_000.0, 5_000.0
 
+MAX_KEPT_LOG_LINES = 10_000
 #: Gateway response type -> (default status, x-amzn-ErrorType), per the response types page.
 RESPONSE_TYPES: dict[str, tuple[int, str]] = {
     "ACCESS_DENIED": (403, "AccessDeniedException"),
@@ -161,7 +163,8 @@ class RestApiGateway:
         self.account_bucket = TokenBucket(ACCOUNT_BURST, ACCOUNT_RATE, now)
         self._buckets: dict[tuple[str, ...], TokenBucket] = {}
         self._lock = threading.Lock()
-        self.log_lines: list[tuple[str, str]] = []  # (group, line) written, in order
+        #: The latest access log lines (group, line), in order (a long ``local up`` keeps the last ones only).
+        self.log_lines: deque[tuple[str, str]] = deque(maxlen=MAX_KEPT_LOG_LINES)
         self.throttled = 0
 
     # -- routing ---------------------------------------------------------------------------------

@@ -54,10 +54,6 @@ class Method:
     validator: Validator | None
     integration: Integration | None
 
-    @property
-    def resource_path(self) -> str:
-        return self.path
-
 
 @dataclass(frozen=True)
 class GatewayResponse:
@@ -261,7 +257,6 @@ def _stages(deployment: Deployment, stage_resources: list[Any], deployments: lis
             stage.access_log_group = _log_group(str(deployment.resolve(log["DestinationArn"])))
             stage.access_log_format = str(deployment.resolve(log.get("Format", "$context.requestId")))
         stages[stage.name] = stage
-        deployment.refs.setdefault(r.logical_id, stage.name)
     for d in deployments:  # a Deployment with StageName creates that stage (no settings)
         name = d.properties.get("StageName")
         if name and name not in stages:
