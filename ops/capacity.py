@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
-from local_cloud.limits import Quotas
+from local_cloud.limits import LARGE_REGIONS, Quotas
 from local_cloud.template import CloudAssembly
 from ops.local.costs import PerOrder, dollars_per_million_orders
 
@@ -114,6 +114,14 @@ def api_throttle(quotas: Quotas, figures: Mapping[str, Any]) -> tuple[float, int
     else one second of the rate). A caller above them gets 429 at once instead of a backlog."""
     mu, burst = queue_service(quotas, figures)
     return mu, max(1, round(burst or mu))
+
+
+def api_throttle_for(figures: Mapping[str, Any], region: str | None = None) -> tuple[float, int]:
+    """:func:`api_throttle` with the default quotas of ``region``'s class; the large regions' when
+    the region is not known (``ops capacity``'s default ``--region-class``). What the stack uses,
+    so that neither it nor its tests import the emulator's quota table themselves."""
+    region_class = "other" if region is not None and region not in LARGE_REGIONS else "large"
+    return api_throttle(Quotas.for_region_class(region_class), figures)
 
 
 def predict(

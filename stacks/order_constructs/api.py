@@ -40,8 +40,7 @@ from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
-from local_cloud.limits import LARGE_REGIONS, Quotas
-from ops.capacity import api_throttle
+from ops.capacity import api_throttle_for
 from order_domain.model import ORDER_ID_PATTERN, ORDER_SCHEMA
 from stacks.order_constructs.grants import grant_items, grant_queue
 
@@ -196,9 +195,7 @@ class OrderApiThrottle:
         sustains, and what it absorbs at once) from intake's ``figures`` plus ``workflow``, with the
         quotas of ``region``'s class; the large regions' when the region is unknown at synth, as
         ``ops capacity`` assumes by default."""
-        known = not Token.is_unresolved(region)
-        region_class = "other" if known and region not in LARGE_REGIONS else "large"
-        rate, burst = api_throttle(Quotas.for_region_class(region_class), figures)
+        rate, burst = api_throttle_for(figures, None if Token.is_unresolved(region) else region)
         return cls(rate_limit=rate, burst_limit=burst)
 
 
@@ -281,6 +278,8 @@ class OrderApi(TransparentScope):
             description="The order message (lambdas/order_domain/model.py ORDER_SCHEMA, as draft 4)",
             schema=draft04_schema(props.order_schema),
         )
+        # A deployment snapshots the models: a changed schema needs a new one (CDK's Model L2 does this).
+        self._redeploy_on({"order_model": self.order_model.schema})
         self.send_role = iam.Role(self, "ApiSendRole", assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"))
         grant_queue(props.orders_queue, self.send_role, "sqs:SendMessage")
         self.read_role = iam.Role(self, "ApiReadRole", assumed_by=iam.ServicePrincipal("apigateway.amazonaws.com"))
@@ -298,6 +297,11 @@ class OrderApi(TransparentScope):
             api_stages=[apigw.UsagePlanPerApiStage(api=self.api, stage=self.api.deployment_stage)],
         )
         self.errors_alarm = self._monitor(props)
+
+    def _redeploy_on(self, data: Any) -> None:
+        """Make the stage's deployment change with ``data`` (what CDK does not track by itself)."""
+        if self.api.latest_deployment is not None:
+            self.api.latest_deployment.add_to_logical_id(data)
 
     def _rest_api(self, props: OrderApiProps) -> apigw.RestApi:
         throttle = props.throttle
@@ -468,13 +472,15 @@ class OrderApi(TransparentScope):
             "Default5xx": (apigw.ResponseType.DEFAULT_5_XX, None, message, problem),
         }
         for name, (response_type, status, detail, headers) in responses.items():
+            template = gateway_problem(detail, status)
             self.api.add_gateway_response(
                 f"Gateway{name}",
                 type=response_type,
                 status_code=status,
                 response_headers=headers,
-                templates={"application/json": gateway_problem(detail, status)},
+                templates={"application/json": template},
             )
+            self._redeploy_on({f"gateway_{name}": [status, headers, template]})
 
     def _monitor(self, props: OrderApiProps) -> cloudwatch.Alarm:
         def metric(name: str, statistic: str = "Sum") -> cloudwatch.Metric:

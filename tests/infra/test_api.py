@@ -15,9 +15,7 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import is_acceptable
-from local_cloud.limits import Quotas
-from local_cloud.template import CloudAssembly
-from ops.capacity import predict, template_figures
+from ops.capacity import api_throttle_for, load_template, template_figures
 from order_domain.logs import SENSITIVE_KEYS
 from order_domain.model import ORDER_SCHEMA
 from stacks.order_constructs.api import (
@@ -30,7 +28,7 @@ from stacks.order_constructs.api import (
     OrderApiThrottle,
     draft04_schema,
 )
-from tests.infra.conftest import SynthResult, join_to_string
+from tests.infra.conftest import SynthResult, cfn, join_to_string
 
 #: Fields of an order message that are not customer data: the ID and the attempt number.
 ORDER_MESSAGE_NON_CUSTOMER_FIELDS = {"order_id", "payment_attempt"}
@@ -138,20 +136,40 @@ def test_api_draft04_schema_refuses_later_keywords(schema: dict[str, Any], named
         draft04_schema(schema)
 
 
+def _props(stack: Stack, **overrides: Any) -> OrderApiProps:
+    """Props for an :class:`OrderApi` alone in ``stack``."""
+    table = dynamodb.TableV2(
+        stack, "Table", partition_key=dynamodb.Attribute(name="order_id", type=dynamodb.AttributeType.STRING)
+    )
+    defaults: dict[str, Any] = {
+        "orders_queue": sqs.Queue(stack, "Queue"),
+        "orders_table": table,
+        "throttle": OrderApiThrottle(rate_limit=10, burst_limit=10),
+        "monitoring": Monitoring(stack, "Monitoring"),
+        "alarm_topic": sns.Topic(stack, "Topic"),
+        "max_message_bytes": 65_536,
+    }
+    return OrderApiProps(**{**defaults, **overrides})
+
+
 def test_api_props_refuse_a_schema_draft04_lacks_at_synth() -> None:
-    stack = Stack(App(), "ApiProps")
     with pytest.raises(ValueError, match="draft 4 lacks: const"):
-        OrderApiProps(
-            orders_queue=sqs.Queue(stack, "Queue"),
-            orders_table=dynamodb.TableV2(
-                stack, "Table", partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING)
-            ),
-            throttle=OrderApiThrottle(rate_limit=10, burst_limit=10),
-            monitoring=Monitoring(stack, "Monitoring"),
-            alarm_topic=sns.Topic(stack, "Topic"),
-            max_message_bytes=65_536,
-            order_schema={"type": "object", "properties": {"currency": {"const": "EUR"}}},
-        )
+        _props(Stack(App(), "ApiProps"), order_schema={"type": "object", "properties": {"c": {"const": "EUR"}}})
+
+
+def test_api_deployment_changes_with_the_model() -> None:
+    """A deployment snapshots the model: a changed schema must make a new deployment."""
+
+    def deployment_id(schema: dict[str, Any]) -> str:
+        stack = Stack(App(), "ApiAlone")
+        api = OrderApi(stack, "OrderApi", props=_props(stack, order_schema=schema))
+        deployment = api.api.latest_deployment
+        assert deployment is not None
+        return str(stack.resolve(cfn(deployment).logical_id))
+
+    narrower = {**ORDER_SCHEMA, "required": [*ORDER_SCHEMA["required"], "payment_attempt"]}
+    assert deployment_id(ORDER_SCHEMA) == deployment_id(dict(ORDER_SCHEMA))
+    assert deployment_id(ORDER_SCHEMA) != deployment_id(narrower)
 
 
 @pytest.mark.parametrize(
@@ -257,15 +275,20 @@ def test_api_get_projection_excludes_customer_data(dev: SynthResult) -> None:
 
 def test_api_throttle_is_what_ops_capacity_computes(dev: SynthResult) -> None:
     """Stage, POST /orders and the usage plan take ``ops capacity``'s figure, read from the template."""
-    figures = template_figures(CloudAssembly(dev.outdir, dev.stack.stack_name))
-    computed = predict(1.0, 1.0, Quotas(), figures)["api_throttle"]
-    assert computed == {"rate_per_second": 300, "burst": 1300}  # the StartExecution refill binds (large regions)
-    expected = {"ThrottlingRateLimit": computed["rate_per_second"], "ThrottlingBurstLimit": computed["burst"]}
+    rate, burst = api_throttle_for(template_figures(load_template(dev.outdir)))
+    assert (rate, burst) == (300, 1300)  # the StartExecution refill binds (large regions): 300/s, bucket 1,300
+    expected = {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
     for setting in _stage(dev)["MethodSettings"]:
         assert {k: setting[k] for k in expected} == expected, setting
     assert {s["ResourcePath"] for s in _stage(dev)["MethodSettings"]} == {"/*", "/~1orders"}
     (plan,) = dev.of_type("AWS::ApiGateway::UsagePlan").values()
-    assert plan["Properties"]["Throttle"] == {"RateLimit": 300, "BurstLimit": 1300}
+    assert plan["Properties"]["Throttle"] == {"RateLimit": rate, "BurstLimit": burst}
+
+
+def test_api_throttle_other_regions_take_their_lower_quotas() -> None:
+    figures = {"workflow": "STANDARD", "batch_size": 10, "maximum_concurrency": 100, "reserved_concurrency": None}
+    assert api_throttle_for(figures, "eu-central-1") == (150, 800)  # StartExecution: 150/s, bucket 800
+    assert api_throttle_for(figures, "us-east-1") == api_throttle_for(figures) == (300, 1300)
 
 
 def test_api_outputs_the_invoke_url(dev: SynthResult) -> None:
