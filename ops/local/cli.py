@@ -76,6 +76,13 @@ def add_local_parser(commands: Any) -> None:
     run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    run.add_argument(
+        "--via",
+        choices=("sqs", "api"),
+        default="sqs",
+        help="how orders are sent: SendMessage to the queue (default), or POST /orders to the order API "
+        "(the template's REST API served on 127.0.0.1, SigV4, an Idempotency-Key per order)",
+    )
     spike = local_commands.add_parser(
         "spike", help="a traffic spike at scale 1:k against AWS's quotas (similitude): backlog, latency, DLQ"
     )
@@ -174,6 +181,7 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
             assembly_dir=args.assembly,
             echo_logs=args.echo_logs,
             quotas=quotas(args),
+            via=args.via,
         )
         if args.workers > 1:
             from ops.local.shards import run_sharded

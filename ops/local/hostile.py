@@ -173,8 +173,11 @@ def make_hostile(kind: str, rng: random.Random) -> HostileMessage | HostileExecu
     return HostileMessage(kind, _BODIES[kind](order_id, rng), cid, order_id)
 
 
-def expected_ends(kind: str) -> tuple[str, ...]:
-    """Where a hostile SQS message of ``kind`` may end."""
+def expected_ends(kind: str, refused_at_edge: bool = False) -> tuple[str, ...]:
+    """Where a hostile SQS message of ``kind`` may end. ``refused_at_edge``: sent through the order
+    API (``--via api``), whose request validator or SQS integration may refuse any of them at once."""
+    if refused_at_edge:
+        return (REFUSED_AT_SEND,) if kind == OVERSIZE_REFUSED else EXPECTED_SQS_ENDS
     return (REFUSED_AT_SEND,) if kind == OVERSIZE_REFUSED else (EXPECTED_SQS_END, EXPECTED_AFTER_CRASH)
 
 
@@ -222,6 +225,7 @@ def outcomes(
     side_effects: dict[str, int],
     crashed_receives: dict[str, int] | None = None,
     refused_at_send: Iterable[str] = (),
+    refused_at_edge: bool = False,
 ) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
     """(``{kind: {"injected": n, <where it ended>: n}}``, the ones that ended anywhere else).
 
@@ -248,7 +252,7 @@ def outcomes(
                 crashed.get(item.correlation_id, 0),
                 item.correlation_id in refused,
             )
-            if end in EXPECTED_SQS_ENDS and end not in expected_ends(kind):
+            if end in EXPECTED_SQS_ENDS and end not in expected_ends(kind, refused_at_edge):
                 end = f"unexpected_{end}"
             report[kind]["injected"] += 1
             report[kind][end] += 1

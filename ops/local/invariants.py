@@ -36,7 +36,10 @@ def _every_order_terminal(r: dict[str, Any]) -> str | None:
 def _malformed_in_dlq_as_permanent(r: dict[str, Any]) -> str | None:
     injected = r["faults_injected"].get("malformed", 0)
     found = r["malformed_in_dlq_as_permanent"]
-    return f"{found} malformed messages in a DLQ as permanent, {injected} injected" if found != injected else None
+    refused = r.get("malformed_refused_at_send", 0)  # --via api: refused by the API's validator, never enqueued
+    if found + refused != injected:
+        return f"{found} malformed messages in a DLQ as permanent, {refused} refused at send, {injected} injected"
+    return None
 
 
 def _no_reservation_held(r: dict[str, Any]) -> str | None:

@@ -25,3 +25,6 @@ class RunOptions:
     shards: int = 1
     quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (local_cloud.limits)
     lambda_concurrency_check: bool = True  # in-process in-flight invocations against Lambda concurrency
+    via: str = "sqs"  # how producers send orders: "sqs" (SendMessage) or "api" (POST /orders, SigV4)
+    serve_api: bool = False  # serve the template's REST API on 127.0.0.1 even when producing via SQS
+    api_port: int = 0  # its port (0: any free port)

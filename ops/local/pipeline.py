@@ -23,7 +23,9 @@ from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
 from local_cloud.template import REGION, CloudAssembly
+from ops.errors import OpsError
 from ops.local import reporter
+from ops.local.api_client import OrderApi, has_rest_api, serve_order_api
 from ops.local.hostile import HostileExecution
 from ops.local.options import RunOptions
 from ops.local.producer import Message, Producer
@@ -64,6 +66,7 @@ class PipelineRun:
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self.producer = Producer(self.pollers[0].spec.queue_url, self.state_machine_arn, self.inventory_table)
+        self.api_url: str | None = None  # the order API's stage URL while it is served
 
     # -- producer ---------------------------------------------------------------------------------
     def seed_inventory(self) -> None:
@@ -197,6 +200,30 @@ def serve_local_providers(run: PipelineRun) -> Iterator[None]:
         yield
 
 
+class NoOrderApi(OpsError, RuntimeError):
+    """``--via api`` on a template without a REST API."""
+
+
+@contextmanager
+def serve_front_door(run: PipelineRun) -> Iterator[None]:
+    """The template's REST API on 127.0.0.1 (``--via api``, or ``serve_api``); with ``--via api``
+    the producer POSTs orders to it instead of calling SendMessage."""
+    options = run.options
+    if options.via != "api" and not options.serve_api:
+        yield
+        return
+    if not has_rest_api(run.deployment):
+        if options.via == "api":
+            raise NoOrderApi("--via api: the synthesized template has no AWS::ApiGateway::RestApi")
+        yield
+        return
+    with serve_order_api(run.deployment, options.api_port) as (_, url):
+        run.api_url = url
+        if options.via == "api":
+            run.producer.api = OrderApi(url)
+        yield
+
+
 #: The handlers' wall clock (``order_domain.clock.now``: order stamps, the sweeper's cutoff), on the run's clock.
 HANDLER_CLOCKS = ((order_domain.clock, "now"),)
 
@@ -206,7 +233,8 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     """Deploy into the moto that boto3 reaches now (``mock_aws``, or a server via ``AWS_ENDPOINT_URL``),
     with Lambda routing and log capture on, stock seeded. The caller provides that environment."""
     run = PipelineRun(assembly, options, clock)
-    with run.cloud.running(clock_hooks=HANDLER_CLOCKS, services=[lambda _cloud: serve_local_providers(run)]):
+    services = [lambda _cloud: serve_local_providers(run), lambda _cloud: serve_front_door(run)]
+    with run.cloud.running(clock_hooks=HANDLER_CLOCKS, services=services):
         run.seed_inventory()
         with fewer_gc_passes():
             yield run

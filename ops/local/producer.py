@@ -9,6 +9,7 @@ from typing import Any
 import botocore.exceptions
 
 from local_cloud.clients import aws
+from ops.local.api_client import OrderApi
 from ops.local.hostile import HostileExecution
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS
@@ -59,6 +60,8 @@ class Producer:
         #: Correlation IDs (or "" when none) of the messages SQS refused as too long at SendMessage:
         #: the producer learnt it synchronously, as a client must (the hostile ``oversize_refused``).
         self.refused_at_send: list[str] = []
+        #: Set when orders go through the order API (``--via api``) instead of SendMessage.
+        self.api: OrderApi | None = None
 
     def seed_inventory(self) -> None:
         """Every stocked SKU at :data:`~ops.local.orders.INITIAL_STOCK`."""
@@ -69,7 +72,13 @@ class Producer:
             )
 
     def submit_messages(self, messages: list[Message]) -> None:
-        """Send raw bodies (with optional correlation IDs); retry what SQS refuses as throttled."""
+        """Send raw bodies (with optional correlation IDs); retry what SQS refuses as throttled.
+        Through the order API (``--via api``): one POST per message; what it refuses (400, 413) is
+        refused at send, learnt synchronously, as SQS's own refusals are."""
+        if self.api is not None:
+            for body, cid in messages:
+                self._post(body, cid)
+            return
         sqs = aws("sqs")
         for batch in _batches(messages):
             entries = {str(i): _entry(i, body, cid) for i, (body, cid) in enumerate(batch)}
@@ -93,6 +102,14 @@ class Producer:
             else:
                 raise RuntimeError(f"could not submit messages after {SEND_ATTEMPTS} attempts")
 
+    def _post(self, body: str, cid: str | None) -> None:
+        assert self.api is not None
+        answer = self.api.post_order(body, cid)
+        if answer.status == 429 or answer.status >= 500:
+            raise RuntimeError(f"the order API kept answering {answer.status} after retries")
+        if answer.status >= 400:
+            self.refused_at_send.append(cid or "")
+
     def _refused(self, entry: dict[str, Any]) -> None:
         cid = entry.get("MessageAttributes", {}).get("correlation_id", {}).get("StringValue", "")
         self.refused_at_send.append(str(cid))
@@ -112,7 +129,12 @@ class Producer:
         return left
 
     def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
-        """Send orders as JSON, ten per batch (no retry: ``ops local up``'s demo orders)."""
+        """Send orders as JSON, ten per batch (no retry: ``ops local up``'s demo orders); one POST
+        each through the order API when it is set."""
+        if self.api is not None:
+            for order, cid in orders:
+                self._post(json.dumps(order), cid)
+            return
         sqs = aws("sqs")
         for start in range(0, len(orders), 10):
             entries = [_entry(i, json.dumps(order), cid) for i, (order, cid) in enumerate(orders[start : start + 10])]

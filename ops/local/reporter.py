@@ -160,7 +160,14 @@ def hostile_report(run: RunView, plan: DeliveryPlan, dlq_messages: list[Any]) ->
     for poller in run.pollers:
         crashed.update(poller.interrupted)
     ended, misplaced = hostile_outcomes(
-        plan.hostile, dlq_messages, accepted, status, effects, dict(crashed), run.producer.refused_at_send
+        plan.hostile,
+        dlq_messages,
+        accepted,
+        status,
+        effects,
+        dict(crashed),
+        run.producer.refused_at_send,
+        refused_at_edge=run.producer.api is not None,
     )
     return {"hostile": ended, "hostile_misplaced": misplaced}
 
@@ -176,6 +183,10 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
             for _, m in messages
             if m.category == "permanent" and str(m.correlation_id).startswith("cid-malformed-")
         }
+    )
+    # Through the order API (--via api) the edge refuses a malformed body at once (400): never enqueued.
+    report["malformed_refused_at_send"] = len(
+        {cid for cid in run.producer.refused_at_send if str(cid).startswith("cid-malformed-")}
     )
     in_dlq = {body_order_id(m.body) for _, m in messages}
     report.update(hostile_report(run, plan, messages))

@@ -110,6 +110,8 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             report["replay"] = replay_transient(run, report)
             report["orders"], report["order_details"] = run.order_summary()
         finish_report(run, report, calls, started, plan)
+        if run.producer.api is not None:  # what the order API answered the producer (counts only)
+            report["front_door"] = {"via": "api", **run.producer.api.summary()}
         report["elapsed"]["phase_seconds"] = {
             "synth_and_deploy": round(deployed - started, 1),
             "pipeline": round(drained - deployed, 1),

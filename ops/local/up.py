@@ -7,6 +7,10 @@ take simulated time. This process's boto3 clients reach the server through ``AWS
 so the deployment, the event source pollers and the handlers talk to it over HTTP, as other ops
 commands do (``--endpoint-url``). A CloudFormation stack named like the deployed stack holds the
 resolved outputs, so ``Target.from_stack(stack, endpoint_url=...)`` finds the resources.
+
+When the template has a REST API (the order API), it is served too, on its own port of 127.0.0.1
+(``--api-port``), by :mod:`local_cloud.apigateway` from the template's own ``AWS::ApiGateway::*``
+resources: ``http://127.0.0.1:<port>/<stage>/<path>``, SigV4 with the local credentials.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class UpOptions:
     sweep_interval: float = 60.0  # seconds between firings of the scheduled rules (the sweeper)
     duration: float | None = None  # stop after this many seconds (None: until Ctrl-C / SIGTERM)
     echo_logs: bool = False
+    api_port: int = 0  # the order API's port on 127.0.0.1 (0: any free port)
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class LocalEndpoint:
     stack: str
     outputs: dict[str, str]
     region: str
+    api_url: str | None = None  # the order API's stage URL, when the template has a REST API
 
 
 def _moto_api(endpoint: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -231,9 +237,30 @@ def _print_banner(info: LocalEndpoint, order: dict[str, Any], out: TextIO) -> No
         f"  python -m ops dlq list --stack {stack} --endpoint-url {e}",
         f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
         "",
+        *_api_lines(info),
         "Ctrl-C (or SIGTERM) stops it.",
     ]
     print("\n".join(lines), file=out, flush=True)
+
+
+def _api_lines(info: LocalEndpoint) -> list[str]:
+    """How to call the order API with curl (SigV4 with the local credentials)."""
+    if info.api_url is None:
+        return ["(the template has no REST API: no order API is served)", ""]
+    from local_cloud.environment import FAKE_ENV
+
+    sigv4 = (
+        f'curl --aws-sigv4 "aws:amz:{info.region}:execute-api" '
+        f'--user "{FAKE_ENV["AWS_ACCESS_KEY_ID"]}:{FAKE_ENV["AWS_SECRET_ACCESS_KEY"]}"'
+    )
+    return [
+        f"order API (the template's REST API, 127.0.0.1 only): {info.api_url}",
+        "  URL shape: http://127.0.0.1:<port>/<stage>/<path>; IAM (SigV4) auth with the local credentials:",
+        f"  {sigv4} -H 'Content-Type: application/json' -H 'Idempotency-Key: k1' \\",
+        f"      -X POST {info.api_url}/orders --data @docs/examples/order-123-attempt-1.json",
+        f"  {sigv4} {info.api_url}/orders/order-123",
+        "",
+    ]
 
 
 class _Loop:
@@ -324,6 +351,8 @@ def serve(
         stage=options.stage,
         assembly_dir=options.assembly_dir,
         echo_logs=options.echo_logs,
+        serve_api=True,
+        api_port=options.api_port,
     )
     assembly = load_assembly(run_options)  # synthesize before the endpoint opens
     with ExitStack() as stack:
@@ -338,7 +367,7 @@ def serve(
         # expose it so the AWS CLI walkthrough can read what the providers did.
         outputs = {**run.deployment.outputs(), "SandboxLedgerTableName": run.ledger_table}
         register_stack(assembly.stack_name, outputs)
-        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION)
+        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url)
         _print_banner(info, example_order(options.seed), out)
         if options.orders:
             run.submit(make_orders(options.orders, options.seed, options.mix))
@@ -367,6 +396,9 @@ def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
     )
     up.add_argument("--duration", type=positive_float, help="stop after this many seconds (default: Ctrl-C)")
     up.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
+    up.add_argument(
+        "--api-port", type=port, default=0, help="the order API's port on 127.0.0.1 (default: any free port)"
+    )
     return up
 
 
@@ -380,6 +412,7 @@ def main_up(args: argparse.Namespace) -> int:
         sweep_interval=args.sweep_interval,
         duration=args.duration,
         echo_logs=args.echo_logs,
+        api_port=args.api_port,
     )
     try:
         serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2

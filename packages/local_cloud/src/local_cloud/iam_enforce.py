@@ -73,7 +73,7 @@ class Principal:
     """A function or state machine, its role, and what it did with it."""
 
     key: str
-    kind: str  # "function" | "state_machine"
+    kind: str  # "function" | "state_machine" | "api_integration"
     role_id: str | None
     role_name: str
     policy: Policy
@@ -262,6 +262,16 @@ class IamEnforcer:
         denied = self.record(principal, checks, caller[1])
         if denied is not None:
             raise access_denied(client, operation, principal, *denied)
+
+    def integration_principal(self, role_id: str, role_name: str, policy: Policy) -> Principal:
+        """The principal of an API Gateway integration's role (``apigateway:<role name>``), created on
+        first use: its calls are recorded like a function's (report, denials, unused grants)."""
+        key = f"apigateway:{role_name}"
+        with self._lock:
+            principal = self.principals.get(key)
+            if principal is None:
+                principal = self.principals[key] = Principal(key, "api_integration", role_id, role_name, policy)
+            return principal
 
     def platform(self, key: str) -> None:
         """The role's use by the platform on each invocation (logs, traces): recorded, never raised."""

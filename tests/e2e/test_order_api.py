@@ -1,0 +1,102 @@
+"""The order API end to end: the synthesized template's REST API served locally (local_cloud.apigateway)
+in front of the deployed pipeline, called as a client would (SigV4, Idempotency-Key)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from local_cloud.template import CloudAssembly
+from ops.local.api_client import idempotency_key
+from ops.local.orders import make_order
+from ops.local.pipeline import PipelineRun, local_pipeline
+from ops.local.run import RunOptions
+
+pytestmark = pytest.mark.e2e
+
+CUSTOMER_FIELDS = ("payment_token", "shipping_address", "name", "line1", "postcode")
+
+
+@pytest.fixture(scope="module")
+def run(assembly: CloudAssembly) -> Iterator[PipelineRun]:
+    with local_pipeline(RunOptions(orders=1, via="api", assembly_dir=assembly.outdir), assembly) as pipeline:
+        yield pipeline
+
+
+def test_order_api_accepted_order_completes_and_get_shows_no_customer_data(run: PipelineRun) -> None:
+    assert run.producer.api is not None
+    order = make_order("order-api-1", random.Random(1))
+    body = json.dumps(order)
+    accepted = run.producer.api.post_order(body, "cid-api-1")
+    assert accepted.status == 202, accepted.body
+    assert accepted.headers["X-Correlation-Id"] == "cid-api-1"
+    run.drain()
+    answer = run.producer.api.get_order("order-api-1")
+    assert answer.status == 200, answer.body
+    view = json.loads(answer.body)
+    assert view["status"] == "COMPLETED"
+    for field in CUSTOMER_FIELDS:
+        assert field not in answer.body
+    assert order["payment_token"] not in answer.body
+    assert order["shipping_address"]["name"] not in answer.body
+
+
+def test_order_api_same_key_and_body_twice_makes_one_order(run: PipelineRun) -> None:
+    assert run.producer.api is not None
+    order = make_order("order-api-2", random.Random(2))
+    body = json.dumps(order)
+    first = run.producer.api.post_order(body, "cid-api-2", idempotency_key(body))
+    second = run.producer.api.post_order(body, "cid-api-2", idempotency_key(body))
+    assert (first.status, second.status) == (202, 202)
+    run.drain()
+    view = json.loads(run.producer.api.get_order("order-api-2").body)
+    assert view["status"] == "COMPLETED"
+    assert len(view["attempts"]) == 1
+    statuses = [h["status"] for h in view["history"]]
+    assert statuses.count("COMPLETED") == 1
+
+
+def test_order_api_body_without_currency_is_400_naming_it_and_enqueues_nothing(run: PipelineRun) -> None:
+    assert run.producer.api is not None
+    order = make_order("order-api-3", random.Random(3))
+    del order["currency"]
+    answer = run.producer.api.post_order(json.dumps(order), "cid-api-3")
+    assert answer.status == 400
+    assert '"currency"' in answer.body
+    run.drain()
+    assert run.producer.api.get_order("order-api-3").status == 404
+
+
+def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> None:
+    import boto3
+
+    from local_cloud.apigateway.model import rest_apis
+    from local_cloud.template import REGION
+
+    assert run.producer.api is not None
+    order = make_order("order-api-4", random.Random(4))
+    assert run.producer.api.post_order(json.dumps(order), "cid-api-4").status == 202
+    (api,) = rest_apis(run.deployment)
+    (stage,) = api.stages.values()
+    assert stage.access_log_group
+    events = boto3.client("logs", region_name=REGION).filter_log_events(logGroupName=stage.access_log_group)
+    lines = [e["message"] for e in events["events"]]
+    assert any("cid-api-4" in line for line in lines)
+    text = "\n".join(lines)
+    for value in (order["payment_token"], order["shipping_address"]["name"], order["shipping_address"]["line1"]):
+        assert value not in text
+
+
+def test_order_api_local_run_via_api_keeps_every_invariant(assembly: CloudAssembly) -> None:
+    from ops.local.chaos import FaultRates
+    from ops.local.run import run_local
+
+    faults = FaultRates(duplicate=0.2, malformed=0.2, hostile=0.2)
+    report = run_local(RunOptions(orders=8, seed=4, via="api", faults=faults, assembly_dir=assembly.outdir))
+    assert report["front_door"]["via"] == "api"
+    assert report["front_door"]["accepted"] >= 8
+    assert {k: v for k, v in report["invariants"].items() if v} == {}
+    assert report["orders"]["submitted"] == 8 and report["orders"]["in_flight"] == 0
