@@ -13,6 +13,12 @@ The mix (each order one item of the dedicated smoke SKU, IDs ``smoke-<run>-<case
 - ``malformed``: refused by intake and dead-lettered as ``permanent``.
 - ``duplicate``: the same message sent twice: completes, one charge.
 
+When the stack has the order API (output ``OrderApiUrl``), ``good`` and both ``duplicate`` sends
+go through ``POST /orders`` (SigV4-signed, :mod:`ops.order_api`) and must answer 202 with the
+correlation ID sent; an order without ``currency`` must be refused at the edge (400 naming the
+field) and never reach the pipeline; ``GET /orders/{id}`` of ``good`` must show it ``COMPLETED``
+with none of its customer data.
+
 Then: the SKU's stock moved by exactly the completed orders' quantities, no order has more than
 one captured charge (the provider's lookup by each attempt's idempotency key), and no alarm of the
 stack (alarms whose actions name the stack's alarm topic) that was not in ALARM before is left in
@@ -33,7 +39,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -42,6 +48,7 @@ from typing import Any
 
 import order_domain.env as env_names
 from ops.errors import UsageError
+from ops.order_api import OrderApiClient, api_base_url
 from ops.target import Target, TargetError
 from order_domain.settings import load
 
@@ -322,6 +329,49 @@ class Smoke:
         )
         self.sent_message_ids.append(response["MessageId"])
 
+    def api(self) -> OrderApiClient | None:
+        """A signed client of the stack's order API, or None when the stack has none."""
+        base_url = api_base_url(self.target)
+        return None if base_url is None else OrderApiClient(self.target, base_url)
+
+    def post(self, api: OrderApiClient, case: Case, label: str) -> None:
+        """``POST /orders`` with the case's body; checks the 202 and the echoed correlation ID."""
+        cid = self.correlation_id(case.name)
+        answer = api.post_order(json.dumps(self.order_body(case)).encode(), f"{case.order_id}:1", cid)
+        echoed = answer.header("X-Correlation-Id")
+        observed = f"{answer.status}, " + ("cid echoed" if echoed == cid else f"cid {echoed!r}")
+        self.report.check(f"{label}: POST /orders", "202, cid echoed", observed)
+        with suppress(ValueError, KeyError, TypeError):
+            self.sent_message_ids.append(str(json.loads(answer.body)["message_id"]))
+
+    def refused_at_edge(self, api: OrderApiClient, good: Case) -> str:
+        """An order without ``currency``: the API must refuse it (400 naming the field); its correlation ID."""
+        case = Case("no-currency", f"smoke-{self.options.run_id}-no-currency", good.token)
+        body = self.order_body(case)
+        del body["currency"]
+        cid = self.correlation_id(case.name)
+        answer = api.post_order(json.dumps(body).encode(), f"{case.order_id}:1", cid)
+        names = "names currency" if "currency" in answer.body else "does not name currency"
+        self.report.check("no currency: POST /orders", "400, names currency", f"{answer.status}, {names}")
+        return cid
+
+    def check_status_api(self, api: OrderApiClient, case: Case) -> None:
+        """``GET /orders/{id}``: the order's status, and none of its customer data."""
+        answer = api.get_order(case.order_id)
+        try:
+            status = json.loads(answer.body).get("status")
+        except (ValueError, AttributeError):
+            status = "unreadable"
+        address = self.order_body(case)["shipping_address"]
+        customer = {"payment_token": case.token, **{f"address {k}": v for k, v in address.items() if k != "country"}}
+        leaked = sorted(name for name, value in customer.items() if str(value) in answer.body)
+        shown = "no customer data" if not leaked else "shows " + ", ".join(leaked)  # names only, never values
+        self.report.check(
+            f"{case.name}: GET /orders/{{id}}",
+            "200, COMPLETED, no customer data",
+            f"{answer.status}, {status}, {shown}",
+        )
+
     def order(self, order_id: str) -> dict[str, Any] | None:
         item = (
             self.target.client("dynamodb")
@@ -375,11 +425,20 @@ class Smoke:
         stock_before = self.seed_stock()
         deadline = time.monotonic() + self.options.timeout_seconds
         malformed_cid = self.correlation_id("malformed")
+        api, edge_cid = self.api(), None
+        by_api = ("good", "duplicate") if api else ()
         try:
             for case in cases:
-                self.send(self.order_body(case), self.correlation_id(case.name))
+                if api and case.name in by_api:
+                    self.post(api, case, case.name)
+                else:
+                    self.send(self.order_body(case), self.correlation_id(case.name))
             duplicate = next(c for c in cases if c.name == "duplicate")
-            self.send(self.order_body(duplicate), self.correlation_id(duplicate.name))
+            if api:
+                self.post(api, duplicate, "duplicate (again, same key)")
+                edge_cid = self.refused_at_edge(api, cases[0])
+            else:
+                self.send(self.order_body(duplicate), self.correlation_id(duplicate.name))
             malformed = json.dumps({"order_id": f"smoke-{self.options.run_id}-malformed", "items": "not a list"})
             self.send(malformed, malformed_cid)
             declined = next(c for c in cases if c.name == "declined")
@@ -402,6 +461,9 @@ class Smoke:
             self.report.check(
                 "malformed: orders DLQ category", "permanent", message.category if message else "not found"
             )
+            if api and edge_cid:
+                self.check_status_api(api, cases[0])
+                self._check_not_enqueued(edge_cid)
             with layer_clients(self.target):
                 self._check_charges(port, cases, wanted)
             stock_after = self.stock()
@@ -412,6 +474,22 @@ class Smoke:
             self.cleanup(cases, malformed_cid)
         self._check_alarms(alarms_before)
         return self.report
+
+    def _check_not_enqueued(self, correlation_id: str) -> None:
+        """What the API refused reached neither an order row nor the DLQ (peeked once the malformed
+        order, sent earlier through SQS, has been dead-lettered)."""
+        from ops.dlq import failures_table, lambda_dlq_module
+
+        row = self.order(f"smoke-{self.options.run_id}-no-currency")
+        dead = [
+            m
+            for m in lambda_dlq_module().peek(
+                self.target.client, self.target.output("OrdersDlqUrl"), failures_table(self.target)
+            )
+            if m.correlation_id == correlation_id
+        ]
+        observed = "order row" if row else ("dead-lettered" if dead else "nowhere")
+        self.report.check("no currency: reached the pipeline", "nowhere", observed)
 
     def _check_charges(self, port: Any, cases: list[Case], wanted: dict[str, int]) -> None:
         from lambda_resilience.idempotency.config import business_key

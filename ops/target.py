@@ -52,11 +52,15 @@ class Target:
         self._clients[service] = client = self._new_client(service)
         return client
 
-    def _new_client(self, service: str) -> Any:
+    def session(self) -> Any:
+        """The boto3 session this target's clients come from (its credentials sign other requests too)."""
         try:
-            session = self._session or boto3.session.Session(profile_name=self.profile, region_name=self.region)
+            return self._session or boto3.session.Session(profile_name=self.profile, region_name=self.region)
         except botocore.exceptions.ProfileNotFound:
             raise TargetError(f"AWS profile {self.profile!r} not found; check --profile") from None
+
+    def _new_client(self, service: str) -> Any:
+        session = self.session()
         kwargs: dict[str, Any] = {}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url

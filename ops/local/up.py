@@ -366,6 +366,8 @@ def serve(
         # The sandbox providers' ledger lives outside the template (it stands for their records):
         # expose it so the AWS CLI walkthrough can read what the providers did.
         outputs = {**run.deployment.outputs(), "SandboxLedgerTableName": run.ledger_table}
+        if run.api_url:  # the API as served here (127.0.0.1), not the template's AWS invoke URL
+            outputs["OrderApiUrl"] = f"{run.api_url}/"
         register_stack(assembly.stack_name, outputs)
         info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url)
         _print_banner(info, example_order(options.seed), out)

@@ -51,6 +51,15 @@ def target(served: Served, monkeypatch: pytest.MonkeyPatch) -> Target:
 def test_smoke_local_up_passes_and_removes_its_orders(target: Target) -> None:
     report = run_smoke(target, SmokeOptions(timeout_seconds=120.0, alarm_wait_seconds=30.0))
     assert report.passed, format_table(report)
+    through_api = {c.name for c in report.checks if "/orders" in c.name}
+    assert through_api == {
+        "good: POST /orders",
+        "duplicate: POST /orders",
+        "duplicate (again, same key): POST /orders",
+        "no currency: POST /orders",
+        "good: GET /orders/{id}",
+    }, format_table(report)
+    assert {"no currency: reached the pipeline"} <= {c.name for c in report.checks}
     orders = boto3.client("dynamodb", endpoint_url=target.endpoint_url, region_name=REGION).scan(
         TableName=target.output("OrdersTableName")
     )["Items"]
