@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
     smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
     smoke.add_argument("--undeliverable-country", help="a country the carrier refuses (real carriers: test mode)")
+    smoke.add_argument(
+        "--no-api", action="store_true", help="send every order through SQS, not the order API (noted in the report)"
+    )
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
     return parser
@@ -126,6 +129,7 @@ def _smoke(target: Any, args: argparse.Namespace) -> int:
         payment_token=args.payment_token or context.get("payment_token"),
         decline_token=args.decline_token or context.get("decline_token"),
         undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),
+        use_api=not args.no_api,
     )
     report = run_smoke(target, options)
     if args.json:

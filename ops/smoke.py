@@ -89,6 +89,8 @@ class SmokeOptions:
     payment_token: str | None = None
     decline_token: str | None = None
     undeliverable_country: str | None = None
+    #: False: every order through SQS even when the stack has the order API (``--no-api``).
+    use_api: bool = True
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     #: Test hook: how to wait between polls (default time.sleep).
     sleep: Callable[[float], None] | None = None
@@ -332,6 +334,9 @@ class Smoke:
     def api(self) -> OrderApiClient | None:
         """A signed client of the stack's order API, or None when the stack has none."""
         base_url = api_base_url(self.target)
+        if base_url is not None and not self.options.use_api:
+            self.report.notes.append("the order API was not exercised (--no-api): every order went through SQS")
+            return None
         return None if base_url is None else OrderApiClient(self.target, base_url)
 
     def post(self, api: OrderApiClient, case: Case, label: str) -> None:

@@ -146,7 +146,12 @@ def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
         times["cdk deploy"] = run_step(
             "cdk deploy", [*npx, "deploy", STACK, "--require-approval", "never"], env, DEPLOY_TIMEOUT
         )
+        # --no-api: MiniStack 1.5.33 deploys the order API but its own mapping-template engine is a subset of
+        # Velocity: tried on 2026-11-24, it returned the request template's #set/#if directives as text and
+        # answered 400 to a valid order. The API's templates are checked on Velocity proper (airspeed) by
+        # `ops local up`'s smoke (tests/ops/test_smoke_local.py) and tests/ops/test_apigateway.py.
         smoke = [sys.executable, "-m", "ops", "smoke", "--stack", STACK, "--endpoint-url", endpoint, "--region", REGION]
+        smoke.append("--no-api")
         times["ops smoke"] = run_step("ops smoke", smoke, env, SMOKE_TIMEOUT)
     except StepFailed as exc:
         raise StepFailed(f"{exc} (MiniStack log: {log_path})") from None
