@@ -9,11 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from lambda_resilience.testing import in_memory_tracing
 from local_cloud.template import CloudAssembly
 from ops.local.api_client import idempotency_key
 from ops.local.orders import make_order
 from ops.local.pipeline import PipelineRun, local_pipeline
 from ops.local.run import RunOptions
+from tests.e2e.trace_tree import PARENT_ID, TRACE_ID, TRACEPARENT, order_trace
 
 pytestmark = pytest.mark.e2e
 
@@ -100,3 +102,38 @@ def test_order_api_local_run_via_api_keeps_every_invariant(assembly: CloudAssemb
     assert report["front_door"]["accepted"] >= 8
     assert {k: v for k, v in report["invariants"].items() if v} == {}
     assert report["orders"]["submitted"] == 8 and report["orders"]["in_flight"] == 0
+
+
+@pytest.mark.parametrize("caller_traceparent", [True, False], ids=["caller-traceparent", "minted-at-the-api"])
+def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
+    run: PipelineRun, caller_traceparent: bool
+) -> None:
+    """The trace starts at the API: the caller's ``traceparent``, or one the API mints from its request
+    ID; intake's span is its child, the saga's steps intake's (decision 0019; MarkCompleted, the last
+    state, is a direct DynamoDB write with no span of ours)."""
+    assert run.producer.api is not None
+    order = make_order(f"order-api-traced-{caller_traceparent}", random.Random(3))
+    headers = {"Idempotency-Key": f"{order['order_id']}:1"}
+    if caller_traceparent:
+        headers["traceparent"] = TRACEPARENT
+    with in_memory_tracing() as exporter:
+        accepted = run.producer.api.request("POST", "/orders", json.dumps(order).encode(), headers)
+        assert accepted.status == 202, accepted.body
+        run.drain()
+        if caller_traceparent:
+            trace_id, root_parent = TRACE_ID, PARENT_ID
+        else:  # no X-Correlation-Id either: the correlation ID is the request ID the traceparent was minted from
+            trace_id = json.loads(accepted.body)["correlation_id"].replace("-", "")
+            root_parent = trace_id[:16]
+        trace = order_trace(exporter, trace_id)
+    (intake,) = trace.named("record")
+    assert trace.parent_id(intake) == root_parent
+    for step in ("reserve-inventory", "charge-payment", "ship-order"):
+        (span,) = trace.named(step)
+        assert trace.parent_id(span) == trace.span_id(intake), step
+    trace.assert_connected(root_parent)
+    view = json.loads(run.producer.api.get_order(order["order_id"]).body)
+    assert view["status"] == "COMPLETED"
+    dumped = repr([dict(s.attributes or {}) for s in trace.spans])
+    for secret in (order["payment_token"], order["shipping_address"]["name"], order["shipping_address"]["line1"]):
+        assert secret not in dumped
