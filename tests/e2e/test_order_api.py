@@ -92,18 +92,6 @@ def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> N
         assert value not in text
 
 
-def test_order_api_local_run_via_api_keeps_every_invariant(assembly: CloudAssembly) -> None:
-    from ops.local.chaos import FaultRates
-    from ops.local.run import run_local
-
-    faults = FaultRates(duplicate=0.2, malformed=0.2, hostile=0.2)
-    report = run_local(RunOptions(orders=8, seed=4, via="api", faults=faults, assembly_dir=assembly.outdir))
-    assert report["front_door"]["via"] == "api"
-    assert report["front_door"]["accepted"] >= 8
-    assert {k: v for k, v in report["invariants"].items() if v} == {}
-    assert report["orders"]["submitted"] == 8 and report["orders"]["in_flight"] == 0
-
-
 @pytest.mark.parametrize("caller_traceparent", [True, False], ids=["caller-traceparent", "minted-at-the-api"])
 def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     run: PipelineRun, caller_traceparent: bool
