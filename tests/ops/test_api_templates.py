@@ -1,28 +1,22 @@
-"""The order API's mapping templates rendered with airspeed (the Velocity engine the local data plane
-uses), with a minimal ``$input`` / ``$util`` / ``$context`` of our own: what each template sends to
-SQS or DynamoDB and answers the caller. Not AWS's Velocity: see decision 0018's "Not confirmed".
-
-airspeed 0.7.1 does not parse hyphenated references (``$context.responseOverride.header.X-Correlation-Id``,
-which AWS's Velocity 1.7 does), so these tests widen its name patterns (references and ``#set``
-targets) by one character, ``-``.
-"""
+"""The order API's mapping templates, as synthesized, rendered by the local data plane's Velocity
+(``local_cloud.apigateway.vtl``: airspeed with API Gateway's ``$input`` / ``$util`` / ``$context``):
+what each template sends to SQS or DynamoDB and answers the caller. Not AWS's Velocity: see
+decision 0018's "Not confirmed"."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
-from unittest import mock
-from urllib.parse import parse_qs, quote_plus
+from urllib.parse import parse_qs
 
-import airspeed
 import pytest
 
+from local_cloud.apigateway.vtl import java_values, render, template_variables
 from order_domain.model import ORDER_ID_PATTERN
 from stacks.order_constructs.api import ORDER_STATUS_ATTRIBUTES, TRACEPARENT_PATTERN
-from tests.infra.conftest import SynthResult, join_to_string
+from tests.infra.conftest import SynthResult, join_to_string, synth_pipeline
 from tests.infra.test_api import CUSTOMER_DATA_NAMES
 
 ORDER = {
@@ -35,73 +29,30 @@ ORDER = {
 }
 
 
-class JavaString(str):
-    """The two Java ``String`` methods the templates call that Python's ``str`` lacks or differs on."""
-
-    def matches(self, regex: str) -> bool:
-        return re.fullmatch(regex, self) is not None
-
-    def split(self, regex: str) -> list[JavaString]:  # type: ignore[override]  # Java: a regex
-        return [JavaString(part) for part in re.split(regex, self)]
-
-
-def _java(value: Any) -> Any:
-    if isinstance(value, str):
-        return JavaString(value)
-    if isinstance(value, dict):
-        return {k: _java(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_java(v) for v in value]
-    return value
-
-
-class Input:
-    """``$input``: the body (the method request's or the integration response's) and the method
-    request's parameters (absent ones are empty strings, as on AWS)."""
-
-    def __init__(self, body: str, params: dict[str, str]) -> None:
-        self.body = JavaString(body)
-        self._params = params
-
-    def params(self, name: str) -> JavaString:
-        return JavaString(self._params.get(name, ""))
-
-    def path(self, expression: str) -> Any:
-        value: Any = json.loads(self.body) if self.body else {}
-        for key in expression.removeprefix("$").strip(".").split("."):
-            value = value.get(key) if isinstance(value, dict) else None
-        return _java(value)
-
-
-class Util:
-    def urlEncode(self, value: str) -> str:
-        return quote_plus(value)
-
-    def escapeJavaScript(self, value: str) -> str:
-        return json.dumps(str(value))[1:-1].replace("'", "\\'")
-
-
 def _context(request_id: str) -> dict[str, Any]:
-    return {
-        "requestId": JavaString(request_id),
-        "path": "/v1/orders",
-        "requestOverride": {"path": {}, "header": {}, "querystring": {}},
-        "responseOverride": {"header": {}, "status": None},
-    }
-
-
-@pytest.fixture(autouse=True)
-def _hyphenated_names() -> Iterator[None]:
-    name = r"[_a-z][a-z0-9_-]*"
-    with (
-        mock.patch.object(airspeed.NameOrCall, "NAME", re.compile(f"({name})", re.S | re.I)),
-        mock.patch.object(airspeed.SetDirective, "PLACE", re.compile(rf"\s*\$({name}(?:\.{name})*)", re.S | re.I)),
-    ):
-        yield
+    return java_values(
+        {
+            "requestId": request_id,
+            "path": "/v1/orders",
+            "requestOverride": {"path": {}, "header": {}, "querystring": {}},
+            "responseOverride": {"header": {}, "status": None},
+        }
+    )
 
 
 def _render(template: str, context: dict[str, Any], body: str, params: dict[str, str]) -> str:
-    return str(airspeed.Template(template).merge({"input": Input(body, params), "util": Util(), "context": context}))
+    """``params``: the method request's path parameter ``id`` and headers."""
+    kinds = {
+        "path": {k: v for k, v in params.items() if k == "id"},
+        "querystring": {},
+        "header": {k: v for k, v in params.items() if k != "id"},
+    }
+    return render(template, template_variables(body, kinds, context, {}))
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), stage="dev")
 
 
 def _templates(dev: SynthResult, method: str) -> dict[str | None, str]:
