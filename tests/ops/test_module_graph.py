@@ -22,8 +22,12 @@ PACKAGES = {"ops.local": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
 APP_PACKAGES = ("order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "tools", "tests")
 #: The product's tests and tools: they import nothing of the emulator.
 PRODUCT_DIRS = ("tests/middleware", "tests/handlers", "tests/infra", "tools")
-#: Directories never scanned (virtualenv, build output, npm).
-SKIPPED_DIRS = {".venv", ".build", "cdk.out", "cdk.out.prod", "node_modules", ".git", "__pycache__", "reports"}
+#: Directories never scanned: virtualenvs (ours, and `make rehearse`'s MiniStack one in .rehearse/, whose
+#: third-party files are not ours to parse), build output, npm, caches.
+SKIPPED_DIRS = {
+    ".venv", ".rehearse", ".build", "build", "cdk.out", "cdk.out.prod", "node_modules", ".git", "__pycache__",
+    "reports", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+}  # fmt: skip
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -197,3 +201,14 @@ def test_module_graph_boundary_checks_can_fail() -> None:
     )
     assert sys_path_uses("import sys\nsys.path.insert(0, 'x')\n") == [2]
     assert sys_path_uses("from sys import path\n") == [1]
+
+
+def test_module_graph_scan_skips_every_directory_git_ignores() -> None:
+    """A directory .gitignore names (a virtualenv, build output) holds files that are not ours: the
+    scans must not parse them (make rehearse's .rehearse/ venv has a file Python's parser refuses)."""
+    ignored = {
+        line.strip().strip("/")
+        for line in (REPO / ".gitignore").read_text().splitlines()
+        if line.strip().endswith("/") and not line.startswith("#") and "*" not in line
+    }
+    assert ignored and ignored <= SKIPPED_DIRS, sorted(ignored - SKIPPED_DIRS)
