@@ -125,3 +125,17 @@ def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     dumped = repr([dict(s.attributes or {}) for s in trace.spans])
     for secret in (order["payment_token"], order["shipping_address"]["name"], order["shipping_address"]["line1"]):
         assert secret not in dumped
+
+
+def test_order_api_body_over_the_queue_limit_is_413_and_nothing_enqueued(run: PipelineRun) -> None:
+    """A valid order padded with whitespace past the orders queue's MaximumMessageSize (but far under
+    API Gateway's 10 MB): the model accepts it, SQS refuses it, the template answers 413."""
+    assert run.producer.api is not None
+    order = make_order("order-api-oversize", random.Random(5))
+    body = json.dumps(order) + " " * 70_000  # trailing whitespace only: the same JSON, over 70 KB
+    assert len(body.encode()) > 69_632
+    answer = run.producer.api.request("POST", "/orders", body.encode(), {"Idempotency-Key": "k-oversize"})
+    assert answer.status == 413, answer.body
+    assert "69632" in answer.body
+    run.drain()
+    assert run.producer.api.get_order("order-api-oversize").status == 404
