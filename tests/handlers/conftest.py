@@ -403,21 +403,12 @@ def make_sqs_record(
 ) -> dict[str, Any]:
     """One record of a Lambda SQS event; a dict body is JSON-encoded."""
     text = body if isinstance(body, str) else json.dumps(body)
-    attributes: dict[str, Any] = {}
-    if correlation_id is not None:
-        attributes["correlation_id"] = {
-            "stringValue": correlation_id,
-            "stringListValues": [],
-            "binaryListValues": [],
-            "dataType": "String",
-        }
-    if traceparent is not None:
-        attributes["traceparent"] = {
-            "stringValue": traceparent,
-            "stringListValues": [],
-            "binaryListValues": [],
-            "dataType": "String",
-        }
+    given = {"correlation_id": correlation_id, "traceparent": traceparent}
+    attributes: dict[str, Any] = {
+        name: {"stringValue": value, "stringListValues": [], "binaryListValues": [], "dataType": "String"}
+        for name, value in given.items()
+        if value is not None
+    }
     now_ms = str(int(time.time() * 1000))
     return {
         "messageId": message_id or str(uuid.uuid4()),
