@@ -36,6 +36,9 @@ from constructs_lib.generic_saga import (
     default_compensation_retry,
 )
 from constructs_lib.monitoring import Monitoring
+
+# The park's payload field holding the execution input: the name the step handlers read it by.
+from lambda_resilience.tracing import EXECUTION_INPUT
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 
 __all__ = [
@@ -249,9 +252,6 @@ def _last_resort(queue: sqs.IQueue, error_path: str) -> ServiceTask:
     return ServiceTask(build, timeout=Duration.seconds(LAST_RESORT_TIMEOUT_SECONDS), retry_on=SQS_SEND_RETRY_ERRORS)
 
 
-#: The park's payload field holding the execution input (its ``traceparent`` among it): the name
-#: lambda_resilience.tracing reads (``EXECUTION_INPUT``; tests/infra/test_tracing_config.py holds them equal).
-EXECUTION_INPUT = "execution_input"
 #: The last resort's TimeoutSeconds (one SendMessage call).
 LAST_RESORT_TIMEOUT_SECONDS = 10
 
