@@ -12,6 +12,8 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -20,7 +22,8 @@ from ops.target import Target, TargetError
 
 SERVICE = "execute-api"
 API_OUTPUT = "OrderApiUrl"
-TIMEOUT_SECONDS = 30.0
+TIMEOUT_SECONDS = 60.0
+LOOPBACK = ("127.0.0.1", "localhost")
 #: ``https://{api-id}.execute-api.{region}.amazonaws.com/{stage}/``: the invoke URL CloudFormation gives.
 _AWS_INVOKE_URL = re.compile(
     r"^https://(?P<api>[a-z0-9]+)\.execute-api\.[a-z0-9-]+\.amazonaws\.com/(?P<stage>[^/]+)/?$"
@@ -36,6 +39,24 @@ class ApiAnswer:
     def header(self, name: str) -> str | None:
         """A response header, by case-insensitive name."""
         return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+
+def signed_request(
+    method: str, url: str, body: bytes, headers: dict[str, str] | None, credentials: Any, region: str
+) -> ApiAnswer:
+    """One request signed for ``execute-api`` with ``credentials`` (botocore credentials); a loopback
+    URL (a local engine) is never sent through a proxy."""
+    signed = AWSRequest(
+        method=method, url=url, data=body, headers={"Content-Type": "application/json", **(headers or {})}
+    )
+    SigV4Auth(credentials, SERVICE, region).add_auth(signed)
+    request = urllib.request.Request(url, data=body or None, headers=dict(signed.headers.items()), method=method)
+    handlers = [urllib.request.ProxyHandler({})] if urlparse(url).hostname in LOOPBACK else []
+    try:
+        with urllib.request.build_opener(*handlers).open(request, timeout=TIMEOUT_SECONDS) as response:
+            return ApiAnswer(response.status, dict(response.headers.items()), response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return ApiAnswer(exc.code, dict(exc.headers.items()), exc.read().decode())
 
 
 def api_base_url(target: Target) -> str | None:
@@ -67,17 +88,9 @@ class OrderApiClient:
         self.region = session.region_name or target.client("sqs").meta.region_name
 
     def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> ApiAnswer:
-        url = f"{self.base_url}{path}"
-        signed = AWSRequest(
-            method=method, url=url, data=body, headers={"Content-Type": "application/json", **(headers or {})}
+        return signed_request(
+            method, f"{self.base_url}{path}", body, headers, self.credentials.get_frozen_credentials(), self.region
         )
-        SigV4Auth(self.credentials.get_frozen_credentials(), SERVICE, self.region).add_auth(signed)
-        request = urllib.request.Request(url, data=body or None, headers=dict(signed.headers.items()), method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                return ApiAnswer(response.status, dict(response.headers.items()), response.read().decode())
-        except urllib.error.HTTPError as exc:
-            return ApiAnswer(exc.code, dict(exc.headers.items()), exc.read().decode())
 
     def post_order(self, body: bytes, idempotency_key: str, correlation_id: str) -> ApiAnswer:
         return self.request(

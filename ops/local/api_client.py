@@ -2,7 +2,7 @@
 
 The local run's producer (``--via api``) and ``ops local up``'s walkthrough use it against the
 template's REST API served by :mod:`local_cloud.apigateway` on 127.0.0.1. Requests are signed for
-``execute-api`` with botocore's signer and the credentials this process's clients use.
+``execute-api`` (:func:`ops.order_api.signed_request`) with the credentials this process's clients use.
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from local_cloud.apigateway.auth import sign
+from botocore.credentials import Credentials
+
 from local_cloud.apigateway.model import rest_apis
 from local_cloud.apigateway.server import ApiServer, gateway_for, local_secrets
 from local_cloud.template import REGION
 from ops.errors import OpsError
+from ops.order_api import ApiAnswer, signed_request
 
 if TYPE_CHECKING:
     from local_cloud.interfaces import Deployment
@@ -36,13 +36,6 @@ RETRY_MAX_SECONDS = 1.0
 
 class ApiPortInUse(OpsError, RuntimeError):
     """The order API's port is taken: pick another with ``--api-port`` (0: any free port)."""
-
-
-@dataclass(frozen=True)
-class ApiAnswer:
-    status: int
-    headers: dict[str, str]
-    body: str
 
 
 def idempotency_key(body: str) -> str:
@@ -67,16 +60,8 @@ class OrderApi:
     retried: int = 0
 
     def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> ApiAnswer:
-        url = f"{self.base_url}{path}"
         (key, secret), *_ = local_secrets().items()
-        signed = sign(method, url, {"Content-Type": "application/json", **(headers or {})}, body, key, secret, REGION)
-        request = urllib.request.Request(url, data=body or None, headers=signed, method=method)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-        try:
-            with opener.open(request, timeout=60) as response:
-                return ApiAnswer(response.status, dict(response.headers.items()), response.read().decode())
-        except urllib.error.HTTPError as exc:
-            return ApiAnswer(exc.code, dict(exc.headers.items()), exc.read().decode())
+        return signed_request(method, f"{self.base_url}{path}", body, headers, Credentials(key, secret), REGION)
 
     def post_order(self, body: str, correlation_id: str | None, key: str | None = None) -> ApiAnswer:
         """POST one order body; retries 429 and 5xx; the last answer."""
