@@ -12,6 +12,10 @@ Failures are classified at the edge: 409 -> :class:`PayloadMismatch` (permanent)
 are not what the contract says -> :class:`ProviderUnavailable` (transient: the saga retries with
 the same key, which the provider deduplicates). urllib3 (already loaded by botocore, so no extra
 cold start) retries the same request with the same key on 429/5xx and connection errors.
+
+Only urllib3 API common to 1.26 and 2.x: deployed with AWS's OpenTelemetry layer, the runtime's own
+urllib3 (1.26.19 or 2.x, whatever the image bundles) comes before our layer's on the import path
+(``tests/handlers/test_import_path.py`` runs this adapter on both).
 """
 
 from __future__ import annotations
@@ -109,8 +113,7 @@ class HttpsJsonClient:
             read=retries,
             status=retries,
             redirect=0,
-            backoff_factor=0.2,
-            backoff_jitter=0.1,
+            backoff_factor=0.2,  # no backoff_jitter: urllib3 2.x only (see the module docstring)
             status_forcelist=_RETRY_STATUSES,
             allowed_methods=None,  # POSTs too: the Idempotency-Key makes a repeat harmless
             respect_retry_after_header=True,

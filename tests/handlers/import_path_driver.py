@@ -1,0 +1,90 @@
+"""Run in a fresh interpreter (``python -I -S import_path_driver.py <job.json>``) by
+``test_import_path.py``: import and invoke the handlers on exactly the import path the job names.
+
+Stdlib only before ``sys.path`` is set: with ``-I -S`` the interpreter starts with the standard
+library alone (no virtualenv, no working directory), and everything else must come from the
+directories the job models (the function's code, the runtime's bundle, the layers' ``/opt/python``).
+Prints one JSON object: each invocation's answer or error, where the packages we pin were loaded
+from, and any module loaded from outside the modelled directories.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+class Context:
+    """The Lambda context fields our middleware reads."""
+
+    def __init__(self, function_name: str) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{function_name}"
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = f"req-{function_name}"
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = "stream"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def _load(task_dir: str, name: str) -> Any:
+    """``import handler`` from ``task_dir`` as Lambda does (the function's directory first on the path)."""
+    sys.path.insert(0, task_dir)
+    try:
+        spec = importlib.util.spec_from_file_location(f"handler_{name}", os.path.join(task_dir, "handler.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.handler
+    finally:
+        sys.path.remove(task_dir)
+
+
+def _origin(module: str) -> str | None:
+    found = sys.modules.get(module)
+    return getattr(found, "__file__", None)
+
+
+def main(job_file: str) -> None:
+    with open(job_file) as stream:
+        job = json.load(stream)
+    stdlib = list(sys.path)
+    sys.path[:0] = job["path"]
+    os.environ.update(job["env"])
+    handlers: dict[str, Any] = {}
+    out: dict[str, Any] = {"imports": {}, "runs": []}
+    for name, task_dir in job["functions"].items():
+        try:
+            handlers[name] = _load(task_dir, name)
+            out["imports"][name] = "ok"
+        except Exception as exc:  # reported, not raised: the test names every failing function
+            out["imports"][name] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+    for run in job["runs"]:
+        name = run["function"]
+        try:
+            answer = handlers[name](run["event"], Context(name))
+            out["runs"].append({"function": name, "answer": answer})
+        except Exception as exc:
+            out["runs"].append({"function": name, "error": f"{type(exc).__name__}: {exc}"})
+    roots = [*job["path"], *job["functions"].values(), *stdlib]
+    out["outside"] = sorted(
+        m
+        for m, mod in list(sys.modules.items())
+        if m not in ("__main__", "__mp_main__")  # this driver
+        and (f := getattr(mod, "__file__", None))
+        and not any(f.startswith(r + os.sep) for r in roots if r)
+    )
+    out["origins"] = {m: _origin(m) for m in job["report_origins"]}
+    out["versions"] = {m: getattr(sys.modules.get(m), "__version__", None) for m in job["report_origins"]}
+    print("IMPORT-PATH-RESULT " + json.dumps(out, default=str))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
