@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import IConstruct
 
 if TYPE_CHECKING:
@@ -119,6 +120,16 @@ LAMBDA_RUNTIME_PARITY = (
 )
 
 
+#: Prod's execution log holds failed executions' error events only (decision 0022).
+SAGA_ERROR_LOGGING = (
+    "AwsSolutions::AwsSolutions-SF1",
+    "Prod logs ERROR events without execution data: every execution's full per-state timeline is in its "
+    "execution history (Standard workflows keep it 90 days; `ops trace` reads it), and logging ALL with "
+    "data writes ~20 events of ~1 KB per order, kept a year (decision 0022: the cost against the "
+    "$125-per-million-orders budget). Failed, timed-out and aborted executions are still logged and alarmed.",
+)
+
+
 def _acknowledge(constructs: Iterable[IConstruct], rule: tuple[str, str]) -> None:
     rule_id, reason = rule
     for construct in constructs:
@@ -166,6 +177,8 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
             [*(f.log_group for f in stack.functions), stack.saga.log_group, stack.order_api.access_logs],
             LOGS_WITHOUT_CMK_IN_DEV,
         )
+    if stack.stage.saga_log_level != sfn.LogLevel.ALL:
+        _acknowledge([stack.saga.state_machine], SAGA_ERROR_LOGGING)
     _acknowledge_api(stack)
 
 

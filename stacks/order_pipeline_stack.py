@@ -67,6 +67,7 @@ class OrderPipelineStack(StableLogicalIdStack):
 
     def __init__(self, scope: Construct, construct_id: str, *, stage: StageConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        self.stage = stage
         self.monitoring = Monitoring(
             self, "Monitoring", props=MonitoringProps(metrics_namespace=METRICS_NAMESPACE, titles=DASHBOARD_TITLES)
         )
@@ -162,6 +163,9 @@ class OrderPipelineStack(StableLogicalIdStack):
                 removal_policy=stage.removal_policy,
                 log_retention=stage.log_retention,
                 log_encryption_key=self.data_key,
+                log_level=stage.saga_log_level,
+                include_execution_data=stage.saga_execution_data,
+                log_group_name=f"/aws/vendedlogs/states/{self.stack_name}-order-saga",
                 alarm_topic=self.alarm_topic,
                 monitoring=self.monitoring,
             ),

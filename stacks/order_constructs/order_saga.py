@@ -123,6 +123,10 @@ class OrderSagaProps:
         log_retention: of the execution log group; default one month (prod passes one year).
         log_encryption_key: customer-managed key for the execution log group (its policy must let
             CloudWatch Logs use it); default none.
+        log_level, include_execution_data: execution logging; default ALL with execution data (dev);
+            prod passes ERROR without data (:attr:`StageConfig.saga_log_level`, decision 0022).
+        log_group_name: the execution log group's name; default none (generated). The stack passes
+            ``/aws/vendedlogs/states/<stack>-order-saga`` (AWS's best practice for Step Functions).
         alarm_topic: SNS topic for the execution alarms (failed, timed out, aborted, throttled); default
             none (then the caller owns alarming on ``ExecutionsFailed``, which ``ResilienceChecks``
             requires).
@@ -149,6 +153,9 @@ class OrderSagaProps:
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     log_encryption_key: kms.IKey | None = None
+    log_level: sfn.LogLevel = sfn.LogLevel.ALL
+    include_execution_data: bool = True
+    log_group_name: str | None = None
     alarm_topic: sns.ITopic | None = None
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
     monitoring: Monitoring | None = None
@@ -310,7 +317,7 @@ class OrderSaga(Saga):
     Attributes (those of :class:`Saga`; a subclass, so the construct paths and logical IDs are
     the ones the hand-written saga had: no replacement of the state machine on deploy):
         state_machine: the ``sfn.StateMachine``.
-        log_group: its execution log group (level ALL).
+        log_group: its execution log group (``/aws/vendedlogs/states/...`` when the stack names it).
         timeout: the execution timeout.
         alarms: ``{"failed" | "timed_out" | "aborted" | "throttled": alarm}``; empty without ``alarm_topic``.
     """
@@ -343,6 +350,9 @@ class OrderSaga(Saga):
                 removal_policy=props.removal_policy,
                 log_retention=props.log_retention,
                 log_encryption_key=props.log_encryption_key,
+                log_level=props.log_level,
+                include_execution_data=props.include_execution_data,
+                log_group_name=props.log_group_name,
                 alarm_topic=props.alarm_topic,
                 alarm_period=props.alarm_period,
                 alarm_label="order saga",

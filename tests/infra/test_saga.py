@@ -137,6 +137,25 @@ def test_state_machine_standard_traced_and_fully_logged(dev: SynthResult) -> Non
     ]
 
 
+def test_state_machine_logs_errors_only_in_prod_under_vendedlogs(prod: SynthResult, dev: SynthResult) -> None:
+    """Prod logs failed executions' error events without data (decision 0022); both stages' log
+    groups are named under /aws/vendedlogs/states/ (AWS's Step Functions best practice)."""
+    props = prod.properties(prod.logical_id(prod.stack.saga.state_machine))
+    assert props["LoggingConfiguration"]["Level"] == "ERROR"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is False
+    for synth in (dev, prod):
+        group = synth.properties(synth.logical_id(synth.stack.saga.log_group))
+        assert group["LogGroupName"] == f"/aws/vendedlogs/states/{synth.stack.stack_name}-order-saga"
+
+
+def test_functions_send_start_and_report_records(prod: SynthResult) -> None:
+    """System log level INFO: the REPORT record (Init Duration) reaches the log group, for `ops cold-starts`."""
+    functions = list(prod.of_type("AWS::Lambda::Function").values())
+    assert functions
+    for function in functions:
+        assert function["Properties"]["LoggingConfig"]["SystemLogLevel"] == "INFO"
+
+
 def test_state_machine_definition_is_fn_join(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.saga.state_machine))
     assert set(props["DefinitionString"]) == {"Fn::Join"}
