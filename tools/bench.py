@@ -12,6 +12,10 @@ Figures:
   request path runs (serialization, signing, parsing, Powertools) and nothing else does: no
   DynamoDB emulator competes for the CPU. Measured three times in a row
   (``batch_latency_ratio_runs``); the headline figure is the worst of the three.
+- usd_per_million_orders_all_in (with its parts): the whole bill of the business-mix run, the pipeline's
+  own resources plus REST API, CloudWatch Logs, custom metrics, traces, KMS and Secrets Manager, with
+  the levers chosen in decision 0022 (``ops.local.costs_all_in``); ``..._before_levers``: the same
+  run's counts priced as the stack was before issue 30.
 - import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes
   (tracing off, as in the local run); ``..._traced``: as deployed (decision 0019): what AWS's
   OpenTelemetry layer loads before the handler (SDK, batch processor + OTLP/HTTP exporter, botocore
@@ -428,7 +432,12 @@ def pipeline_figures() -> dict[str, Any]:
         return float(report["cost"]["per_order"][unit]) * orders["submitted"] / max(1, orders["completed"])
 
     usd = mixed["cost"]["usd_per_million_orders"]
+    bill, before = mixed["cost"]["all_in"], mixed["cost"]["all_in_before_levers"]
     return {
+        "usd_per_million_orders_all_in": bill["usd_per_million_orders"],
+        "usd_per_million_orders_all_in_parts": bill["items"],
+        "usd_per_million_orders_all_in_before_levers": before["usd_per_million_orders"],
+        "all_in_detail": {"chosen": bill, "before_levers": before},
         "lambda_invocations_per_order": round(per_completed(happy, "lambda_invocations"), 2),
         "state_transitions_per_order": round(per_completed(happy, "state_transitions"), 2),
         "lambda_invocations_per_order_mix": round(float(mixed["cost"]["per_order"]["lambda_invocations"]), 2),
@@ -466,10 +475,14 @@ def main() -> None:
         "state_transitions_per_order_mix",
         "usd_per_million_orders_standard",
         "usd_per_million_orders_express",
+        "usd_per_million_orders_all_in",
+        "usd_per_million_orders_all_in_parts",
+        "usd_per_million_orders_all_in_before_levers",
     ):
         results[key] = pipeline[key]
     results["details"] = {
         "pipeline": {"usd": pipeline["usd_detail"], "orders": pipeline["orders"]},
+        "all_in": pipeline["all_in_detail"],
         "overhead": {k: round(v, 3) for k, v in overhead.items()},
         "batch_runs": [{k: round(v, 3) for k, v in batch.items()} for batch in batches],
         "imports": {k: round(v, 3) for k, v in imports.items()},
@@ -499,6 +512,9 @@ def main() -> None:
         "state_transitions_per_order_mix",
         "usd_per_million_orders_standard",
         "usd_per_million_orders_express",
+        "usd_per_million_orders_all_in",
+        "usd_per_million_orders_all_in_parts",
+        "usd_per_million_orders_all_in_before_levers",
     ):
         print(f"{key:<36} {results[key]}")
     print(json.dumps(results["details"], indent=2))

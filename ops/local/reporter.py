@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import Counter
@@ -12,6 +13,7 @@ from local_cloud.clients import aws
 from local_cloud.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.chaos import DeliveryPlan
 from ops.local.costs import dollars_per_million_orders, per_order
+from ops.local.costs_all_in import BEFORE, all_in
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
@@ -217,6 +219,19 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     ledger = report["ledger"]
     report["side_effects"] = {k: ledger[k] for k in SIDE_EFFECT_KEYS}
     report["duplicates_suppressed"] = int(report["metrics"].get("DuplicatesSuppressed", 0))
+    report["cost"] = cost_report(run, report, calls, histories)
+    report["elapsed"] = {
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "simulated_seconds": round(run.clock.simulated_seconds, 3),
+    }
+    report["invariants"] = check(report)
+
+
+def cost_report(
+    run: RunView, report: dict[str, Any], calls: CallCounter, histories: list[tuple[str, list[dict[str, Any]]]]
+) -> dict[str, Any]:
+    """Units per order, the pipeline's USD per million orders, and the whole bill (with the chosen
+    levers, and as it was before them: decision 0022)."""
     transitions = transitions_per_execution(histories)
     lambda_invocations = sum(n for (service, _), n in calls.calls.items() if service == "lambda") + sum(
         p.stats.batches for p in run.pollers
@@ -227,12 +242,19 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         int(transitions * len(report["order_details"])),
         max(1, len(report["order_details"])),
     )
-    report["cost"] = {
+    usd = dollars_per_million_orders(units)
+    bill = functools.partial(
+        all_in,
+        pipeline_usd=usd["standard_workflow"],
+        orders=len(report["order_details"]),
+        lambda_invocations=lambda_invocations,
+        log_lines=run.capture.lines,
+        histories=histories,
+        operations=calls.operations(),
+    )
+    return {
         "per_order": {k: round(v, 2) for k, v in vars(units).items()},
-        "usd_per_million_orders": dollars_per_million_orders(units),
+        "usd_per_million_orders": usd,
+        "all_in": bill(),
+        "all_in_before_levers": bill(levers=BEFORE),
     }
-    report["elapsed"] = {
-        "wall_seconds": round(time.monotonic() - started, 3),
-        "simulated_seconds": round(run.clock.simulated_seconds, 3),
-    }
-    report["invariants"] = check(report)

@@ -1,0 +1,91 @@
+"""The whole bill (ops.local.costs_all_in): every line item from the run's counts, the levers' effect."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ops.local.costs_all_in import BEFORE, CHOSEN, Levers, all_in
+
+_EMF = json.dumps(
+    {
+        "_aws": {
+            "Timestamp": 1,
+            "CloudWatchMetrics": [
+                {"Namespace": "OrderPipeline", "Dimensions": [["service"]], "Metrics": [{"Name": "A"}, {"Name": "B"}]}
+            ],
+        },
+        "service": "intake",
+        "A": 1,
+        "B": 1,
+    }
+)
+_LOG = json.dumps({"level": "INFO", "message": "order accepted", "correlation_id": "cid-1", "service": "intake"})
+
+
+def _history(failed: bool) -> tuple[str, list[dict[str, Any]]]:
+    data = {"input": json.dumps({"order_id": "o-1", "padding": "x" * 800}), "name": "ChargePayment"}
+    events: list[dict[str, Any]] = [
+        {"type": "ExecutionStarted", "executionStartedEventDetails": data},
+        {"type": "TaskStateEntered", "stateEnteredEventDetails": data},
+        {"type": "TaskStateExited", "stateExitedEventDetails": {"output": "x" * 800, "name": "ChargePayment"}},
+    ]
+    if failed:
+        events.append({"type": "ExecutionFailed", "executionFailedEventDetails": {"error": "E", "cause": "c"}})
+    return ("arn:exec", events)
+
+
+def _bill(levers: Levers, **overrides: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "pipeline_usd": 100.0,
+        "orders": 2,
+        "lambda_invocations": 8,
+        "log_lines": [_LOG, _EMF, _LOG, _EMF],
+        "histories": [_history(False), _history(True)],
+        "operations": {"secretsmanager:GetSecretValue": 1},
+        "levers": levers,
+    }
+    return all_in(**{**args, **overrides})
+
+
+def test_all_in_every_line_item_is_priced_and_summed() -> None:
+    bill = _bill(CHOSEN)
+
+    assert set(bill["items"]) == {
+        "pipeline",
+        "api_gateway_rest",
+        "logs_functions",
+        "logs_state_machine",
+        "custom_metrics",
+        "traces",
+        "kms",
+        "secrets_manager",
+    }
+    assert bill["usd_per_million_orders"] == round(sum(bill["items"].values()), 2)
+    assert bill["items"]["api_gateway_rest"] == 3.5
+    assert bill["metric_series"] == 2  # OrderPipeline/A and /B for service=intake
+    assert bill["per_order"]["function_log_events"] == (4 + 2 * 8) / 2  # lines + START and REPORT per invocation
+
+
+def test_all_in_error_level_logs_only_the_failed_executions_events_without_data() -> None:
+    chosen, before = _bill(CHOSEN), _bill(BEFORE)
+
+    assert chosen["per_order"]["state_machine_log_events"] == 0.5  # one ExecutionFailed over two orders
+    assert before["per_order"]["state_machine_log_events"] == 3.5
+    assert before["per_order"]["state_machine_log_bytes"] > 10 * chosen["per_order"]["state_machine_log_bytes"]
+
+
+def test_all_in_levers_move_traces_and_platform_records() -> None:
+    chosen, before = _bill(CHOSEN), _bill(BEFORE)
+
+    assert before["items"]["traces"] == 10.0  # two traces per order, every order sampled
+    assert chosen["items"]["traces"] == 0.25  # one trace per order, 5% sampled at the edge
+    assert before["per_order"]["function_log_events"] == 2  # WARN: no START / REPORT records
+    assert before["usd_per_million_orders"] > chosen["usd_per_million_orders"]
+
+
+def test_all_in_retention_multiplies_storage_only() -> None:
+    month, year = _bill(Levers(retention_months=1)), _bill(Levers(retention_months=12))
+
+    assert year["items"]["logs_functions"] > month["items"]["logs_functions"]
+    assert year["items"]["api_gateway_rest"] == month["items"]["api_gateway_rest"]
