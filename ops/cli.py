@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
+
+    cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
+    cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
+    cold.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _target_arguments(cold)
     return parser
 
 
@@ -205,6 +210,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
     if args.command == "smoke":
         return _smoke(target, args)
+    if args.command == "cold-starts":
+        from ops.cold_starts import cold_starts, format_cold_starts
+
+        figures = cold_starts(target, args.stack, args.minutes)
+        print(json.dumps(figures, indent=2) if args.json else format_cold_starts(figures))
+        return 0
     if args.command == "repair":
         from ops.repair import repair
 
