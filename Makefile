@@ -27,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -37,6 +37,9 @@ $(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime
 	@# The Lambda runtime's own bundled packages, one directory each (tests/handlers/test_import_path.py).
 	grep -E '^[A-Za-z]' requirements-lambda-runtime.txt | while read -r spec; do \
 		$(PY) -m pip install --quiet --no-deps --target "$(VENV)/lambda-runtime/$${spec/==/-}" "$$spec" || exit 1; done
+	@# AWS's OpenTelemetry layer's package set, as its build leaves it (make bench measures it).
+	$(PY) -m pip install --quiet --target $(VENV)/otel-distro -r requirements-otel-layer.txt
+	rm -rf $(VENV)/otel-distro/urllib3 $(VENV)/otel-distro/urllib3-*.dist-info
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -17,15 +17,16 @@ Figures:
   the levers chosen in decision 0022 (``ops.local.costs_all_in``); ``..._before_levers``: the same
   run's counts priced as the stack was before issue 30.
 - import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes
-  (tracing off, as in the local run); ``..._traced``: as deployed (decision 0019): what AWS's
-  OpenTelemetry layer loads before the handler (SDK, batch processor + OTLP/HTTP exporter, botocore
-  and urllib3 instrumentations), the handler, and what its first span loads; tracing_cold_start_ms:
-  the difference. Variants (``_traced_<variant>``): ``api_only`` (dev without the layer),
-  ``skip_dep_check`` (the instrumentors' dependency check skipped), ``botocore_only`` (no HTTP
-  spans), ``sdk_only`` (no instrumentation at all): what each part costs.
+  (tracing off, as in the local run). traced_vs_untraced_import_ratio (issue 30's target, <= 1.3): the
+  handler as deployed (decision 0019: AWS's OpenTelemetry layer in fast-start mode with its library
+  instrumentations off, on the layer's real package set: aws-opentelemetry-distro from PyPI,
+  ``requirements-otel-layer.txt``) over the untraced handler, each round against its own round; the
+  other setups beside it (``_<variant>``): ``api_only`` (dev without the layer), ``fast_start_botocore``
+  (fast start with the AWS SDK instrumented), ``fast_start_default`` (fast start as the layer ships it:
+  botocore, requests, urllib3), ``layer_default`` (the layer's default path: opentelemetry-instrument,
+  AWS's distro and configurator, Application Signals). tracing_cold_start_ms: deployed minus untraced.
   CPU time of the import in 25 interleaved rounds; each ratio is the median of the rounds' ratios
-  to the same round's ``import boto3`` (this machine's noise moved 9-run medians by up to 0.1),
-  every side from bytecode caches.
+  (this machine's noise moved 9-run medians by up to 0.1), every side from bytecode caches.
 """
 
 from __future__ import annotations
@@ -300,50 +301,85 @@ def _import_seconds(code: str, extra_env: dict[str, str] | None = None) -> float
     return float(out.stdout.strip().splitlines()[-1])
 
 
-#: What AWS's OpenTelemetry layer does before the handler is imported, modelled with the same
-#: packages (the layer itself cannot be fetched here: decision 0019): the SDK, a TracerProvider with
-#: a batch processor and the OTLP/HTTP exporter, the botocore and urllib3 instrumentations.
-#: ``{check}`` is the instrumentors' dependency check (``skip_dep_check``: decision 0019 measures both).
-_OTEL_SDK = (
-    "from opentelemetry import trace\n"
-    "from opentelemetry.sdk.trace import TracerProvider\n"
-    "from opentelemetry.sdk.trace.export import BatchSpanProcessor\n"
-    "from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter\n"
-    "provider = TracerProvider(); provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))\n"
-    "trace.set_tracer_provider(provider)\n"
+#: AWS's OpenTelemetry layer's /opt/python, as its build leaves it (``make setup``: requirements-otel-layer.txt).
+OTEL_LAYER_PACKAGES = REPO / ".venv" / "otel-distro"
+#: What the layer's ``otel-instrument`` exports before Python starts (read in its source,
+#: aws-observability/aws-otel-python-instrumentation ``lambda-layer/src/otel-instrument``).
+_OTEL_INSTRUMENT_ENV = {
+    "OTEL_SERVICE_NAME": "intake",
+    "AWS_LAMBDA_FUNCTION_NAME": "intake",
+    "AWS_REGION": "us-east-1",
+    "OTEL_PROPAGATORS": "baggage,xray,tracecontext",
+    "OTEL_AWS_APPLICATION_SIGNALS_RUNTIME_ENABLED": "false",
+    "OTEL_METRICS_EXPORTER": "none",
+    "OTEL_LOGS_EXPORTER": "none",
+    "OTEL_AWS_APPLICATION_SIGNALS_ENABLED": "true",
+    "OTEL_PYTHON_DISTRO": "aws_distro",
+    "OTEL_PYTHON_CONFIGURATOR": "aws_configurator",
+}
+#: The layer's default instrumentation denylist (its otel-instrument), plus aws-lambda (the wrapper's own).
+_DISTRO_DISABLED = (
+    "aio-pika,aiohttp-client,aiohttp-server,aiopg,asgi,asyncio,asyncpg,boto,boto3,cassandra,celery,"
+    "confluent_kafka,dbapi,django,falcon,fastapi,flask,grpc_client,grpc_server,grpc_aio_client,grpc_aio_server,"
+    "httpx,jinja2,kafka,logging,mysql,mysqlclient,pika,psycopg,psycopg2,pymemcache,pymongo,pymysql,pyramid,redis,"
+    "remoulade,requests,sklearn,sqlalchemy,sqlite3,starlette,system_metrics,threading,tornado,tortoiseorm,wsgi,"
+    "openai_agents,aws_openai_agents,aws_crewai,aws_langchain,aws_mcp,aws_llama-index,aws-lambda"
 )
-_BOTOCORE = (
-    "from opentelemetry.instrumentation.botocore import BotocoreInstrumentor\n"
-    "BotocoreInstrumentor().instrument({check})\n"
+#: The full path: ``opentelemetry-instrument``'s sitecustomize (distro, configurator, every installed
+#: instrumentation not disabled), then the layer's otel_wrapper (the aws-lambda instrumentation).
+_FULL = (
+    "from opentelemetry.instrumentation.auto_instrumentation import initialize\ninitialize()\n"
+    "from opentelemetry.instrumentation.aws_lambda import AwsLambdaInstrumentor\n"
+    "AwsLambdaInstrumentor().instrument()\n"
 )
-_URLLIB3 = (
-    "from opentelemetry.instrumentation.urllib3 import URLLib3Instrumentor\nURLLib3Instrumentor().instrument({check})\n"
+#: Fast start (``OTEL_AWS_LAMBDA_FAST_START=true``): otel_wrapper runs the distro's lite SDK
+#: (TracerProvider, batching processor, UDP exporter to the X-Ray daemon; botocore/requests/urllib3
+#: instrumentations unless disabled), then the aws-lambda instrumentation.
+_FAST = (
+    "from amazon.opentelemetry.distro.opentelemetry_lite_sdk import configure_lite_mode\nconfigure_lite_mode()\n"
+    "from opentelemetry.instrumentation.aws_lambda import AwsLambdaInstrumentor\n"
+    "AwsLambdaInstrumentor().instrument()\n"
 )
 #: What our code loads at the first invocation with tracing on (lambda_resilience.tracing imports
 #: OpenTelemetry lazily): the API's tracer and the W3C propagator. Part of the cold start all the same.
 _FIRST_SPAN = "import lambda_resilience.tracing as tracing\ntracing._tracer(); tracing._w3c()"
+_LAYER_ENV = {**_OTEL_INSTRUMENT_ENV, "PYTHONPATH": str(OTEL_LAYER_PACKAGES)}
 
 
-def import_cases() -> dict[str, tuple[str, bool]]:
-    """The measured imports: name -> (code, tracing on). ``handler_traced``: as deployed (decision 0019)."""
-    load = "import handler"
-    full = _OTEL_SDK + _BOTOCORE + _URLLIB3
+def import_cases() -> dict[str, tuple[str, bool, dict[str, str]]]:
+    """The measured imports: name -> (code, tracing on, environment). ``handler_traced``: as deployed
+    (decision 0019: the layer's fast start, our spans only), on the layer's real package set."""
+    load = f"import handler\n{_FIRST_SPAN}"
+    fast = {**_LAYER_ENV, "OTEL_AWS_LAMBDA_FAST_START": "true"}
     return {
-        "boto3": ("import boto3", False),
+        "boto3": ("import boto3", False, {}),
         # As in the local run: tracing off, OpenTelemetry never imported.
-        "handler": (load, False),
+        "handler": ("import handler", False, {}),
         # dev without AWS's layer: tracing on, the API only (no-op spans, context carried).
-        "handler_traced_api_only": (f"{load}\n{_FIRST_SPAN}", True),
-        # As deployed: the layer's SDK, exporter and both instrumentations, then our handler.
-        "handler_traced": (full.format(check="") + f"{load}\n{_FIRST_SPAN}", True),
-        # Cheaper variants, measured to see what each part costs:
-        "handler_traced_skip_dep_check": (full.format(check="skip_dep_check=True") + f"{load}\n{_FIRST_SPAN}", True),
-        "handler_traced_botocore_only": (
-            (_OTEL_SDK + _BOTOCORE).format(check="skip_dep_check=True") + f"{load}\n{_FIRST_SPAN}",
+        "handler_traced_api_only": (load, True, {}),
+        # As deployed: fast start without library instrumentations (stacks/order_constructs/functions.py).
+        "handler_traced": (
+            _FAST + load,
             True,
+            {**fast, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "botocore,requests,urllib3"},
         ),
-        "handler_traced_sdk_only": (_OTEL_SDK + f"{load}\n{_FIRST_SPAN}", True),
+        # The other setups, measured on the same packages:
+        "handler_traced_fast_start_botocore": (
+            _FAST + load,
+            True,
+            {**fast, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "requests,urllib3"},
+        ),
+        "handler_traced_fast_start_default": (_FAST + load, True, fast),
+        "handler_traced_layer_default": (
+            _FULL + load,
+            True,
+            {**_LAYER_ENV, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": _DISTRO_DISABLED},
+        ),
     }
+
+
+#: The traced setups measured beside the deployed one (``import_cases``).
+VARIANTS = ("api_only", "fast_start_botocore", "fast_start_default", "layer_default")
 
 
 def import_ratio() -> dict[str, float]:
@@ -355,12 +391,12 @@ def import_ratio() -> dict[str, float]:
     """
     in_lambda = {"LAMBDA_TASK_ROOT": str(REPO / ".build" / "bench-task-root"), "POWERTOOLS_TRACE_DISABLED": "false"}
     cases = import_cases()
-    for code, on in cases.values():
-        _import_seconds(code, in_lambda if on else None)  # writes the bytecode caches; not measured
+    for code, on, env in cases.values():
+        _import_seconds(code, {**env, **(in_lambda if on else {})})  # writes the bytecode caches; not measured
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(IMPORT_RUNS):  # interleaved, fresh processes each time
-        for name, (code, on) in cases.items():
-            samples[name].append(_import_seconds(code, in_lambda if on else None))
+        for name, (code, on, env) in cases.items():
+            samples[name].append(_import_seconds(code, {**env, **(in_lambda if on else {})}))
 
     def paired(values: list[float]) -> float:
         # Each round's ratio to the same round's `import boto3`, then the median: a slow spell of
@@ -373,6 +409,12 @@ def import_ratio() -> dict[str, float]:
         if name != "boto3":
             figures[f"{name}_ratio"] = paired(values)
     figures["tracing_cold_start_ms"] = figures["handler_traced_ms"] - figures["handler_ms"]
+    # The target of issue 30: traced over untraced handler import, each round against its own round.
+    for name in samples:
+        if name.startswith("handler_traced"):
+            figures[f"{name}_vs_untraced"] = statistics.median(
+                x / y for x, y in zip(samples[name], samples["handler"], strict=True)
+            )
     return figures
 
 
@@ -466,8 +508,12 @@ def main() -> None:
     results["import_time_ratio_vs_boto3"] = round(imports["handler_ratio"], 3)
     results["import_time_ratio_vs_boto3_traced"] = round(imports["handler_traced_ratio"], 3)
     results["tracing_cold_start_ms"] = round(imports["tracing_cold_start_ms"], 1)
-    for variant in ("api_only", "skip_dep_check", "botocore_only", "sdk_only"):
+    results["traced_vs_untraced_import_ratio"] = round(imports["handler_traced_vs_untraced"], 3)
+    for variant in VARIANTS:
         results[f"import_time_ratio_vs_boto3_traced_{variant}"] = round(imports[f"handler_traced_{variant}_ratio"], 3)
+        results[f"traced_vs_untraced_import_ratio_{variant}"] = round(
+            imports[f"handler_traced_{variant}_vs_untraced"], 3
+        )
     for key in (
         "lambda_invocations_per_order",
         "state_transitions_per_order",
@@ -502,10 +548,8 @@ def main() -> None:
         "import_time_ratio_vs_boto3",
         "import_time_ratio_vs_boto3_traced",
         "tracing_cold_start_ms",
-        "import_time_ratio_vs_boto3_traced_api_only",
-        "import_time_ratio_vs_boto3_traced_skip_dep_check",
-        "import_time_ratio_vs_boto3_traced_botocore_only",
-        "import_time_ratio_vs_boto3_traced_sdk_only",
+        "traced_vs_untraced_import_ratio",
+        *(f"traced_vs_untraced_import_ratio_{variant}" for variant in VARIANTS),
         "lambda_invocations_per_order",
         "state_transitions_per_order",
         "lambda_invocations_per_order_mix",

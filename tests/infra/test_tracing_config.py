@@ -35,6 +35,9 @@ def test_tracing_prod_functions_run_aws_opentelemetry_layer_last_with_its_wrappe
         assert len(props["Layers"]) == 3, logical_id
         env = props["Environment"]["Variables"]
         assert env["AWS_LAMBDA_EXEC_WRAPPER"] == OTEL_WRAPPER_ENVIRONMENT["AWS_LAMBDA_EXEC_WRAPPER"], logical_id
+        # Fast start, no library instrumentation (decision 0019: the cold start make bench measures).
+        assert env["OTEL_AWS_LAMBDA_FAST_START"] == "true", logical_id
+        assert env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] == "botocore,requests,urllib3", logical_id
         # X-Ray stays the backend: Lambda's own segments, the layer's spans joined to them.
         assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
 
