@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ops.local.costs_all_in import BEFORE, CHOSEN, Levers, all_in
+from ops.local.costs_all_in import BEFORE, CHOSEN, EDGE_SAMPLED, Levers, all_in
 
 _EMF = json.dumps(
     {
@@ -78,10 +78,10 @@ def test_all_in_error_level_logs_only_the_failed_executions_events_without_data(
 def test_all_in_levers_move_traces_and_platform_records() -> None:
     chosen, before = _bill(CHOSEN), _bill(BEFORE)
 
-    assert before["items"]["traces"] == 10.0  # two traces per order, every order sampled
-    assert chosen["items"]["traces"] == 0.25  # one trace per order, 5% sampled at the edge
+    assert before["items"]["traces"] == chosen["items"]["traces"] == 5.25  # every W3C trace, X-Ray's own at 5%
+    assert _bill(EDGE_SAMPLED)["items"]["traces"] == 0.25  # one trace per order, 5% sampled at the edge
     assert before["per_order"]["function_log_events"] == 2  # WARN: no START / REPORT records
-    assert before["usd_per_million_orders"] > chosen["usd_per_million_orders"]
+    assert before["items"]["logs_state_machine"] > chosen["items"]["logs_state_machine"]
 
 
 def test_all_in_retention_multiplies_storage_only() -> None:
