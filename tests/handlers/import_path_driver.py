@@ -1,9 +1,11 @@
-"""Run in a fresh interpreter (``python -I -S import_path_driver.py <job.json>``) by
-``test_import_path.py``: import and invoke the handlers on exactly the import path the job names.
+"""Run in a fresh interpreter by ``test_import_path.py`` (``python -P -S import_path_driver.py <job.json>``
+with ``PYTHONPATH`` set to the modelled directories, as the layer's wrapper sets it): import and invoke
+the handlers on exactly that import path.
 
-Stdlib only before ``sys.path`` is set: with ``-I -S`` the interpreter starts with the standard
-library alone (no virtualenv, no working directory), and everything else must come from the
-directories the job models (the function's code, the runtime's bundle, the layers' ``/opt/python``).
+Stdlib only: with ``-P -S`` the interpreter's path is ``PYTHONPATH`` then the standard library (no
+virtualenv, no script directory), so everything else must come from the directories the job models
+(the runtime's bundle, the layers' ``/opt/python``). Each handler is loaded from its file, as Lambda
+loads it from the function's directory (which holds nothing else).
 Prints one JSON object: each invocation's answer or error, where the packages we pin were loaded
 from, and any module loaded from outside the modelled directories.
 """
@@ -14,6 +16,7 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 import traceback
 from typing import Any
 
@@ -35,16 +38,12 @@ class Context:
 
 
 def _load(task_dir: str, name: str) -> Any:
-    """``import handler`` from ``task_dir`` as Lambda does (the function's directory first on the path)."""
-    sys.path.insert(0, task_dir)
-    try:
-        spec = importlib.util.spec_from_file_location(f"handler_{name}", os.path.join(task_dir, "handler.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.handler
-    finally:
-        sys.path.remove(task_dir)
+    """``handler.py`` of ``task_dir``, under a name of its own (every function's module is ``handler``)."""
+    spec = importlib.util.spec_from_file_location(f"handler_{name}", os.path.join(task_dir, "handler.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
 
 
 def _origin(module: str) -> str | None:
@@ -55,8 +54,7 @@ def _origin(module: str) -> str | None:
 def main(job_file: str) -> None:
     with open(job_file) as stream:
         job = json.load(stream)
-    stdlib = list(sys.path)
-    sys.path[:0] = job["path"]
+    stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
     os.environ.update(job["env"])
     handlers: dict[str, Any] = {}
     out: dict[str, Any] = {"imports": {}, "runs": []}

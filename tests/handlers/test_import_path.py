@@ -17,8 +17,9 @@ The runtime's bundle is modelled from ``requirements-lambda-runtime.txt`` (urlli
 both seen in the python3.13 image, cited there; jmespath 1.0.1) plus boto3 and its other
 dependencies (boto3, botocore, s3transfer, python-dateutil, six: the runtime's SDK, which we never
 ship). Our layers are staged by the very constructs the stack deploys (``OrderLayers``). Each case
-runs in a fresh interpreter started with ``-I -S``: only the standard library and the modelled
-directories are importable, and a module loaded from anywhere else fails the test.
+runs in a fresh interpreter started with ``-P -S`` and ``PYTHONPATH`` set to the modelled directories
+(what the wrapper exports): only they and the standard library are importable, and a module loaded
+from anywhere else fails the test.
 
 The code must work whichever urllib3 the runtime holds, since in prod the runtime's wins: the HTTPS
 provider adapter uses only API common to urllib3 1.26 and 2.x. The test proves it by running the
@@ -179,8 +180,9 @@ def _run(
     job_file = tmp / "job.json"
     job_file.write_text(json.dumps(job))
     child_env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    child_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in path)  # as the wrapper exports it
     out = subprocess.run(
-        [sys.executable, "-I", "-S", str(DRIVER), str(job_file)],
+        [sys.executable, "-P", "-S", str(DRIVER), str(job_file)],
         env=child_env,
         capture_output=True,
         text=True,
