@@ -46,6 +46,34 @@ def _load(task_dir: str, name: str) -> Any:
     return module.handler
 
 
+def _fast_start() -> list[str]:
+    """What the layer's otel_wrapper.py runs in fast-start mode before the handler: the distro's lite
+    SDK (provider, batching processor, UDP exporter) and the aws-lambda instrumentation. Returns the
+    names of the spans the provider starts (a processor of ours beside the layer's)."""
+    from amazon.opentelemetry.distro.opentelemetry_lite_sdk import configure_lite_mode
+    from opentelemetry.instrumentation.aws_lambda import AwsLambdaInstrumentor
+
+    provider = configure_lite_mode()
+    AwsLambdaInstrumentor().instrument()
+    started: list[str] = []
+
+    class Count:
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            started.append(span.name)
+
+        def on_end(self, span: Any) -> None:
+            pass
+
+        def shutdown(self) -> None:
+            pass
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return True
+
+    provider.add_span_processor(Count())
+    return started
+
+
 def _origin(module: str) -> str | None:
     found = sys.modules.get(module)
     return getattr(found, "__file__", None)
@@ -56,6 +84,7 @@ def main(job_file: str) -> None:
         job = json.load(stream)
     stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
     os.environ.update(job["env"])
+    started = _fast_start() if os.environ.get("OTEL_AWS_LAMBDA_FAST_START") == "true" else None
     handlers: dict[str, Any] = {}
     out: dict[str, Any] = {"imports": {}, "runs": []}
     for name, task_dir in job["functions"].items():
@@ -71,7 +100,7 @@ def main(job_file: str) -> None:
             out["runs"].append({"function": name, "answer": answer})
         except Exception as exc:
             out["runs"].append({"function": name, "error": f"{type(exc).__name__}: {exc}"})
-    roots = [*job["path"], *job["functions"].values(), *stdlib]
+    roots = [*job["path"], *job["functions"].values(), *stdlib, *job.get("extra_roots", [])]
     out["outside"] = sorted(
         m
         for m, mod in list(sys.modules.items())
@@ -81,6 +110,7 @@ def main(job_file: str) -> None:
     )
     out["origins"] = {m: _origin(m) for m in job["report_origins"]}
     out["versions"] = {m: getattr(sys.modules.get(m), "__version__", None) for m in job["report_origins"]}
+    out["spans_started_by_the_layer_sdk"] = len(started) if started is not None else None
     print("IMPORT-PATH-RESULT " + json.dumps(out, default=str))
 
 

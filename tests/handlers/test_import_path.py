@@ -44,7 +44,6 @@ from aws_cdk import App, Environment, Stack
 from moto.server import ThreadedMotoServer
 
 import order_domain.env as env_names
-from constructs_lib.layers import PythonPackagesLayer, PythonPackagesLayerProps
 from ops.local.provider_server import ProviderEndpoints, serve_sandbox
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 
@@ -55,8 +54,15 @@ RUNTIME_MODEL = ROOT / "requirements-lambda-runtime.txt"
 RUNTIME_PACKAGES = ROOT / ".venv" / "lambda-runtime"
 #: The runtime's SDK (never in our layers): linked from this environment into the modelled runtime directory.
 RUNTIME_SDK = ("boto3", "botocore", "s3transfer", "python-dateutil", "six")
-#: What AWS's OpenTelemetry layer brings that our code imports (its SDK pins the API; its build deletes urllib3).
-OTEL_LAYER_MODEL = ("opentelemetry-api", "opentelemetry-sdk", "opentelemetry-semantic-conventions", "typing_extensions")
+#: AWS's OpenTelemetry layer's /opt/python as its build leaves it (``make setup``: requirements-otel-layer.txt,
+#: urllib3 deleted as the layer's Dockerfile does).
+OTEL_LAYER_PACKAGES = ROOT / ".venv" / "otel-distro"
+#: What the layer's otel_wrapper.py runs before importing the handler in fast-start mode (decision 0019).
+FAST_START = {
+    "OTEL_AWS_LAMBDA_FAST_START": "true",
+    "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "botocore,requests,urllib3",
+    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",  # Lambda's daemon; here nothing listens (UDP: no error)
+}
 OTEL_LAYER_ARN = f"arn:aws:lambda:{REGION}:901920570463:layer:AWSOpenTelemetryDistroPython:18"
 SANDBOX_FUNCTIONS = ("sandbox_payment", "sandbox_carrier")
 
@@ -106,12 +112,21 @@ def _opt_python(root: Path, *, traced: bool) -> Path:
         props=OrderLayersProps(with_sandbox=not traced, otel_layer_arn=OTEL_LAYER_ARN if traced else None),
     )
     staged = [layers.node.find_child(c).staged_at for c in ("PowertoolsLayer", "AppCodeLayer")]  # type: ignore[attr-defined]
-    if traced:
-        model = PythonPackagesLayer(stack, "OtelModel", props=PythonPackagesLayerProps(distributions=OTEL_LAYER_MODEL))
-        staged.append(model.staged_at)
     opt = root / ("opt-traced" if traced else "opt-dev") / "python"
     for layer in staged:
         shutil.copytree(layer / "python", opt, dirs_exist_ok=True)
+    if traced:  # AWS's layer last: its files win (linked, not copied: 50 MB)
+        if not OTEL_LAYER_PACKAGES.is_dir():
+            raise AssertionError(f"{OTEL_LAYER_PACKAGES} missing: run `make setup` (requirements-otel-layer.txt)")
+        for entry in OTEL_LAYER_PACKAGES.iterdir():
+            if entry.name in ("bin", "__pycache__"):
+                continue
+            target = opt / entry.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+            target.symlink_to(entry)
     return opt
 
 
@@ -220,10 +235,11 @@ def _child_env(
         env_names.REPLAY_TARGETS: json.dumps([{"dlq_url": queue, "source_url": queue}]),
     }
     if traced:
-        # Tracing on, as in Lambda (spans: the API without an SDK provider, which the wrapper would install).
+        # Tracing on, as in Lambda; the layer's fast-start SDK installed first (what its wrapper runs).
         env.update(
             {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "false", "OTEL_SDK_DISABLED": "false"}
         )
+        env.update(FAST_START)
     return env
 
 
@@ -277,7 +293,9 @@ def test_import_path_traced_handlers_run_on_the_runtime_bundle_first(
     assert result["origins"]["urllib3"].startswith(str(runtime))
     assert result["origins"]["jmespath"].startswith(str(runtime))
     assert result["origins"]["order_domain"].startswith(str(modelled["opt_traced"]))
-    assert result["origins"]["opentelemetry.trace"].startswith(str(modelled["opt_traced"]))
+    # The OpenTelemetry API is the layer's (its /opt/python entries are linked to the installed distro).
+    assert str(Path(result["origins"]["opentelemetry.trace"]).resolve()).startswith(str(OTEL_LAYER_PACKAGES))
+    assert result["spans_started_by_the_layer_sdk"] > 0  # our spans went to the layer's fast-start provider
 
 
 @pytest.mark.parametrize("snapshot", _snapshots()[:1], ids=lambda s: f"urllib3-{s['urllib3']}")
