@@ -83,6 +83,10 @@ class JavaString(str):
     def replaceAll(self, regex: str, replacement: str) -> JavaString:
         return JavaString(re.sub(str(regex), str(replacement).replace("$", "\\"), self))
 
+    def getBytes(self, charset: str = "UTF-8") -> JavaList:
+        """``String.getBytes(charset)``: the encoded bytes (Velocity 1.7 calls ``size()`` on an array)."""
+        return JavaList(self.encode(str(charset), "surrogatepass"))
+
     def split(self, regex: str | None = None, limit: int = 0) -> list[JavaString]:  # type: ignore[override]
         """Java's ``split``: a regex; trailing empty strings dropped."""
         parts = re.split(str(regex), self) if regex is not None else str(self).split()
@@ -91,16 +95,61 @@ class JavaString(str):
         return [JavaString(p) for p in parts]
 
 
+class JavaList(list[Any]):
+    """A ``java.util.List`` (or an array, which Velocity 1.7 treats as one) as VTL sees it."""
+
+    def size(self) -> int:
+        return len(self)
+
+    def isEmpty(self) -> bool:
+        return not self
+
+    def contains(self, value: object) -> bool:
+        return value in self
+
+    def get(self, index: int) -> Any:
+        return self[int(index)]
+
+    def add(self, value: Any) -> bool:
+        self.append(value)
+        return True
+
+
+class JavaMap(dict[Any, Any]):
+    """A ``java.util.Map`` as VTL sees it (``$input.params().header``, ``$input.path('$')``)."""
+
+    def containsKey(self, key: object) -> bool:
+        return key in self
+
+    def keySet(self) -> JavaList:
+        return JavaList(self.keys())
+
+    def put(self, key: Any, value: Any) -> Any:
+        previous = self.get(key)
+        self[key] = value
+        return previous
+
+    def putAll(self, values: dict[Any, Any]) -> None:
+        self.update(values)
+
+    def size(self) -> int:
+        return len(self)
+
+    def isEmpty(self) -> bool:
+        return not self
+
+
 def java_values(value: Any) -> Any:
-    """``value`` with every string a :class:`JavaString` (dicts and lists walked)."""
+    """``value`` with every string a :class:`JavaString`, every dict a :class:`JavaMap` (keys too) and
+    every list a :class:`JavaList` (walked)."""
     if isinstance(value, JavaString):
         return value
     if isinstance(value, str):
         return JavaString(value)
     if isinstance(value, dict):
-        return {k: java_values(v) for k, v in value.items()}
+        return JavaMap({java_values(k): java_values(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [java_values(v) for v in value]
+        return JavaList(java_values(v) for v in value)
     return value
 
 
