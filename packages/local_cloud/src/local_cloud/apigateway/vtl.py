@@ -222,8 +222,26 @@ def _compiled(template: str) -> airspeed.Template:
 
 
 def render(template: str, variables: Mapping[str, Any]) -> str:
-    """Render a mapping template with ``variables`` (``input``, ``util``, ``context``, ...)."""
-    return str(_compiled(template).merge(dict(variables)))
+    """Render a mapping template with ``variables`` (``input``, ``util``, ``context``, ...).
+
+    Velocity 1.7 leaves a ``#set`` target unchanged when the value is null (``directive.set.null.allowed``
+    is false by default); airspeed stores None. For the overrides API Gateway reads after a template
+    (``$context.requestOverride`` / ``responseOverride``) a None is dropped, as if never set
+    (tests/ops/test_two_engines.py)."""
+    output = str(_compiled(template).merge(dict(variables)))
+    context = variables.get("context")
+    if isinstance(context, dict):
+        for name in ("requestOverride", "responseOverride"):
+            _drop_nulls(context.get(name))
+    return output
+
+
+def _drop_nulls(overrides: Any) -> None:
+    if isinstance(overrides, dict):
+        for key in [k for k, v in overrides.items() if v is None]:
+            del overrides[key]
+        for value in overrides.values():
+            _drop_nulls(value)
 
 
 def _json_path(data: Any, path: str) -> Any:
@@ -278,19 +296,37 @@ class InputVariable:
         return JavaString("")
 
 
+_JS_CONTROL = {"\b": "\\b", "\n": "\\n", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
+_JS_QUOTED = {"'": "\\'", '"': '\\"', "\\": "\\\\", "/": "\\/"}
+
+
 class UtilVariable:
     """``$util``: the reference's escaping and encoding helpers (results are :class:`JavaString`)."""
 
     @staticmethod
     def escapeJavaScript(text: Any) -> JavaString:
-        """JavaScript string escaping (a single quote becomes ``\\'``, as AWS's does)."""
-        escaped = json.dumps("" if text is None else str(text))[1:-1]
-        return JavaString(escaped.replace("'", "\\'"))
+        """commons-lang 2's ``StringEscapeUtils.escapeJavaScript``: the one the reference describes
+        (it "will turn any regular single quotes (') into escaped ones (\\')"): ``'`` ``"`` ``\\``
+        and ``/`` backslash-escaped, control characters as ``\\b \\t \\n \\f \\r`` or
+        ``\\u00XX``, every UTF-16 unit above 0x7f as ``\\uXXXX`` (upper-case hex)."""
+        source = "" if text is None else str(text)
+        units = source.encode("utf-16-be", "surrogatepass")
+        out = []
+        for i in range(0, len(units), 2):
+            code = int.from_bytes(units[i : i + 2], "big")
+            char = chr(code)
+            if code > 0x7F or (code < 32 and char not in _JS_CONTROL):
+                out.append(f"\\u{code:04X}")
+            else:
+                out.append(_JS_CONTROL.get(char) or _JS_QUOTED.get(char) or char)
+        return JavaString("".join(out))
 
     @staticmethod
     def urlEncode(text: Any) -> JavaString:
-        """``application/x-www-form-urlencoded`` encoding (space as ``+``), as Java's URLEncoder."""
-        return JavaString(urllib.parse.quote_plus("" if text is None else str(text), safe="*"))
+        """``application/x-www-form-urlencoded`` encoding as Java's ``URLEncoder`` (UTF-8): letters,
+        digits and ``.-*_`` kept, space as ``+``, everything else (``~`` too) percent-encoded."""
+        encoded = urllib.parse.quote_plus("" if text is None else str(text), safe="*")
+        return JavaString(encoded.replace("~", "%7E"))
 
     @staticmethod
     def urlDecode(text: Any) -> JavaString:
