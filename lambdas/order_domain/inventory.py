@@ -120,7 +120,8 @@ class InventoryService:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
             return {"status": "nothing_to_undo", "reason": "unknown order"}
-        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
+        if self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt) == "stale":
+            return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: its stock stays where it is
         for _ in range(3):
             existing = self.get_reservation(order_id, attempt)
             if existing is None:

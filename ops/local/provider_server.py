@@ -5,7 +5,12 @@ server in tests and local runs, so their code path (headers, Idempotency-Key, ti
 status mapping, answer validation) is exercised against the same sandbox behaviour and ledger
 the Lambda-invoked sandbox has. Routes follow the contract in the README ("Connecting a real
 provider"); the sandbox's own answers are mapped to HTTP the way a card processor's API answers:
-``idempotency_key_reused`` -> 409, ``provider_unavailable`` -> 503, other errors -> 400.
+``idempotency_key_reused`` -> 422, ``provider_unavailable`` -> 503, other errors -> 400.
+
+Like a real processor (docs/providers.md), a request whose idempotency key is still being processed
+by an earlier request is answered **409** ``idempotency_key_in_use`` and not processed: the same key
+as a POST, a lookup of that key, or a refund / cancel naming it. ``hold`` (tests) runs inside a
+request's processing, so a test can keep a request in flight while another arrives.
 
 Why hand-written: a real provider's sandbox is not reachable here (no network but the package
 registries), and the standard library's ThreadingHTTPServer is all it takes.
@@ -31,6 +36,12 @@ MAX_BODY_BYTES = 1024 * 1024
 
 #: What :func:`serve_sandbox` enters around each request's handling.
 RequestScope = Callable[[], AbstractContextManager[Any]]
+#: Called with (provider, request) while the request holds its key, before it is processed (tests).
+Hold = Callable[[str, dict[str, Any]], None]
+
+
+def _no_hold(provider: str, request: dict[str, Any]) -> None:
+    del provider, request
 
 
 @dataclass(frozen=True)
@@ -104,8 +115,13 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             self._answer(404, {"error": "no such route"})
             return
-        with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
-            result = self.server.dispatch(provider, request)
+        with self.server.processing(provider, request) as free:
+            if not free:
+                self._answer(409, {"error": "idempotency_key_in_use"})
+                return
+            self.server.hold(provider, request)
+            with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
+                result = self.server.dispatch(provider, request)
         self._answer(*_http(result))
 
 
@@ -117,7 +133,7 @@ def _http(result: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 200, result
     error = str(result.get("error"))
     if error == "idempotency_key_reused":
-        return 409, {"error": error}
+        return 422, {"error": error}
     if error == "provider_unavailable":
         return 503, {"error": error}
     if error == "internal_error":
@@ -135,9 +151,12 @@ class _Server(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def __init__(self, ledger_table: str, api_key: str, request_scope: RequestScope) -> None:
+    def __init__(self, ledger_table: str, api_key: str, request_scope: RequestScope, hold: Hold) -> None:
         super().__init__((HOST, 0), _Handler)
         self.request_scope = request_scope
+        self.hold = hold
+        self._in_flight: set[tuple[str, str]] = set()
+        self._in_flight_lock = threading.Lock()
         from lambda_resilience.correlation import correlation_scope, from_payload
         from order_domain.logs import get_logger
         from sandbox import carrier, payment
@@ -149,6 +168,27 @@ class _Server(ThreadingHTTPServer):
         self._loggers = {name: get_logger(service=f"sandbox-{name}") for name in self._handlers}
         self._scope = correlation_scope
         self._cid = from_payload
+
+    @contextmanager
+    def processing(self, provider: str, request: dict[str, Any]) -> Iterator[bool]:
+        """Claim the request's key while it is processed; False (claim nothing) if it, or the key it
+        names (a refund's charge, a cancel's shipment), is in flight."""
+        own = request.get("idempotency_key")
+        named = {own, request.get("charge_idempotency_key"), request.get("shipment_idempotency_key")}
+        keys = {(provider, str(k)) for k in named if k}
+        claim = {(provider, str(own))} if own and request.get("action") != "get" else set()
+        with self._in_flight_lock:
+            if keys & self._in_flight:
+                free = False
+            else:
+                free = True
+                self._in_flight |= claim
+        try:
+            yield free
+        finally:
+            if free:
+                with self._in_flight_lock:
+                    self._in_flight -= claim
 
     def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
         logger = self._loggers[provider]
@@ -172,15 +212,20 @@ class _Server(ThreadingHTTPServer):
 
 @contextmanager
 def serve_sandbox(
-    ledger_table: str, api_key: str | None = None, request_scope: RequestScope = contextlib.nullcontext
+    ledger_table: str,
+    api_key: str | None = None,
+    request_scope: RequestScope = contextlib.nullcontext,
+    hold: Hold = _no_hold,
 ) -> Iterator[ProviderEndpoints]:
     """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits.
 
     ``request_scope``: entered around each request's handling (the local run passes
     :func:`local_cloud.calls.outside_the_pipeline`, so the provider's AWS calls are not counted as the pipeline's).
+    ``hold``: called while a request holds its idempotency key, before it is processed (tests keep a
+    request in flight with it).
     """
     key = api_key or secrets.token_hex(16)
-    server = _Server(ledger_table, key, request_scope)
+    server = _Server(ledger_table, key, request_scope, hold)
     thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
     thread.start()
     origin = f"http://{HOST}:{server.server_address[1]}"
