@@ -13,7 +13,7 @@ from order_domain.errors import (
     RefundIncomplete,
 )
 from order_domain.model import order_total_cents
-from order_domain.orders import OrderRepository
+from order_domain.orders import OrderRepository, compensating
 from order_domain.ports import (
     AUTHORIZED,
     CANCELLED,
@@ -88,7 +88,7 @@ class PaymentService:
         order = self.orders.find(order_id)
         if order is None:
             return {"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0}
-        if self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt) == "stale":
+        if compensating(self.orders, order_id, attempt, payload) == "stale":
             return dict(STALE)  # terminal (e.g. COMPLETED) or replaced: never undo it, whoever asks
         charge_key = business_key(order_id, CHARGE, attempt)
         charge = self.provider.find_charge(charge_key)  # in flight -> ProviderInFlight: retried, then parked

@@ -6,7 +6,7 @@ from typing import Any
 
 from lambda_resilience.idempotency import business_key
 from order_domain.errors import ProviderForgot, ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
-from order_domain.orders import OrderRepository
+from order_domain.orders import OrderRepository, compensating
 from order_domain.payments import recorded
 from order_domain.ports import CANCELLED, REJECTED, SHIPPED, Carrier
 from order_domain.status import OrderStatus
@@ -52,7 +52,7 @@ class ShippingService:
         order = self.orders.find(order_id)
         if order is None:
             return {"status": "nothing_to_undo", "reason": "unknown order"}
-        if self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt) == "stale":
+        if compensating(self.orders, order_id, attempt, payload) == "stale":
             return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: never recall it, whoever asks
         key = business_key(order_id, SHIP, attempt)
         found = self.carrier.find_shipment(key)  # in flight -> ProviderInFlight: retried, then parked

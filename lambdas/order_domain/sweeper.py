@@ -41,7 +41,7 @@ from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.idempotency import business_key
-from order_domain import clock
+from order_domain import clock, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import AUTHORIZED, CAPTURED, SHIPPED, Carrier, PaymentProvider
@@ -55,6 +55,9 @@ RECONCILED = (OrderStatus.COMPLETED, OrderStatus.COMPENSATED)
 CHARGE, SHIP = "charge-payment", "ship-order"
 #: Stop taking new orders when less than this much of the invocation is left (the rest: next sweep).
 RESERVE_SECONDS = 10.0
+#: The sweeper's lease on an order it finishes or parks (order_domain.lease): longer than its own
+#: provider lookups and writes for one order, shorter than a sweep interval (5 minutes).
+LEASE_HOLDER, LEASE_SECONDS = "sweeper", 120
 
 
 def attempts_of(item: dict[str, Any]) -> list[int]:
@@ -218,6 +221,20 @@ class Sweeper:
             result.running.append(order_id)
             self.logger.info("stuck order has a running execution: left to it", extra={"order_id": order_id})
             return
+        if lease.held_by_other(item, LEASE_HOLDER) or not lease.acquire(
+            self.orders.client,
+            self.orders.table_name,
+            order_id,
+            holder=LEASE_HOLDER,
+            seconds=LEASE_SECONDS,
+            status=status.value,
+            updated_at=str(item["updated_at"]),
+        ):
+            # An operator's repair holds the order (its execution may not be listed yet:
+            # ListExecutions is eventually consistent), or the order moved: not ours to touch.
+            result.moved.append(order_id)
+            self.logger.info("order is leased to another actor: left alone", extra={"order_id": order_id})
+            return
         why = f"stuck in {status.value} for more than {self.stuck_after_seconds} s with no execution running"
         if status == OrderStatus.SHIPPED:
             findings = self._completed_findings(order_id, attempt)
@@ -261,14 +278,18 @@ class Sweeper:
         if error is not None:
             update += ", last_error = :err"
             values[":err"] = error
+        update += " REMOVE #l"
+        values[":me"] = LEASE_HOLDER
         first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
         try:
             self.orders.client.update_item(
                 TableName=self.orders.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=update,
-                ConditionExpression=f"#s = :from AND updated_at = :seen AND ({first}payment_attempt = :attempt)",
-                ExpressionAttributeNames={"#s": "status"},
+                ConditionExpression=(
+                    f"#s = :from AND updated_at = :seen AND ({first}payment_attempt = :attempt) AND #l.#h = :me"
+                ),
+                ExpressionAttributeNames={"#s": "status", "#l": lease.LEASE, "#h": "holder"},
                 ExpressionAttributeValues=to_item(values),
             )
         except ClientError as exc:
