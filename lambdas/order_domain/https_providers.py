@@ -231,9 +231,10 @@ class HttpsCarrier:
         answer = self.http.request("GET", f"/shipments/{_path_key(key)}")
         return None if answer is None else _validated(parse_shipment, answer, "shipment lookup")
 
-    def cancel_shipment(self, key: str) -> Shipment:
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
         """The contract: the answer is the shipment after the request: ``cancelled`` (recalled, or the
         key cancelled before any ship arrived), ``rejected`` (nothing shipped), or ``shipped`` when the
         carrier can no longer recall the parcel (the step raises ShipmentNotCancellable on it)."""
-        answer = self.http.request("POST", f"/shipments/{_path_key(key)}/cancel", key=key, body={})
+        # Its own Idempotency-Key: the ship key on another endpoint is "same key, different request".
+        answer = self.http.request("POST", f"/shipments/{_path_key(key)}/cancel", key=cancel_key, body={})
         return _validated(parse_shipment, answer, "shipment cancel")

@@ -105,7 +105,10 @@ class Carrier(Protocol):
 
     def find_shipment(self, key: str) -> Shipment | None: ...
 
-    def cancel_shipment(self, key: str) -> Shipment: ...
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
+        """Cancel the shipment ShipOrder requested under ``key``; ``cancel_key`` is this request's own
+        idempotency key (a carrier refuses one key used for two different requests)."""
+        ...
 
 
 def _int(value: Any) -> int:

@@ -116,5 +116,6 @@ class LambdaCarrier:
         answer = self.client.call({"action": "get", "idempotency_key": key})
         return None if answer.get("status") == "not_found" else _validated(parse_shipment, answer, "shipment lookup")
 
-    def cancel_shipment(self, key: str) -> Shipment:
-        return self.client.parsed({"action": "cancel", "idempotency_key": key}, parse_shipment)
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
+        request = {"action": "cancel", "idempotency_key": key, "cancel_idempotency_key": cancel_key}
+        return self.client.parsed(request, parse_shipment)

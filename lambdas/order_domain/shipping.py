@@ -12,6 +12,7 @@ from order_domain.ports import CANCELLED, REJECTED, SHIPPED, Carrier
 from order_domain.status import OrderStatus
 
 SHIP = "ship-order"
+CANCEL = "cancel-shipment"
 
 
 class ShippingService:
@@ -60,7 +61,7 @@ class ShippingService:
             raise ProviderForgot(f"order {order_id}: attempt {attempt} shipped but the carrier has no record")
         if found is not None and found.status in (REJECTED, CANCELLED):
             return {"status": "nothing_to_undo", "shipment": found.status}
-        result = self.carrier.cancel_shipment(key)
+        result = self.carrier.cancel_shipment(key, cancel_key=business_key(order_id, CANCEL, attempt))
         if result.status == CANCELLED:
             return {"status": CANCELLED, "shipment": found.status if found is not None else "not_found"}
         if result.status == REJECTED:  # a ship request arrived between the lookup and the cancel: rejected

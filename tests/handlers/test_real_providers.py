@@ -219,3 +219,35 @@ def test_refund_after_the_provider_forgot_the_charge_parks_rather_than_keeps_the
 
     with pytest.raises(ProviderForgot):
         load("refund_payment")({**state, "compensate": True}, lambda_context)
+
+
+def test_https_cancel_uses_its_own_idempotency_key_not_the_ship_key():
+    """A carrier following "same key, different request -> error" would refuse a cancel sent with the
+    ship request's key on another endpoint, every time."""
+    from order_domain.https_providers import HttpsCarrier
+
+    seen: list[tuple[str, str | None]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.path, self.headers.get("Idempotency-Key")))
+            data = json.dumps({"status": "cancelled"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        carrier = HttpsCarrier(HttpsJsonClient(f"http://127.0.0.1:{server.server_address[1]}", lambda: "k"))
+        carrier.cancel_shipment("o-1#ship-order#attempt-1", cancel_key="o-1#cancel-shipment#attempt-1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    ((path, key),) = seen
+    assert path.endswith("/cancel") and key == "o-1#cancel-shipment#attempt-1"
