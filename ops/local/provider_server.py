@@ -12,6 +12,11 @@ by an earlier request is answered **409** ``idempotency_key_in_use`` and not pro
 as a POST, a lookup of that key, or a refund / cancel naming it. ``hold`` (tests) runs inside a
 request's processing, so a test can keep a request in flight while another arrives.
 
+Keys are kept for a bounded window (``key_window_seconds``; Stripe prunes keys after 24 hours,
+Checkout.com's default window is 24 hours, Adyen keeps them at least 31 days): past it, a lookup of
+the key answers 404 and a POST with it is processed as a new request (a second charge), as those
+providers document. ``None`` (the default) keeps keys for the life of the run.
+
 Why hand-written: a real provider's sandbox is not reachable here (no network but the package
 registries), and the standard library's ThreadingHTTPServer is all it takes.
 """
@@ -23,6 +28,7 @@ import json
 import secrets
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -120,8 +126,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._answer(409, {"error": "idempotency_key_in_use"})
                 return
             self.server.hold(provider, request)
+            seen = self.server.windowed(provider, request)
+            if seen is None:  # the key's window passed: the provider no longer knows it
+                self._answer(404, {"error": "not_found"})
+                return
             with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
-                result = self.server.dispatch(provider, request)
+                result = self.server.dispatch(provider, seen)
         self._answer(*_http(result))
 
 
@@ -151,8 +161,18 @@ class _Server(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def __init__(self, ledger_table: str, api_key: str, request_scope: RequestScope, hold: Hold) -> None:
+    def __init__(
+        self,
+        ledger_table: str,
+        api_key: str,
+        request_scope: RequestScope,
+        hold: Hold,
+        key_window: tuple[float | None, Callable[[], float]] = (None, time.time),
+    ) -> None:
         super().__init__((HOST, 0), _Handler)
+        self.key_window_seconds, self.now = key_window
+        self._first_seen: dict[tuple[str, str], float] = {}
+        self._generation: dict[tuple[str, str], int] = {}
         self.request_scope = request_scope
         self.hold = hold
         self._in_flight: set[tuple[str, str]] = set()
@@ -190,6 +210,22 @@ class _Server(ThreadingHTTPServer):
                 with self._in_flight_lock:
                     self._in_flight -= claim
 
+    def windowed(self, provider: str, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The request as the ledger sees it under the key window: a key seen longer ago than the
+        window is forgotten (a lookup: None, answered 404; a POST: a new key generation, a new op)."""
+        key = request.get("idempotency_key")
+        if self.key_window_seconds is None or not key:
+            return request
+        slot, now = (provider, str(key)), self.now()
+        first = self._first_seen.setdefault(slot, now)
+        if now - first > self.key_window_seconds:
+            if request.get("action") == "get":
+                return None
+            self._first_seen[slot] = now
+            self._generation[slot] = self._generation.get(slot, 0) + 1
+        generation = self._generation.get(slot, 0)
+        return {**request, "idempotency_key": f"{key}#after-window-{generation}"} if generation else request
+
     def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
         logger = self._loggers[provider]
         with self._scope(logger, self._cid(request)):
@@ -216,16 +252,19 @@ def serve_sandbox(
     api_key: str | None = None,
     request_scope: RequestScope = contextlib.nullcontext,
     hold: Hold = _no_hold,
+    key_window_seconds: float | None = None,
+    now: Callable[[], float] = time.time,
 ) -> Iterator[ProviderEndpoints]:
     """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits.
 
     ``request_scope``: entered around each request's handling (the local run passes
     :func:`local_cloud.calls.outside_the_pipeline`, so the provider's AWS calls are not counted as the pipeline's).
     ``hold``: called while a request holds its idempotency key, before it is processed (tests keep a
-    request in flight with it).
+    request in flight with it). ``key_window_seconds``: how long keys are kept (None: for the run),
+    measured with ``now``.
     """
     key = api_key or secrets.token_hex(16)
-    server = _Server(ledger_table, key, request_scope, hold)
+    server = _Server(ledger_table, key, request_scope, hold, (key_window_seconds, now))
     thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
     thread.start()
     origin = f"http://{HOST}:{server.server_address[1]}"

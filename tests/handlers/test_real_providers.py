@@ -251,3 +251,34 @@ def test_https_cancel_uses_its_own_idempotency_key_not_the_ship_key():
         server.server_close()
     ((path, key),) = seen
     assert path.endswith("/cancel") and key == "o-1#cancel-shipment#attempt-1"
+
+
+def test_a_repair_after_the_providers_key_window_parks_instead_of_keeping_the_money(
+    load, tables: Tables, order_factory, saga_input, seed_order, lambda_context
+):
+    """The HTTP sandbox keeps keys for a bounded window (Stripe: 24 hours): a compensation days later
+    finds no charge by key. Our record says attempt 1 captured: park (ProviderForgot), never cancel
+    the key and end COMPENSATED with the money kept."""
+    clock = [1_000_000.0]
+    with serve_sandbox(tables.ledger, key_window_seconds=24 * 3600, now=lambda: clock[0]) as endpoints:
+        sm = boto3.client("secretsmanager", region_name=REGION)
+        arn = sm.create_secret(Name="test/window", SecretString=json.dumps({"api_key": endpoints.api_key}))["ARN"]
+        env = {
+            env_names.PAYMENT_PROVIDER_FUNCTION: "",
+            env_names.CARRIER_FUNCTION: "",
+            env_names.PAYMENT_API_URL: endpoints.payment_url,
+            env_names.PAYMENT_API_SECRET_ARN: arn,
+            env_names.CARRIER_API_URL: endpoints.carrier_url,
+            env_names.CARRIER_API_SECRET_ARN: arn,
+        }
+        order = order_factory()
+        seed_order(order, OrderStatus.INVENTORY_RESERVED)
+        state = saga_input(order)
+        assert load("charge_payment", **env)(state, lambda_context)["status"] == "captured"
+        provider = HttpsPaymentProvider(HttpsJsonClient(endpoints.payment_url, lambda: endpoints.api_key))
+        assert provider.find_charge(_key(order, "charge-payment")) is not None
+        clock[0] += 3 * 24 * 3600  # an operator's repair three days later
+
+        assert provider.find_charge(_key(order, "charge-payment")) is None
+        with pytest.raises(ProviderForgot):
+            load("refund_payment", **env)({**state, "compensate": True}, lambda_context)
