@@ -13,8 +13,14 @@
   non-terminal status, NEEDS_ATTENTION included: each compensation looks up what really moved.
 
 Refused (:class:`RepairRefused`, one line and exit status 2 from the CLI, nothing started): an
-unknown order, a terminal order (COMPLETED, COMPENSATED), an order with a running execution, and a
-redrive where a compensation or a park already happened. Repeating a command is therefore safe.
+unknown order, a terminal order (COMPLETED, COMPENSATED), an order with a running execution, a
+redrive where a compensation or a park already happened, and an order another actor holds or that
+moved since it was read. Repeating a command is therefore safe.
+
+Serialized with the sweeper (and other operators) by a conditional lease on the order row
+(``order_domain.lease``), taken before StartExecution and held for the saga's execution timeout:
+the sweeper leaves a leased order alone even while ListExecutions (eventually consistent) does not
+list the repair's execution yet, and a repair never starts on an order the sweeper is finishing.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from ops.errors import OpsError
-from ops.target import Target
+from ops.target import Target, TargetError
 
 Action = Literal["redrive", "compensate"]
 ACTIONS = ("redrive", "compensate")
@@ -34,6 +40,8 @@ TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable (compen
 #: Statuses (current, or in the attempt's history) that mean a compensation ran or the order was parked.
 COMPENSATION_STARTED = ("COMPENSATING", "NEEDS_ATTENTION")
 EXECUTION_PREFIX = "order-"
+#: The lease's length when the stack has no ``SagaTimeoutSeconds`` output: an hour, above the budget.
+DEFAULT_LEASE_SECONDS = 3600
 
 
 class RepairRefused(OpsError):
@@ -128,12 +136,16 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
         "correlation_id": order.get("correlation_id"),
         "compensate": action == "compensate",
     }
+    holder = _take_lease(target, order, action, name)
     sfn = target.client("stepfunctions")
     try:
         arn = sfn.start_execution(
             stateMachineArn=target.output("StateMachineArn"), name=name, input=json.dumps(saga_input)
         )["executionArn"]
     except ClientError as exc:
+        from order_domain import lease
+
+        lease.release(target.client("dynamodb"), target.output("OrdersTableName"), order_id, holder=holder)
         if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
             raise
         raise RepairRefused(
@@ -148,3 +160,52 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
         "execution_name": name,
         "status": order["status"],
     }
+
+
+def _lease_seconds(target: Target) -> float:
+    try:
+        return float(target.output("SagaTimeoutSeconds"))
+    except (TargetError, ValueError):
+        return DEFAULT_LEASE_SECONDS
+
+
+def _take_lease(target: Target, order: dict[str, Any], action: str, name: str) -> str:
+    """The order's lease for the repair's execution, or :class:`RepairRefused` (nothing started)."""
+    from order_domain import lease
+
+    order_id, holder = str(order["order_id"]), f"ops-repair:{name}"
+    other = lease.held_by_other(order, holder)
+    replaces = other if other is not None and _repair_ended(target, other) else None
+    if replaces is not None:
+        other = None
+    taken = other is None and lease.acquire(
+        target.client("dynamodb"),
+        target.output("OrdersTableName"),
+        order_id,
+        holder=holder,
+        seconds=_lease_seconds(target),
+        status=str(order.get("status")),
+        updated_at=str(order.get("updated_at")),
+        replaces=replaces,
+    )
+    if not taken:
+        raise RepairRefused(
+            f"refusing to {action} order {order_id}: "
+            + (f"{other} is handling it" if other else "it changed while this command looked at it")
+            + "; run the command again to see its status"
+        )
+    return holder
+
+
+def _repair_ended(target: Target, holder: str) -> bool:
+    """Whether the lease ``holder`` is an earlier repair whose execution is no longer running."""
+    prefix = "ops-repair:"
+    if not holder.startswith(prefix):
+        return False
+    machine = target.output("StateMachineArn")
+    arn = machine.replace(":stateMachine:", ":execution:", 1) + ":" + holder[len(prefix) :]
+    try:
+        status = target.client("stepfunctions").describe_execution(executionArn=arn)["status"]
+    except ClientError:
+        return False
+    return bool(status != "RUNNING")

@@ -46,6 +46,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 import order_domain.env as env_names
 from ops.errors import UsageError
 from ops.order_api import OrderApiClient, api_base_url
@@ -537,13 +539,34 @@ class Smoke:
     def _cleanup_steps(self, cases: list[Case], malformed_cid: str, dynamodb: Any) -> Iterator[Callable[[], Any]]:
         orders_table, inventory = self.target.output("OrdersTableName"), self.target.output("InventoryTableName")
         for case in cases:
-            yield partial(dynamodb.delete_item, TableName=orders_table, Key={"order_id": {"S": case.order_id}})
-            for attempt in (1, 2):
-                key = {"pk": {"S": f"reservation#{case.order_id}#attempt-{attempt}"}}
-                yield partial(dynamodb.delete_item, TableName=inventory, Key=key)
+            yield partial(self._remove_if_ended, dynamodb, orders_table, inventory, case.order_id)
         yield partial(self._remove_dead_letter, malformed_cid)
         if self.seeded_sku:
             yield partial(dynamodb.delete_item, TableName=inventory, Key={"pk": {"S": f"sku#{SMOKE_SKU}"}})
+
+    def _remove_if_ended(self, dynamodb: Any, orders_table: str, inventory: str, order_id: str) -> None:
+        """Delete the order's row and reservations only if it ended (COMPLETED or COMPENSATED): an
+        order still in flight (or parked) may hold money or stock, and its row is what lets the saga,
+        the sweeper or an operator finish it (a conditional delete: no read-then-delete race)."""
+        try:
+            dynamodb.delete_item(
+                TableName=orders_table,
+                Key={"order_id": {"S": order_id}},
+                ConditionExpression="attribute_not_exists(order_id) OR #s IN (:completed, :compensated)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":completed": {"S": "COMPLETED"}, ":compensated": {"S": "COMPENSATED"}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            self.report.notes.append(
+                f"cleanup: order {order_id} is still in flight or parked: its row is kept (the saga or the "
+                "sweeper finishes it; check it with the order status API or the needs-attention queue)"
+            )
+            return
+        for attempt in (1, 2):
+            key = {"pk": {"S": f"reservation#{order_id}#attempt-{attempt}"}}
+            dynamodb.delete_item(TableName=inventory, Key=key)
 
     def _remove_dead_letter(self, correlation_id: str) -> None:
         from ops.dlq import failures_table, lambda_dlq_module

@@ -19,18 +19,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import CfnOutput, Duration, Fn, Stack
 from constructs import Construct
 
 from constructs_lib.dashboard import DashboardTitles
 from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import StableLogicalIdStack
 from constructs_lib.monitoring import Monitoring, MonitoringProps
+from constructs_lib.queue import VISIBILITY_TO_TIMEOUT_RATIO
+from order_domain.settings.intake import start_delay_budget_seconds
 from stacks.order_constructs.alerting import Alerting, AlertingProps
 from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
 from stacks.order_constructs.functions import LAMBDAS_DIR, METRICS_NAMESPACE, STEP_TIMEOUT, OrderFunctionDefaults
 from stacks.order_constructs.intake import (
+    INTAKE_TIMEOUT,
     ORDER_ATTRIBUTES_ALLOWANCE_BYTES,
     ORDER_BODY_MAX_BYTES,
     ORDERS_QUEUE_MAX_MESSAGE_BYTES,
@@ -208,6 +211,12 @@ class OrderPipelineStack(StableLogicalIdStack):
                 needs_attention_queue=self.needs_attention.queue,
                 providers=self.providers,
                 stuck_after_minutes=stage.stuck_after_minutes,
+                start_delay=Duration.seconds(
+                    # the orders queue's visibility timeout: the queue construct's default ratio
+                    start_delay_budget_seconds(
+                        visibility_timeout_seconds=VISIBILITY_TO_TIMEOUT_RATIO * INTAKE_TIMEOUT.to_seconds()
+                    )
+                ),
             ),
         )
         self.sweeper, self.sweep_rule = sweeper.function, sweeper.sweep_rule

@@ -51,11 +51,22 @@ class ShipmentNotCancellable(PermanentError):
 
 
 class ProviderRejected(PermanentError):
-    """An external provider refused the request (HTTP 4xx other than 409 and 429): it will refuse it again."""
+    """An external provider refused the request (HTTP 4xx other than 409, 422 and 429): it will refuse it again."""
 
 
 class ProviderUnavailable(TransientError):
     """An external provider failed or timed out; its outcome may be unknown."""
+
+
+class ProviderInFlight(ProviderUnavailable):
+    """The provider is still processing a request with this idempotency key (HTTP 409): the outcome
+    is unknown, not failed. Retried within the step's budget; a compensation that meets it retries
+    too and then parks the order (it never undoes an outcome it does not know)."""
+
+
+class ProviderForgot(PermanentError):
+    """The order's own record says this attempt's side effect happened, but the provider finds no
+    record of it by key (its key window passed): a person must look; nothing is undone blindly."""
 
 
 class AttemptInProgress(TransientError):

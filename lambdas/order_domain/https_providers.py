@@ -3,13 +3,16 @@
 The contract (README "Connecting a real provider"): every state-changing request is a POST with
 an ``Idempotency-Key`` header (our business key, ``order-123#charge-payment#attempt-1``), the
 usual contract of card processors' APIs: the same key with the same body returns the first
-answer, the same key with another body is refused with 409. Authentication: ``Authorization:
-Bearer <api_key>``, the key read from AWS Secrets Manager (``{"api_key": "..."}``) once per
-container.
+answer; the same key while its first request is still being processed is answered 409 (outcome
+unknown); the same key with another body is refused with 422 ``idempotency_key_reused``.
+Authentication: ``Authorization: Bearer <api_key>``, the key read from AWS Secrets Manager
+(``{"api_key": "..."}``) once per container.
 
-Failures are classified at the edge: 409 -> :class:`PayloadMismatch` (permanent); any other 4xx
--> :class:`ProviderRejected` (permanent); 429, 5xx, timeouts, connection errors and answers that
-are not what the contract says -> :class:`ProviderUnavailable` (transient: the saga retries with
+Failures are classified at the edge: 409 -> :class:`ProviderInFlight` (transient: the first
+request with this key is still in flight, its outcome is unknown); 422 ``idempotency_key_reused``
+-> :class:`PayloadMismatch` (permanent); any other 4xx -> :class:`ProviderRejected` (permanent);
+429, 5xx, timeouts, connection errors and answers that are not what the contract says ->
+:class:`ProviderUnavailable` (transient: the saga retries with
 the same key, which the provider deduplicates). urllib3 (already loaded by botocore, so no extra
 cold start) retries the same request with the same key on 429/5xx and connection errors.
 
@@ -33,7 +36,7 @@ from urllib3.util import Retry, Timeout
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch
 from lambda_resilience.tracing import inject
-from order_domain.errors import ProviderRejected, ProviderUnavailable
+from order_domain.errors import ProviderInFlight, ProviderRejected, ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
 
 #: Seconds to establish a connection / to wait for an answer. A read timeout leaves the outcome
@@ -149,7 +152,9 @@ class HttpsJsonClient:
         status = response.status
         if status == 404 and method == "GET":
             return None
-        if status == 409:
+        if status == 409:  # in flight: never a failure, the first request may still move money
+            raise ProviderInFlight(f"{method} {path}: a request with this idempotency key is still in flight")
+        if status == 422 and _error_code(data) == KEY_REUSED:
             raise PayloadMismatch(f"{method} {path}: idempotency key {key} was used with another request")
         if status in _RETRY_STATUSES or status >= 500:
             raise ProviderUnavailable(f"{method} {path}: HTTP {status}")
@@ -161,6 +166,20 @@ class HttpsJsonClient:
             return json.loads(data)
         except ValueError as exc:
             raise ProviderUnavailable(f"{method} {path}: answer is not JSON") from exc
+
+
+#: The error code a provider answers (HTTP 422) for the same key with a different request.
+KEY_REUSED = "idempotency_key_reused"
+
+
+def _error_code(data: bytes) -> str | None:
+    """The answer's ``error`` code, if it is a JSON object with one (never its free text)."""
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return None
+    code = answer.get("error") if isinstance(answer, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _validated(parse: Callable[[Any], T], answer: Any, what: str) -> T:
@@ -215,9 +234,10 @@ class HttpsCarrier:
         answer = self.http.request("GET", f"/shipments/{_path_key(key)}")
         return None if answer is None else _validated(parse_shipment, answer, "shipment lookup")
 
-    def cancel_shipment(self, key: str) -> Shipment:
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
         """The contract: the answer is the shipment after the request: ``cancelled`` (recalled, or the
         key cancelled before any ship arrived), ``rejected`` (nothing shipped), or ``shipped`` when the
         carrier can no longer recall the parcel (the step raises ShipmentNotCancellable on it)."""
-        answer = self.http.request("POST", f"/shipments/{_path_key(key)}/cancel", key=key, body={})
+        # Its own Idempotency-Key: the ship key on another endpoint is "same key, different request".
+        answer = self.http.request("POST", f"/shipments/{_path_key(key)}/cancel", key=cancel_key, body={})
         return _validated(parse_shipment, answer, "shipment cancel")

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import cancelled_only_by_conditions, error_code, from_item, to_item
 from order_domain.errors import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
-from order_domain.orders import OrderRepository
+from order_domain.orders import OrderRepository, compensating
 from order_domain.status import OrderStatus
 
 RESERVED = "RESERVED"
@@ -120,7 +120,8 @@ class InventoryService:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
             return {"status": "nothing_to_undo", "reason": "unknown order"}
-        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
+        if compensating(self.orders, order_id, attempt, payload) == "stale":
+            return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: its stock stays where it is
         for _ in range(3):
             existing = self.get_reservation(order_id, attempt)
             if existing is None:

@@ -91,7 +91,8 @@ def nesting_depth(text: str) -> int:
 
 
 def _reject_float(text: str) -> Any:
-    raise InvalidOrder(f"numbers must be integers, got {text[:32]!r}")
+    del text  # never quoted: the literal is the sender's data (it may be a card number)
+    raise InvalidOrder("numbers must be integers, got a number with a fraction or an exponent")
 
 
 def _reject_constant(text: str) -> Any:

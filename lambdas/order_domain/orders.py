@@ -214,16 +214,24 @@ class OrderRepository:
         return dict(item["order"])
 
     def transition(
-        self, order_id: str, to: OrderStatus, *, attempt: int | None = None, error: dict[str, Any] | None = None
+        self,
+        order_id: str,
+        to: OrderStatus,
+        *,
+        attempt: int | None = None,
+        error: dict[str, Any] | None = None,
+        from_parked: bool = True,
     ) -> str:
         """Move the order to ``to`` if allowed; a repeat or a late (backwards) move is a no-op.
 
         With ``attempt``, only that payment attempt's status moves: a late step of an older
         attempt is ``"stale"``. Returns ``"moved"``, ``"already"`` (already there) or ``"stale"``
-        (order is past ``to``). Raises :class:`InvalidTransition` for a skip (e.g. RECEIVED ->
-        COMPLETED) and :class:`UnknownOrder` if the order does not exist.
+        (order is past ``to``). ``from_parked=False``: a parked (NEEDS_ATTENTION) order does not
+        move (``"stale"``): only an operator's requested compensation takes it out. Raises
+        :class:`InvalidTransition` for a skip (e.g. RECEIVED -> COMPLETED) and :class:`UnknownOrder`
+        if the order does not exist.
         """
-        allowed = sorted(s.value for s in sources_of(to))
+        allowed = sorted(s.value for s in sources_of(to) if from_parked or s != OrderStatus.NEEDS_ATTENTION)
         now = _now()
         names = {"#s": "status", "#u": "updated_at", "#h": "history"}
         entry: dict[str, Any] = {"status": to.value, "at": now}
@@ -276,6 +284,15 @@ class OrderRepository:
             if current in TERMINAL or to in predecessors(current):
                 return "stale"
             raise InvalidTransition(f"order {order_id}: {current.value} -> {to.value} is not allowed") from exc
+
+
+def compensating(orders: OrderRepository, order_id: str, attempt: int, payload: dict[str, Any]) -> str:
+    """Move the order to COMPENSATING for a compensation step: ``"stale"`` (do nothing) when the
+    order is terminal (COMPLETED, COMPENSATED), a newer attempt owns it, or it is parked and no
+    operator asked for this compensation (``"compensate": true``): a redrive or a late duplicate
+    never refunds a parked order by itself."""
+    requested = payload.get("compensate") is True
+    return orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt, from_parked=requested)
 
 
 def _now() -> str:

@@ -5,9 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from lambda_resilience.idempotency import business_key
-from order_domain.errors import PaymentDeclined, PaymentIncomplete, ProviderUnavailable, RefundIncomplete
+from order_domain.errors import (
+    PaymentDeclined,
+    PaymentIncomplete,
+    ProviderForgot,
+    ProviderUnavailable,
+    RefundIncomplete,
+)
 from order_domain.model import order_total_cents
-from order_domain.orders import OrderRepository
+from order_domain.orders import OrderRepository, compensating
 from order_domain.ports import (
     AUTHORIZED,
     CANCELLED,
@@ -25,6 +31,17 @@ CHARGE = "charge-payment"
 REFUND = "refund-payment"
 #: Charge outcomes that moved and hold nothing, and whose key a late charge cannot reuse.
 NOTHING_MOVED = frozenset({DECLINED, CANCELLED})
+#: What a compensation returns when its attempt is no longer the order's live one (a newer attempt
+#: owns the order, or the order is already terminal: COMPLETED, COMPENSATED): it does nothing.
+STALE = {"status": "stale", "amount_cents": 0}
+
+
+def recorded(order: dict[str, Any], status: OrderStatus, attempt: int) -> bool:
+    """Whether the order's history says ``attempt`` reached ``status`` (our own record of a forward outcome)."""
+    return any(
+        entry.get("status") == status.value and int(entry.get("attempt", 1)) == attempt
+        for entry in order.get("history") or []
+    )
 
 
 class PaymentService:
@@ -64,13 +81,21 @@ class PaymentService:
         call. A refund whose answer disagrees with the lookup raises :class:`RefundIncomplete`
         (the saga parks the order). An order the table does not know was never charged (charge
         refuses unknown orders before calling the provider): nothing to undo, and no provider call.
+        A terminal order or a replaced attempt is left alone (:data:`STALE`); a charge still in flight
+        is waited for (transient), and a capture we recorded that the provider forgot parks the order.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        if self.orders.find(order_id) is None:
+        order = self.orders.find(order_id)
+        if order is None:
             return {"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0}
-        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
+        if compensating(self.orders, order_id, attempt, payload) == "stale":
+            return dict(STALE)  # terminal (e.g. COMPLETED) or replaced: never undo it, whoever asks
         charge_key = business_key(order_id, CHARGE, attempt)
-        charge = self.provider.find_charge(charge_key)
+        charge = self.provider.find_charge(charge_key)  # in flight -> ProviderInFlight: retried, then parked
+        if charge is None and recorded(order, OrderStatus.PAYMENT_CHARGED, attempt):
+            # We recorded a capture the provider no longer knows (its key window passed): cancelling
+            # the key now would end COMPENSATED with the money kept.
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} was charged but the provider has no record")
         if charge is not None and charge.status in NOTHING_MOVED:
             return {"status": NOTHING_TO_REFUND, "amount_cents": 0}
         result = self.provider.refund(business_key(order_id, REFUND, attempt), charge_key=charge_key, order_id=order_id)

@@ -35,6 +35,25 @@ REFUND_STATUSES = frozenset({REFUNDED, VOIDED, NOTHING_TO_REFUND, ALREADY_REFUND
 SHIPPED = "shipped"
 REJECTED = "rejected"
 SHIPMENT_STATUSES = frozenset({SHIPPED, REJECTED, CANCELLED})
+#: The reason codes an answer's ``reason`` may carry into our errors, logs, execution histories and
+#: messages. A provider's free text (it may name the cardholder, quote the card or the address) is
+#: replaced by :data:`UNLISTED_REASON`: the allow-list, not a filter, decides what leaves the adapter.
+REASON_CODES = frozenset(
+    {
+        "card_declined",
+        "insufficient_funds",
+        "insufficient_funds_for_full_capture",
+        "capture_failed",
+        "expired_card",
+        "do_not_honor",
+        "fraudulent",
+        "processing_error",
+        "undeliverable_address",
+        "handed_over",
+        "cancelled",
+    }
+)
+UNLISTED_REASON = "unlisted"
 
 
 @dataclass(frozen=True)
@@ -86,7 +105,10 @@ class Carrier(Protocol):
 
     def find_shipment(self, key: str) -> Shipment | None: ...
 
-    def cancel_shipment(self, key: str) -> Shipment: ...
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
+        """Cancel the shipment ShipOrder requested under ``key``; ``cancel_key`` is this request's own
+        idempotency key (a carrier refuses one key used for two different requests)."""
+        ...
 
 
 def _int(value: Any) -> int:
@@ -101,6 +123,15 @@ def _opt_str(value: Any, limit: int = 256) -> str | None:
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {type(value).__name__}")
     return value[:limit]
+
+
+def _reason(value: Any) -> str | None:
+    """An allow-listed reason code, :data:`UNLISTED_REASON` for anything else, None when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected reason to be a string, got {type(value).__name__}")
+    return value if value in REASON_CODES else UNLISTED_REASON
 
 
 def _bool(value: Any) -> bool:
@@ -119,7 +150,7 @@ def parse_charge(data: Any) -> Charge:
         amount_cents=_int(data.get("amount_cents", 0)),
         captured_cents=_int(data.get("captured_cents", 0)),
         payment_id=_opt_str(data.get("payment_id")),
-        reason=_opt_str(data.get("reason")),
+        reason=_reason(data.get("reason")),
         refunded=_bool(data.get("refunded", False)),
     )
 
@@ -136,5 +167,5 @@ def parse_shipment(data: Any) -> Shipment:
     if not isinstance(data, dict) or data.get("status") not in SHIPMENT_STATUSES:
         raise ValueError("not a shipment: status missing or unknown")
     return Shipment(
-        status=str(data["status"]), tracking_id=_opt_str(data.get("tracking_id")), reason=_opt_str(data.get("reason"))
+        status=str(data["status"]), tracking_id=_opt_str(data.get("tracking_id")), reason=_reason(data.get("reason"))
     )

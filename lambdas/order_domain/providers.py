@@ -5,6 +5,7 @@ uses the HTTPS adapters and deploys no provider function)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,7 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import PayloadMismatch
-from order_domain.errors import ProviderUnavailable
+from order_domain.errors import ProviderInFlight, ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
 
 T = TypeVar("T")
@@ -35,14 +36,14 @@ class ProviderClient:
             payload = json.loads(response["Payload"].read() or b"{}")
         except (ClientError, BotoCoreError, json.JSONDecodeError) as exc:
             raise ProviderUnavailable(f"{self.function_name} call failed: {exc}") from exc
-        if response.get("FunctionError"):
-            raise ProviderUnavailable(
-                f"{self.function_name} failed: {payload.get('errorType')}: {payload.get('errorMessage')}"
-            )
+        if response.get("FunctionError"):  # the error type is a class name; its message is not ours to log
+            raise ProviderUnavailable(f"{self.function_name} failed: {_code(payload.get('errorType'))}")
         if payload.get("status") == "error":
             if payload.get("error") == "idempotency_key_reused":
                 raise PayloadMismatch(f"provider rejected reuse of key {request.get('idempotency_key')}")
-            raise ProviderUnavailable(f"provider error: {payload.get('error')}")
+            if payload.get("error") == "idempotency_key_in_use":
+                raise ProviderInFlight(f"a request with key {request.get('idempotency_key')} is still in flight")
+            raise ProviderUnavailable(f"provider error: {_code(payload.get('error'))}")
         return dict(payload)
 
     def parsed(self, request: dict[str, Any], parse: Callable[[Any], T]) -> T:
@@ -51,6 +52,14 @@ class ProviderClient:
             return parse(answer)
         except ValueError as exc:
             raise ProviderUnavailable(f"{self.function_name}: unexpected answer to {request['action']}: {exc}") from exc
+
+
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")
+
+
+def _code(value: Any) -> str:
+    """An error code or class name as such (letters, digits, ``_`` and ``.``), else ``unlisted``."""
+    return value if isinstance(value, str) and _CODE.match(value) else "unlisted"
 
 
 def _validated(parse: Callable[[Any], T], answer: Any, what: str) -> T:
@@ -107,5 +116,6 @@ class LambdaCarrier:
         answer = self.client.call({"action": "get", "idempotency_key": key})
         return None if answer.get("status") == "not_found" else _validated(parse_shipment, answer, "shipment lookup")
 
-    def cancel_shipment(self, key: str) -> Shipment:
-        return self.client.parsed({"action": "cancel", "idempotency_key": key}, parse_shipment)
+    def cancel_shipment(self, key: str, *, cancel_key: str) -> Shipment:
+        request = {"action": "cancel", "idempotency_key": key, "cancel_idempotency_key": cancel_key}
+        return self.client.parsed(request, parse_shipment)

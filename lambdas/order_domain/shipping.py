@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from lambda_resilience.idempotency import business_key
-from order_domain.errors import ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
-from order_domain.orders import OrderRepository
+from order_domain.errors import ProviderForgot, ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
+from order_domain.orders import OrderRepository, compensating
+from order_domain.payments import recorded
 from order_domain.ports import CANCELLED, REJECTED, SHIPPED, Carrier
 from order_domain.status import OrderStatus
 
 SHIP = "ship-order"
+CANCEL = "cancel-shipment"
 
 
 class ShippingService:
@@ -43,17 +45,23 @@ class ShippingService:
           (permanent; the saga parks the order at once, without a refund).
 
         An order the table does not know was never shipped (ShipOrder refuses unknown orders before
-        calling the carrier): nothing to undo, and no carrier call.
+        calling the carrier): nothing to undo, and no carrier call. A terminal order or a replaced
+        attempt is left alone; a ship still in flight is waited for (transient); a shipment we
+        recorded that the carrier forgot parks the order (:class:`ProviderForgot`).
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        if self.orders.find(order_id) is None:
+        order = self.orders.find(order_id)
+        if order is None:
             return {"status": "nothing_to_undo", "reason": "unknown order"}
-        self.orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt)
+        if compensating(self.orders, order_id, attempt, payload) == "stale":
+            return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: never recall it, whoever asks
         key = business_key(order_id, SHIP, attempt)
-        found = self.carrier.find_shipment(key)
+        found = self.carrier.find_shipment(key)  # in flight -> ProviderInFlight: retried, then parked
+        if found is None and recorded(order, OrderStatus.SHIPPED, attempt):
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} shipped but the carrier has no record")
         if found is not None and found.status in (REJECTED, CANCELLED):
             return {"status": "nothing_to_undo", "shipment": found.status}
-        result = self.carrier.cancel_shipment(key)
+        result = self.carrier.cancel_shipment(key, cancel_key=business_key(order_id, CANCEL, attempt))
         if result.status == CANCELLED:
             return {"status": CANCELLED, "shipment": found.status if found is not None else "not_found"}
         if result.status == REJECTED:  # a ship request arrived between the lookup and the cancel: rejected

@@ -56,6 +56,8 @@ def step_payload(event: Any) -> dict[str, Any]:
     if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= MAX_PAYMENT_ATTEMPT:
         raise InvalidStepInput(f"saga step input 'payment_attempt' must be an integer 1..{MAX_PAYMENT_ATTEMPT}")
     payload: dict[str, Any] = {"order_id": order_id, "payment_attempt": attempt}
+    if event.get("compensate") is True:  # an operator's requested compensation (not hashed: see _parser)
+        payload["compensate"] = True
     if "outcome" in event:  # finalize steps: the outcome, and why (only they record the error)
         if event["outcome"] not in OUTCOMES:
             raise InvalidStepInput(f"saga step input 'outcome' must be one of {sorted(OUTCOMES)}")
@@ -89,6 +91,10 @@ def _parser(operation: str) -> Callable[[Any], StepInput]:
         # The error text describes this delivery, not the operation: not hashed, so a retry whose
         # error differs is still a duplicate (never a PayloadMismatch that fails the park).
         extra = {"error": payload.pop("error")} if "error" in payload else {}
+        # Whether an operator asked for the compensation: the same step of a first run and of a
+        # repair is one operation (a duplicate, never a PayloadMismatch), so it is not hashed either.
+        if payload.pop("compensate", False):
+            extra["compensate"] = True
         return StepInput(
             idempotency_key=business_key(payload["order_id"], _operation_name(operation, payload), attempt),
             payload=payload,

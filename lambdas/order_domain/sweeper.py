@@ -21,9 +21,11 @@ repeated sweep does not see it again.
 looked up at the providers by their idempotency keys (``find_charge`` / ``find_shipment``): a
 COMPLETED order without a capture or without a live shipment, or a COMPENSATED order with money
 still captured (or held) or a live shipment, is announced (needs-attention message + the
-SideEffectMismatches metric, alarmed). Each order is checked once: the result is recorded on the
-order (``reconciled``, written only if absent; ``updated_at`` is not touched, so the order does not
-move in the index). A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
+SideEffectMismatches metric, alarmed). Each payment attempt is checked once, every attempt included:
+the earlier attempts of a retried payment (they ended COMPENSATED) are checked with the current one,
+and the attempts checked are recorded on the order (``reconciled_attempts``, with the last result in
+``reconciled``; ``updated_at`` is not touched, so the order does not move in the index).
+A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
 each), oldest first; the rest are counted as deferred (SweepDeferred) and left to the next sweep:
 above that many terminal orders per window, some leave the window unchecked, and the metric says so.
 """
@@ -39,7 +41,7 @@ from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.idempotency import business_key
-from order_domain import clock
+from order_domain import clock, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import AUTHORIZED, CAPTURED, SHIPPED, Carrier, PaymentProvider
@@ -53,6 +55,21 @@ RECONCILED = (OrderStatus.COMPLETED, OrderStatus.COMPENSATED)
 CHARGE, SHIP = "charge-payment", "ship-order"
 #: Stop taking new orders when less than this much of the invocation is left (the rest: next sweep).
 RESERVE_SECONDS = 10.0
+#: The sweeper's lease on an order it finishes or parks (order_domain.lease): longer than its own
+#: provider lookups and writes for one order, shorter than a sweep interval (5 minutes).
+LEASE_HOLDER, LEASE_SECONDS = "sweeper", 120
+
+
+def attempts_of(item: dict[str, Any]) -> list[int]:
+    """Every payment attempt the order has had (``attempts``), the current one included."""
+    seen = {int(a["attempt"]) for a in item.get("attempts") or [] if isinstance(a, dict) and "attempt" in a}
+    seen.add(int(item.get("payment_attempt", 1)))
+    return sorted(seen)
+
+
+def reconciled_attempts(item: dict[str, Any]) -> set[int]:
+    """The attempts a sweep already checked against the providers."""
+    return {int(a) for a in item.get("reconciled_attempts") or []}
 
 
 def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
@@ -204,6 +221,20 @@ class Sweeper:
             result.running.append(order_id)
             self.logger.info("stuck order has a running execution: left to it", extra={"order_id": order_id})
             return
+        if lease.held_by_other(item, LEASE_HOLDER) or not lease.acquire(
+            self.orders.client,
+            self.orders.table_name,
+            order_id,
+            holder=LEASE_HOLDER,
+            seconds=LEASE_SECONDS,
+            status=status.value,
+            updated_at=str(item["updated_at"]),
+        ):
+            # An operator's repair holds the order (its execution may not be listed yet:
+            # ListExecutions is eventually consistent), or the order moved: not ours to touch.
+            result.moved.append(order_id)
+            self.logger.info("order is leased to another actor: left alone", extra={"order_id": order_id})
+            return
         why = f"stuck in {status.value} for more than {self.stuck_after_seconds} s with no execution running"
         if status == OrderStatus.SHIPPED:
             findings = self._completed_findings(order_id, attempt)
@@ -247,14 +278,18 @@ class Sweeper:
         if error is not None:
             update += ", last_error = :err"
             values[":err"] = error
+        update += " REMOVE #l"
+        values[":me"] = LEASE_HOLDER
         first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
         try:
             self.orders.client.update_item(
                 TableName=self.orders.table_name,
                 Key=to_item({"order_id": order_id}),
                 UpdateExpression=update,
-                ConditionExpression=f"#s = :from AND updated_at = :seen AND ({first}payment_attempt = :attempt)",
-                ExpressionAttributeNames={"#s": "status"},
+                ConditionExpression=(
+                    f"#s = :from AND updated_at = :seen AND ({first}payment_attempt = :attempt) AND #l.#h = :me"
+                ),
+                ExpressionAttributeNames={"#s": "status", "#l": lease.LEASE, "#h": "holder"},
                 ExpressionAttributeValues=to_item(values),
             )
         except ClientError as exc:
@@ -298,42 +333,71 @@ class Sweeper:
     # -- reconciliation -----------------------------------------------------------------------------
 
     def _reconcile(self, seen: dict[str, Any], result: SweepResult) -> None:
+        """Check every payment attempt of the order not checked yet: the current one by its status,
+        the earlier ones as COMPENSATED (a new attempt is accepted only after one)."""
         order_id = seen["order_id"]
         item = self.orders.find(order_id)
-        if item is None or item.get("reconciled") or item.get("status") != seen.get("status"):
+        if item is None or item.get("status") != seen.get("status"):
+            return
+        status, current = OrderStatus(item["status"]), int(item.get("payment_attempt", 1))
+        pending = [a for a in attempts_of(item) if a not in reconciled_attempts(item)]
+        if not pending:
             return
         if len(result.reconciled) >= self.reconcile_max_orders:
             result.deferred.append(order_id)  # this sweep's lookups are spent: the next sweep
             return
-        status, attempt = OrderStatus(item["status"]), int(item.get("payment_attempt", 1))
-        if status == OrderStatus.COMPLETED:
-            findings = self._completed_findings(order_id, attempt)
-        else:
-            findings = self._compensated_findings(order_id, attempt)
-        if findings:
-            why = f"{status.value} but the providers say: " + "; ".join(findings)
-            self.logger.error("side effects disagree with the order's status", extra={"order_id": order_id})
-            self.notifier.notify(
-                order_id,
-                payment_attempt=attempt,
-                correlation_id=item.get("correlation_id"),
-                reason=why,
-                error={"Error": "SideEffectMismatch", "Cause": why},
-                source=SWEEPER,
-            )
+        findings_by_attempt: dict[str, list[str]] = {}
+        for attempt in pending:
+            ended = status if attempt == current else OrderStatus.COMPENSATED
+            findings = self._findings(order_id, attempt, ended)
+            findings_by_attempt[str(attempt)] = findings
+            if findings:
+                self._announce_mismatch(item, attempt, ended, findings)
+        if any(findings_by_attempt.values()):
             result.mismatched.append(order_id)
-        self._mark_reconciled(order_id, status, {"at": clock.iso(), "findings": findings})
+        record = {"at": clock.iso(), "attempt": current, "findings": findings_by_attempt.get(str(current), [])}
+        self._mark_reconciled(order_id, status, current, pending, {**record, "by_attempt": findings_by_attempt})
         result.reconciled.append(order_id)
 
-    def _mark_reconciled(self, order_id: str, status: OrderStatus, record: dict[str, Any]) -> None:
+    def _findings(self, order_id: str, attempt: int, ended: OrderStatus) -> list[str]:
+        if ended == OrderStatus.COMPLETED:
+            return self._completed_findings(order_id, attempt)
+        return self._compensated_findings(order_id, attempt)
+
+    def _announce_mismatch(self, item: dict[str, Any], attempt: int, ended: OrderStatus, findings: list[str]) -> None:
+        order_id = item["order_id"]
+        why = f"attempt {attempt} {ended.value} but the providers say: " + "; ".join(findings)
+        self.logger.error(
+            "side effects disagree with the order's status", extra={"order_id": order_id, "payment_attempt": attempt}
+        )
+        self.notifier.notify(
+            order_id,
+            payment_attempt=attempt,
+            correlation_id=item.get("correlation_id"),
+            reason=why,
+            error={"Error": "SideEffectMismatch", "Cause": why},
+            source=SWEEPER,
+        )
+
+    def _mark_reconciled(
+        self, order_id: str, status: OrderStatus, current: int, done: list[int], record: dict[str, Any]
+    ) -> None:
+        """Record the checked attempts (``reconciled_attempts``), only while the order is still in the
+        status and attempt the sweeper checked: a new attempt is never marked by an old check."""
+        first = "attribute_not_exists(payment_attempt) OR " if current == 1 else ""
         try:
             self.orders.client.update_item(
                 TableName=self.orders.table_name,
                 Key=to_item({"order_id": order_id}),
-                UpdateExpression="SET reconciled = :r",
-                ConditionExpression="attribute_not_exists(reconciled) AND #s = :s",
+                UpdateExpression=(
+                    "SET reconciled = :r, "
+                    "reconciled_attempts = list_append(if_not_exists(reconciled_attempts, :none), :d)"
+                ),
+                ConditionExpression=f"#s = :s AND ({first}payment_attempt = :n)",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=to_item({":r": record, ":s": status.value}),
+                ExpressionAttributeValues=to_item(
+                    {":r": record, ":s": status.value, ":n": current, ":none": [], ":d": done}
+                ),
             )
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":

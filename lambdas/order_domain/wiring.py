@@ -104,8 +104,14 @@ def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
     if settings.throttle_requeue_queue_url is None:
         return None
     from lambda_resilience.backoff import ThrottleBackoff
+    from order_domain.settings.intake import THROTTLE_MAX_DELAY_SECONDS, THROTTLE_MAX_REQUEUES
 
-    return ThrottleBackoff(settings.throttle_requeue_queue_url, aws.client)
+    return ThrottleBackoff(
+        settings.throttle_requeue_queue_url,
+        aws.client,
+        max_seconds=THROTTLE_MAX_DELAY_SECONDS,
+        max_requeues=THROTTLE_MAX_REQUEUES,
+    )
 
 
 # -- providers --------------------------------------------------------------------------------------

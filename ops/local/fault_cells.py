@@ -373,11 +373,12 @@ def classify(f: OrderFacts) -> tuple[str, list[str]]:
         problems.append(f"{f.refunds} refunds for {f.captures} captures")
     completed = f.captures == 1 and f.refunds == 0 and f.live_shipments == 1 and not f.released
     compensated = f.refunds >= f.captures and f.live_shipments == 0 and not f.reserved
+    harm = _parked_harm(f)
     if not problems and f.status == "COMPLETED" and completed:
         return "COMPLETED", []
     if not problems and f.status == "COMPENSATED" and compensated:
         return "COMPENSATED", []
-    if not problems and f.attention_messages and f.attention_alarm:
+    if not problems and not harm and f.attention_messages and f.attention_alarm:
         return "NEEDS_ATTENTION", []
     if f.status == "COMPLETED":
         problems.append(_disagrees("COMPLETED", f))
@@ -387,9 +388,22 @@ def classify(f: OrderFacts) -> tuple[str, list[str]]:
         problems.append("announced but the needs-attention alarm is not in ALARM")
     else:
         problems.append(f"status {f.status} and nothing on the needs-attention queue")
+    problems.extend(harm)
     if f.executions:
         problems.append("executions " + ",".join(f"{k}={v}" for k, v in sorted(f.executions.items())))
     return "VIOLATION", problems
+
+
+def _parked_harm(f: OrderFacts) -> list[str]:
+    """Money and parcel read for a parked or announced order too (issue 28): announcing does not make
+    harm a success. Money given back for a parcel that left, or a COMPLETED order whose money went
+    back or whose parcel was recalled (a compensation that ran on a finished order), is a violation."""
+    harm = []
+    if f.refunds and f.live_shipments:
+        harm.append(f"refunded ({f.refunds}) with a live shipment")
+    if f.status == "COMPLETED" and f.attention_messages and (f.refunds or not f.live_shipments):
+        harm.append(f"COMPLETED but refunds={f.refunds} live_shipments={f.live_shipments}")
+    return harm
 
 
 def _disagrees(status: str, f: OrderFacts) -> str:

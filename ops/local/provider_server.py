@@ -5,7 +5,17 @@ server in tests and local runs, so their code path (headers, Idempotency-Key, ti
 status mapping, answer validation) is exercised against the same sandbox behaviour and ledger
 the Lambda-invoked sandbox has. Routes follow the contract in the README ("Connecting a real
 provider"); the sandbox's own answers are mapped to HTTP the way a card processor's API answers:
-``idempotency_key_reused`` -> 409, ``provider_unavailable`` -> 503, other errors -> 400.
+``idempotency_key_reused`` -> 422, ``provider_unavailable`` -> 503, other errors -> 400.
+
+Like a real processor (docs/providers.md), a request whose idempotency key is still being processed
+by an earlier request is answered **409** ``idempotency_key_in_use`` and not processed: the same key
+as a POST, a lookup of that key, or a refund / cancel naming it. ``hold`` (tests) runs inside a
+request's processing, so a test can keep a request in flight while another arrives.
+
+Keys are kept for a bounded window (``key_window_seconds``; Stripe prunes keys after 24 hours,
+Checkout.com's default window is 24 hours, Adyen keeps them at least 31 days): past it, a lookup of
+the key answers 404 and a POST with it is processed as a new request (a second charge), as those
+providers document. ``None`` (the default) keeps keys for the life of the run.
 
 Why hand-written: a real provider's sandbox is not reachable here (no network but the package
 registries), and the standard library's ThreadingHTTPServer is all it takes.
@@ -18,6 +28,7 @@ import json
 import secrets
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -31,6 +42,12 @@ MAX_BODY_BYTES = 1024 * 1024
 
 #: What :func:`serve_sandbox` enters around each request's handling.
 RequestScope = Callable[[], AbstractContextManager[Any]]
+#: Called with (provider, request) while the request holds its key, before it is processed (tests).
+Hold = Callable[[str, dict[str, Any]], None]
+
+
+def _no_hold(provider: str, request: dict[str, Any]) -> None:
+    del provider, request
 
 
 @dataclass(frozen=True)
@@ -104,8 +121,17 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             self._answer(404, {"error": "no such route"})
             return
-        with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
-            result = self.server.dispatch(provider, request)
+        with self.server.processing(provider, request) as free:
+            if not free:
+                self._answer(409, {"error": "idempotency_key_in_use"})
+                return
+            self.server.hold(provider, request)
+            seen = self.server.windowed(provider, request)
+            if seen is None:  # the key's window passed: the provider no longer knows it
+                self._answer(404, {"error": "not_found"})
+                return
+            with self.server.request_scope():  # e.g. the provider's own AWS calls are not the pipeline's cost
+                result = self.server.dispatch(provider, seen)
         self._answer(*_http(result))
 
 
@@ -117,7 +143,7 @@ def _http(result: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 200, result
     error = str(result.get("error"))
     if error == "idempotency_key_reused":
-        return 409, {"error": error}
+        return 422, {"error": error}
     if error == "provider_unavailable":
         return 503, {"error": error}
     if error == "internal_error":
@@ -135,9 +161,22 @@ class _Server(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def __init__(self, ledger_table: str, api_key: str, request_scope: RequestScope) -> None:
+    def __init__(
+        self,
+        ledger_table: str,
+        api_key: str,
+        request_scope: RequestScope,
+        hold: Hold,
+        key_window: tuple[float | None, Callable[[], float]] = (None, time.time),
+    ) -> None:
         super().__init__((HOST, 0), _Handler)
+        self.key_window_seconds, self.now = key_window
+        self._first_seen: dict[tuple[str, str], float] = {}
+        self._generation: dict[tuple[str, str], int] = {}
         self.request_scope = request_scope
+        self.hold = hold
+        self._in_flight: set[tuple[str, str]] = set()
+        self._in_flight_lock = threading.Lock()
         from lambda_resilience.correlation import correlation_scope, from_payload
         from order_domain.logs import get_logger
         from sandbox import carrier, payment
@@ -149,6 +188,43 @@ class _Server(ThreadingHTTPServer):
         self._loggers = {name: get_logger(service=f"sandbox-{name}") for name in self._handlers}
         self._scope = correlation_scope
         self._cid = from_payload
+
+    @contextmanager
+    def processing(self, provider: str, request: dict[str, Any]) -> Iterator[bool]:
+        """Claim the request's key while it is processed; False (claim nothing) if it, or the key it
+        names (a refund's charge, a cancel's shipment), is in flight."""
+        own = request.get("idempotency_key")
+        named = {own, request.get("charge_idempotency_key"), request.get("shipment_idempotency_key")}
+        keys = {(provider, str(k)) for k in named if k}
+        claim = {(provider, str(own))} if own and request.get("action") != "get" else set()
+        with self._in_flight_lock:
+            if keys & self._in_flight:
+                free = False
+            else:
+                free = True
+                self._in_flight |= claim
+        try:
+            yield free
+        finally:
+            if free:
+                with self._in_flight_lock:
+                    self._in_flight -= claim
+
+    def windowed(self, provider: str, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The request as the ledger sees it under the key window: a key seen longer ago than the
+        window is forgotten (a lookup: None, answered 404; a POST: a new key generation, a new op)."""
+        key = request.get("idempotency_key")
+        if self.key_window_seconds is None or not key:
+            return request
+        slot, now = (provider, str(key)), self.now()
+        first = self._first_seen.setdefault(slot, now)
+        if now - first > self.key_window_seconds:
+            if request.get("action") == "get":
+                return None
+            self._first_seen[slot] = now
+            self._generation[slot] = self._generation.get(slot, 0) + 1
+        generation = self._generation.get(slot, 0)
+        return {**request, "idempotency_key": f"{key}#after-window-{generation}"} if generation else request
 
     def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
         logger = self._loggers[provider]
@@ -172,15 +248,23 @@ class _Server(ThreadingHTTPServer):
 
 @contextmanager
 def serve_sandbox(
-    ledger_table: str, api_key: str | None = None, request_scope: RequestScope = contextlib.nullcontext
+    ledger_table: str,
+    api_key: str | None = None,
+    request_scope: RequestScope = contextlib.nullcontext,
+    hold: Hold = _no_hold,
+    key_window_seconds: float | None = None,
+    now: Callable[[], float] = time.time,
 ) -> Iterator[ProviderEndpoints]:
     """Serve the sandbox on an ephemeral 127.0.0.1 port until the block exits.
 
     ``request_scope``: entered around each request's handling (the local run passes
     :func:`local_cloud.calls.outside_the_pipeline`, so the provider's AWS calls are not counted as the pipeline's).
+    ``hold``: called while a request holds its idempotency key, before it is processed (tests keep a
+    request in flight with it). ``key_window_seconds``: how long keys are kept (None: for the run),
+    measured with ``now``.
     """
     key = api_key or secrets.token_hex(16)
-    server = _Server(ledger_table, key, request_scope)
+    server = _Server(ledger_table, key, request_scope, hold, (key_window_seconds, now))
     thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
     thread.start()
     origin = f"http://{HOST}:{server.server_address[1]}"

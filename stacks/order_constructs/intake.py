@@ -12,6 +12,7 @@ from constructs import Construct
 import order_domain.env as env
 from constructs_lib.logical_ids import TransparentScope
 from constructs_lib.queue import ResilientQueue, ResilientQueueProps
+from order_domain.settings.intake import ORDERS_MAX_RECEIVE_COUNT
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, grant_items, grant_queue
 from stacks.order_constructs.needs_attention import dlq_alarm_text
@@ -99,7 +100,7 @@ class OrderIntake(TransparentScope):
                 alarm_topic=functions.alarm_topic,
                 consumer=self.function.function,
                 consumer_timeout=INTAKE_TIMEOUT,
-                max_receive_count=3,
+                max_receive_count=ORDERS_MAX_RECEIVE_COUNT,  # AWS: at least 5 for a Lambda consumer
                 batch_size=INTAKE_BATCH_SIZE,
                 max_concurrency=INTAKE_MAX_CONCURRENCY if props.throttle_backoff else None,
                 max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,

@@ -97,6 +97,15 @@ SQS_SEND_RETRY_ERRORS: tuple[str, ...] = ("SQS.AmazonSQSException", "SQS.SdkClie
 LAST_RESORT_SOURCE = "saga-last-resort"
 
 
+def default_forward_retry() -> RetryPolicy:
+    """Forward steps, outcome writes and the park: Step Functions' documented retry of Lambda service
+    errors (IntervalSeconds 2, MaxAttempts 6, BackoffRate 2:
+    https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html), delays
+    capped at 30 s: up to 90 s of backoff, so a throttle burst or a live duplicate invocation (the first
+    one still running, up to the step's 30 s timeout) is waited out rather than compensated."""
+    return RetryPolicy(interval=Duration.seconds(2), backoff_rate=2, max_attempts=6, max_delay=Duration.seconds(30))
+
+
 @dataclass(frozen=True)
 class OrderSagaProps:
     """Props for :class:`OrderSaga`.
@@ -114,7 +123,8 @@ class OrderSagaProps:
         compensated_from: the statuses COMPENSATED may be recorded from; default ``("COMPENSATING",)``
             (both match lambdas/order_domain/status.py's TRANSITIONS; a test keeps them equal).
         step_timeout: the step functions' timeout (used for the execution budget); default 30 s.
-        forward_retry: retry policy for transient errors on forward steps and outcome writes.
+        forward_retry: retry policy for transient errors on forward steps and outcome writes; default
+            :func:`default_forward_retry` (6 retries, 2 s doubling, capped at 30 s).
         compensation_retry: retry policy for any error on compensations; default 5 retries, 2 s .. 30 s.
         transient_errors: error names retried on forward steps.
         refused_input_errors: error names of the first step that end the execution as failed,
@@ -146,7 +156,7 @@ class OrderSagaProps:
     completed_from: Sequence[str] = ("SHIPPED",)
     compensated_from: Sequence[str] = ("COMPENSATING",)
     step_timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
-    forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
+    forward_retry: RetryPolicy = field(default_factory=default_forward_retry)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS

@@ -3,7 +3,7 @@ terminal ones with the providers' records (lambdas/order_domain/sweeper.py); it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -58,6 +58,9 @@ class StuckOrderSweeperProps:
         needs_attention_queue: where parked and mismatched orders are announced.
         providers: looked up to reconcile terminal orders.
         stuck_after_minutes: an order non-terminal for longer is stuck (1..1440).
+        start_delay: how long intake may hold an order RECEIVED before its execution starts (throttle
+            requeues, then redeliveries); ``stuck_after_minutes`` must exceed it plus the saga timeout.
+            Default 0.
     """
 
     functions: OrderFunctionDefaults
@@ -67,12 +70,15 @@ class StuckOrderSweeperProps:
     needs_attention_queue: sqs.IQueue
     providers: OrderProviders
     stuck_after_minutes: int
+    start_delay: Duration = field(default_factory=lambda: Duration.seconds(0))
 
     def __post_init__(self) -> None:
-        if self.stuck_after_minutes * 60 <= self.saga_timeout.to_seconds():
+        budget = self.saga_timeout.to_seconds() + self.start_delay.to_seconds()
+        if self.stuck_after_minutes * 60 <= budget:
             raise ValueError(
                 f"stuck_after_minutes ({self.stuck_after_minutes}) must exceed the saga timeout "
-                f"({int(self.saga_timeout.to_seconds())} s): a retrying saga is not stuck"
+                f"({int(self.saga_timeout.to_seconds())} s) plus intake's start delay "
+                f"({int(self.start_delay.to_seconds())} s): a retrying saga is not stuck"
             )
 
 

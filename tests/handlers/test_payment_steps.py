@@ -153,8 +153,9 @@ def test_charge_provider_function_error_surfaces_as_transient_step_error(
         raise RuntimeError("provider crashed")
 
     monkeypatch.setitem(providers.functions, PAYMENT_FUNCTION, crashing)
-    with pytest.raises(TransientStepError, match="provider crashed"):
+    with pytest.raises(TransientStepError, match="RuntimeError") as raised:
         charge(saga_input(order), lambda_context)
+    assert "provider crashed" not in str(raised.value)  # the provider's message is free text: its type only
 
 
 def test_refund_after_captured_charge_refunds_once_even_when_called_twice(

@@ -216,8 +216,10 @@ def test_refund_refunds_what_the_provider_captured_whatever_the_order_status(
     order = order_factory()
     seed_order(order, status)
     _provider_charge(providers, order, lambda_context)
+    # A parked order is compensated only on an operator's request (ops repair: "compensate": true).
+    state = {**saga_input(order), "compensate": status == OrderStatus.NEEDS_ATTENTION}
 
-    result = refund(saga_input(order), lambda_context)
+    result = refund(state, lambda_context)
 
     assert result == {"status": "refunded", "amount_cents": order_total_cents(order)}
     assert _refunds(ledger) == [("refunded", order_total_cents(order))]

@@ -63,7 +63,8 @@ def test_queues_without_dlq_role_have_redrive_policy(
     for logical_id, queue in sources.items():
         redrive = queue["Properties"].get("RedrivePolicy")
         assert redrive, f"{logical_id} has no dead-letter queue"
-        assert redrive["maxReceiveCount"] == dev.stack.orders_queue.max_receive_count == 3
+        # The orders queue (a Lambda consumer): 5, as AWS advises (tests/infra/test_time_budget.py); others: 3.
+        assert redrive["maxReceiveCount"] in (dev.stack.orders_queue.max_receive_count, 3)
         assert redrive["deadLetterTargetArn"]["Fn::GetAtt"][0] in queues
 
 

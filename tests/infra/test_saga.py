@@ -329,8 +329,10 @@ def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[st
         assert retry["ErrorEquals"] == list(DEFAULT_TRANSIENT_ERRORS), name
         assert "States.ALL" not in retry["ErrorEquals"], name
         assert retry["JitterStrategy"] == "FULL", name
-        assert retry["MaxDelaySeconds"] == 10, name
-        assert retry["MaxAttempts"] == 3, name
+        # Step Functions' documented retry of Lambda service errors (order_saga.default_forward_retry)
+        assert (retry["IntervalSeconds"], retry["BackoffRate"]) == (2, 2), name
+        assert retry["MaxDelaySeconds"] == 30, name
+        assert retry["MaxAttempts"] == 6, name
 
 
 def test_saga_outcome_writes_retry_throttling_and_end_on_a_failed_condition(saga_definition: dict[str, Any]) -> None:
@@ -415,23 +417,24 @@ def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition:
     last resort + 60 s; each Lambda attempt also budgets a failed 10 s Init phase, each attempt 2 s
     of Step Functions latency."""
     lambda_attempt = 30 + 10 + 2  # timeout + failed Init phase + state latency
-    forward = RetryPolicy().worst_case_seconds(30, 12)  # 4 x 42 s + 1 + 2 + 4 s
+    forward_retry = RetryPolicy(interval=Duration.seconds(2), max_attempts=6, max_delay=Duration.seconds(30))
+    forward = forward_retry.worst_case_seconds(30, 12)  # 7 x 42 s + 2 + 4 + 8 + 16 + 30 + 30 s
     compensation = RetryPolicy(
         interval=Duration.seconds(2), max_attempts=5, max_delay=Duration.seconds(30)
     ).worst_case_seconds(30, 12)  # 6 x 42 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
-    outcome_write = RetryPolicy().worst_case_seconds(10, 2)  # the UpdateItem / SendMessage TimeoutSeconds
-    assert (forward, compensation, outcome_write) == (4 * lambda_attempt + 7, 6 * lambda_attempt + 60, 55)
+    outcome_write = forward_retry.worst_case_seconds(10, 2)  # the UpdateItem / SendMessage TimeoutSeconds
+    assert (forward, compensation, outcome_write) == (7 * lambda_attempt + 90, 6 * lambda_attempt + 60, 174)
     budget = 3 * forward + 3 * compensation + outcome_write + forward + outcome_write + 60
-    assert budget == 1806
+    assert budget == 2880
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
 
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
-    # Reserve, Charge, Ship (175 s each), CancelShipment, RefundPayment, ReleaseInventory (312 s each),
-    # MarkCompensated failing (55 s), MarkNeedsAttention failing (175 s), NotifyNeedsAttention (55 s).
-    assert worst == 3 * 175 + 3 * 312 + 55 + 175 + 55
+    # Reserve, Charge, Ship (384 s each), CancelShipment, RefundPayment, ReleaseInventory (312 s each),
+    # MarkCompensated failing (174 s), MarkNeedsAttention failing (384 s), NotifyNeedsAttention (174 s).
+    assert worst == 3 * 384 + 3 * 312 + 174 + 384 + 174
     assert saga_definition["TimeoutSeconds"] >= worst + 60
 
 
@@ -446,8 +449,13 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
     payload = step_payload({**SAGA_INPUT, "reservation": {}, "error": {"Error": "X", "Cause": "y"}})
     assert payload == {"order_id": "o-1", "payment_attempt": 1}
     assert "outcome" not in payload
-    # The repair input (Route -> RefundPayment) is the intake input plus "compensate", which is not hashed.
-    assert step_payload({**SAGA_INPUT, "compensate": True}) == step_payload(SAGA_INPUT)
+    # The repair input (Route -> RefundPayment) is the intake input plus "compensate", which is not hashed
+    # (the action gets it as an extra: a parked order is compensated only on that request).
+    from order_domain.step import _parser
+
+    repair, first = _parser("refund-payment")({**SAGA_INPUT, "compensate": True}), _parser("refund-payment")(SAGA_INPUT)
+    assert (repair.payload, repair.idempotency_key) == (first.payload, first.idempotency_key)
+    assert repair.extra == {"compensate": True} and first.extra == {}
 
 
 def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:

@@ -112,3 +112,41 @@ def test_dlq_replay_help_lists_every_category(capsys: pytest.CaptureFixture[str]
     text = " ".join(capsys.readouterr().out.split())
     assert "{transient,permanent,unknown,unclassified,all}" in text
     assert "transient (default)" in text and "permanent (needs --force)" in text and "unknown (" in text
+
+
+def test_dlq_replay_keeps_every_attribute_shape_sqs_allows(queues: dict[str, str]) -> None:
+    """Issue 28: a message redriven by SQS with 10 attributes (SQS's maximum), one of them binary and
+    one a Number, is replayed as it was: no attribute added beyond 10, binary kept as bytes."""
+    attributes: dict[str, dict[str, object]] = {
+        "correlation_id": {"DataType": "String", "StringValue": "cid-full"},
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01binary"},
+        "count": {"DataType": "Number", "StringValue": "42"},
+    }
+    for i in range(7):
+        attributes[f"extra_{i}"] = {"DataType": "String.custom", "StringValue": f"v{i}"}
+    sqs = boto3.client("sqs")
+    sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody="full", MessageAttributes=attributes)
+
+    assert main(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
+
+    (message,) = sqs.receive_message(
+        QueueUrl=queues["OrdersQueueUrl"], MessageAttributeNames=["All"], MaxNumberOfMessages=10
+    )["Messages"]
+    got = message["MessageAttributes"]
+    assert message["Body"] == "full" and len(got) == 10
+    assert got["blob"]["BinaryValue"] == b"\x00\x01binary" and got["blob"]["DataType"] == "Binary"
+    assert got["count"] == {"DataType": "Number", "StringValue": "42"}
+    assert got["correlation_id"]["StringValue"] == "cid-full"
+    assert bodies(queues["OrdersDlqUrl"]) == []
+
+
+def test_dlq_replay_adds_replay_count_when_there_is_room(queues: dict[str, str]) -> None:
+    sqs = boto3.client("sqs")
+    blob = {"DataType": "Binary", "BinaryValue": b"\xff"}
+    sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody="small", MessageAttributes={"blob": blob})
+
+    assert main(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
+
+    (message,) = sqs.receive_message(QueueUrl=queues["OrdersQueueUrl"], MessageAttributeNames=["All"])["Messages"]
+    assert message["MessageAttributes"]["blob"]["BinaryValue"] == b"\xff"
+    assert message["MessageAttributes"]["replay_count"]["StringValue"] == "1"

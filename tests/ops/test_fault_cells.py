@@ -297,3 +297,20 @@ def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
     assert held(report) is None
     report["ledger"]["reservations_outstanding_orders"] = ["o-1:NEEDS_ATTENTION", "o-2:COMPENSATED"]
     assert held(report) == "1 reservations held for orders that did not complete; e.g. ['o-2:COMPENSATED']"
+
+
+def test_classify_reads_money_and_parcel_for_an_announced_order_too() -> None:
+    """Issue 28: a parked or announced order is a success only if its side effects are not harm."""
+    refunded_and_shipped = facts(
+        status="NEEDS_ATTENTION", captures=1, refunds=1, live_shipments=1, attention_messages=1, attention_alarm=True
+    )
+    assert classify(refunded_and_shipped)[0] == "VIOLATION"
+    completed_then_undone = facts(
+        status="COMPLETED", captures=1, refunds=1, live_shipments=0, attention_messages=1, attention_alarm=True
+    )
+    outcome, problems = classify(completed_then_undone)
+    assert outcome == "VIOLATION" and any("COMPLETED but refunds=1" in p for p in problems)
+    parked_holding_money = facts(
+        status="NEEDS_ATTENTION", captures=1, live_shipments=1, attention_messages=1, attention_alarm=True
+    )
+    assert classify(parked_holding_money)[0] == "NEEDS_ATTENTION"

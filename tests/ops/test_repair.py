@@ -192,3 +192,29 @@ def test_repair_second_repair_gets_the_next_name(target: Target) -> None:
         "order-o-1-attempt-1-repair-0",
         "order-o-1-attempt-1-repair-1",
     )
+
+
+def test_repair_refused_while_the_sweeper_holds_the_order(target: Target) -> None:
+    """The sweeper took the order's lease to finish it (SHIPPED -> COMPLETED): a compensate racing
+    it starts nothing (issue 28: COMPLETED, money back, parcel recalled, nobody told)."""
+    from order_domain import lease
+
+    _seed(target, "o-1", "SHIPPED")
+    client = target.client("dynamodb")
+    assert lease.acquire(
+        client, "orders", "o-1", holder="sweeper", seconds=120, status="SHIPPED", updated_at="2000-01-01T00:00:00Z"
+    )
+
+    with pytest.raises(RepairRefused, match="sweeper is handling it"):
+        repair(target, "o-1", "compensate")
+
+    assert _executions(target) == []
+
+
+def test_repair_holds_the_order_until_its_execution_ends(target: Target) -> None:
+    _seed(target, "o-1", "PAYMENT_CHARGED")
+
+    started = repair(target, "o-1", "compensate")
+
+    item = target.client("dynamodb").get_item(TableName="orders", Key={"order_id": {"S": "o-1"}})["Item"]
+    assert item["lease"]["M"]["holder"]["S"] == f"ops-repair:{started['execution_name']}"

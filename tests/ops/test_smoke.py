@@ -40,6 +40,7 @@ class FakePipeline:
     dead_letter: bool = True
     raise_alarm: bool = False
     flap_alarm: bool = False  # to ALARM once, back to OK at the next step
+    stall: bool = False  # every order charged and left in flight (PAYMENT_CHARGED)
     charges: dict[str, str] = field(default_factory=dict)
 
     def client(self, service: str) -> Any:
@@ -88,6 +89,8 @@ class FakePipeline:
             if self.double_charge:
                 self.charges[f"{order_id}#charge-payment#attempt-{attempt + 1}"] = "captured"
             status = "COMPENSATED" if body["shipping_address"]["country"] == "ZZ" else "COMPLETED"
+        if self.stall:
+            status = "PAYMENT_CHARGED"
         if status == "COMPLETED":
             dynamodb.update_item(
                 TableName=self.outputs["InventoryTableName"],
@@ -290,6 +293,17 @@ def test_smoke_fails_by_its_deadline_when_nothing_processes_orders(
         "undeliverable: final status",
     }
     assert boto3.client("dynamodb").scan(TableName="inventory")["Items"] == []  # cleaned up all the same
+
+
+def test_smoke_never_deletes_an_order_still_in_flight(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: at the deadline (or on Ctrl-C) the smoke's orders may still be charged and running; their
+    rows (and reservations) stay, so the saga or the sweeper finishes them and refunds what moved."""
+    report = _smoke(monkeypatch, FakePipeline(stack, stall=True), timeout_seconds=3.0)
+
+    assert not report.passed
+    left = boto3.client("dynamodb").scan(TableName="orders")["Items"]
+    assert sorted(i["status"]["S"] for i in left) == ["PAYMENT_CHARGED"] * 4
+    assert any("in flight" in note for note in report.notes)
 
 
 def test_smoke_cli_exit_status_and_table(

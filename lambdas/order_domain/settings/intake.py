@@ -8,6 +8,23 @@ from order_domain.settings import (
     DEFAULT_IDEMPOTENCY_TTL_SECONDS,
 )
 
+#: The orders queue's maxReceiveCount. AWS: for a queue a Lambda function consumes, set it to at least 5
+#: so a throttled batch is retried before it is dead-lettered
+#: (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
+ORDERS_MAX_RECEIVE_COUNT = 5
+#: Intake's requeues of a record whose StartExecution is throttled (lambda_resilience.backoff), and
+#: their largest delay (SQS allows 900 s). The order is RECEIVED and untouched meanwhile: the stuck
+#: threshold budgets this (stacks/order_constructs/sweeper.py), so 40 x 60 s, not 100 (40 still outlasts
+#: the 1:100 Black Friday backlog of `make spike`, about 10 minutes, with room to spare).
+THROTTLE_MAX_REQUEUES = 40
+THROTTLE_MAX_DELAY_SECONDS = 60
+
+
+def start_delay_budget_seconds(*, visibility_timeout_seconds: float) -> float:
+    """The longest intake may hold an order RECEIVED before its execution starts under a sustained
+    throttle: every requeue at its largest delay, then every receive the redrive policy allows."""
+    return THROTTLE_MAX_REQUEUES * THROTTLE_MAX_DELAY_SECONDS + ORDERS_MAX_RECEIVE_COUNT * visibility_timeout_seconds
+
 
 class IntakeSettings(NamedTuple):
     """The intake function."""

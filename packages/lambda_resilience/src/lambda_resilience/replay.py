@@ -40,6 +40,8 @@ class DlqMessage:
     category: str
     error_type: str | None = None
     error_message: str | None = None
+    #: The message attributes as SQS returned them (String, Number, Binary and custom types), re-sent as they are.
+    raw_attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def correlation_id(self) -> str | None:
@@ -57,8 +59,21 @@ def _failure_record(client: Callable[[str], Any], table: str | None, message_id:
     return {k: next(iter(v.values())) for k, v in item.items()}
 
 
+#: SQS's limit of message attributes per message
+#: (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
+MAX_MESSAGE_ATTRIBUTES = 10
+#: The fields of a received attribute that SendMessage takes back.
+_ATTRIBUTE_FIELDS = ("DataType", "StringValue", "BinaryValue")
+
+
+def _resendable(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: value[k] for k in _ATTRIBUTE_FIELDS if k in value}
+
+
 def _parse(message: dict[str, Any], client: Callable[[str], Any], failures_table: str | None) -> DlqMessage:
-    attributes = {k: v.get("StringValue", "") for k, v in (message.get("MessageAttributes") or {}).items()}
+    raw = {k: _resendable(v) for k, v in (message.get("MessageAttributes") or {}).items()}
+    # Readable values of the string-typed attributes only (a binary attribute is never decoded).
+    attributes = {k: str(v["StringValue"]) for k, v in raw.items() if "StringValue" in v}
     category = attributes.get(CATEGORY)
     error_type, error_message = attributes.get(ERROR_TYPE), attributes.get(ERROR_MESSAGE)
     if not category:  # redriven by SQS: look the failure up by message ID
@@ -67,6 +82,7 @@ def _parse(message: dict[str, Any], client: Callable[[str], Any], failures_table
         error_type, error_message = record.get("error_type"), record.get("error_message")
         if record.get("correlation_id") and CORRELATION_ID not in attributes:
             attributes[CORRELATION_ID] = record["correlation_id"]
+            raw[CORRELATION_ID] = string_attribute(record["correlation_id"])
     sent = float((message.get("Attributes") or {}).get("SentTimestamp", time.time() * 1000)) / 1000
     return DlqMessage(
         message_id=message["MessageId"],
@@ -77,7 +93,18 @@ def _parse(message: dict[str, Any], client: Callable[[str], Any], failures_table
         category=category,
         error_type=error_type,
         error_message=error_message,
+        raw_attributes=raw,
     )
+
+
+def resend_attributes(message: DlqMessage) -> dict[str, dict[str, Any]] | None:
+    """The attributes to re-send: the message's own (every type SQS allows, binary included) without
+    the DLQ's ``dlq_*``, and ``replay_count`` counted up when SQS's limit of 10 leaves room; None
+    when it does not (the message carries 10 of its own: an automatic replay could not count it)."""
+    kept = {k: v for k, v in message.raw_attributes.items() if k not in DLQ_ATTRIBUTES and k != REPLAY_COUNT}
+    if len(kept) >= MAX_MESSAGE_ATTRIBUTES:
+        return None
+    return {**kept, REPLAY_COUNT: string_attribute(message.replay_count + 1)}
 
 
 def _receive_batches(
@@ -211,15 +238,15 @@ def replay(
                 report.skipped[message.message_id] = "permanent (use --force)"
             elif max_replays is not None and message.replay_count >= max_replays:
                 report.skipped[message.message_id] = f"replayed {message.replay_count} times already"
+            elif (attributes := resend_attributes(message)) is None and max_replays is not None:
+                report.skipped[message.message_id] = (
+                    "10 attributes of its own: no room to count replays (replay by hand)"
+                )
             elif dry_run:
                 report.would_replay.append(message.message_id)
             else:
-                attributes = {
-                    k: string_attribute(v)
-                    for k, v in message.attributes.items()
-                    if k not in DLQ_ATTRIBUTES and k != REPLAY_COUNT
-                }
-                attributes[REPLAY_COUNT] = string_attribute(message.replay_count + 1)
+                if attributes is None:  # an operator's replay: the message as it was, uncounted
+                    attributes = {k: v for k, v in message.raw_attributes.items() if k not in DLQ_ATTRIBUTES}
                 client("sqs").send_message(QueueUrl=source_url, MessageBody=message.body, MessageAttributes=attributes)
                 client("sqs").delete_message(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle)
                 held.remove(message)
