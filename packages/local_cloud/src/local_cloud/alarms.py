@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from local_cloud.alarm_actions import AlarmActions, Notice
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 
@@ -21,11 +22,27 @@ class AlarmEvaluator:
     """Evaluates the template's alarms against queue depths and the handlers' EMF datapoints."""
 
     def __init__(
-        self, alarms: dict[str, dict[str, Any]], queues: dict[str, dict[str, str]], capture: LineCapture
+        self,
+        alarms: dict[str, dict[str, Any]],
+        queues: dict[str, dict[str, str]],
+        capture: LineCapture,
+        actions: AlarmActions | None = None,
     ) -> None:
         self.alarms = alarms  # name -> put_metric_alarm kwargs, as deployed
         self.queue_urls = {q["name"]: q["url"] for q in queues.values()}
         self.capture = capture
+        self.actions = actions
+        #: Each alarm's state as CloudWatch holds it; a new alarm starts in INSUFFICIENT_DATA.
+        self.states = dict.fromkeys(alarms, "INSUFFICIENT_DATA")
+
+    def transition(self, name: str, new: str, reason: str) -> list[Notice]:
+        """Set ``name``'s state; on a change, store it in moto and execute the new state's actions."""
+        old = self.states[name]
+        if new == old:
+            return []
+        self.states[name] = new
+        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
+        return self.actions.execute(self.alarms[name], old, new, reason) if self.actions else []
 
     def sqs_depth(self, alarm: dict[str, Any]) -> float | None:
         """ApproximateNumberOfMessages of the queue the alarm's dimension names (None: not ours)."""
@@ -81,7 +98,6 @@ class AlarmEvaluator:
         ended with their status in the last period; custom-metric alarms read the latest EMF
         datapoint the handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
         """
-        cloudwatch = aws("cloudwatch")
         for name, alarm in self.alarms.items():
             if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
                 value = self.sqs_depth(alarm)
@@ -94,13 +110,8 @@ class AlarmEvaluator:
                 if alarm["ComparisonOperator"] == "GreaterThanThreshold"
                 else value >= alarm["Threshold"]
             )
-            cloudwatch.set_alarm_state(
-                AlarmName=name,
-                StateValue="ALARM" if breaching else "OK",
-                StateReason=f"local evaluation: {alarm['MetricName']} = {value}",
-            )
-        alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
-        return sorted(a["AlarmName"] for a in alarms)
+            self.transition(name, "ALARM" if breaching else "OK", f"local evaluation: {alarm['MetricName']} = {value}")
+        return sorted(name for name, state in self.states.items() if state == "ALARM")
 
     def dlq_states(self, in_alarm: list[str], depths: dict[str, int]) -> dict[str, dict[str, Any]]:
         """Per DLQ (by name): its alarm, whether it is in ALARM, and its depth."""

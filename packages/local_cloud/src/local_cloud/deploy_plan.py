@@ -117,6 +117,16 @@ def build_topics(d: Deployment, resources: list[Resource]) -> None:
         aws("sns").create_topic(Name=d.attrs[(r.logical_id, "TopicName")])
 
 
+def build_subscriptions(d: Deployment, resources: list[Resource]) -> None:
+    """Topic subscriptions (SQS ones receive what the topic delivers; e-mail ones stay pending)."""
+    for r in resources:
+        p = d.resolve(r.properties)
+        raw = {"RawMessageDelivery": "true"} if p.get("RawMessageDelivery") else {}
+        aws("sns").subscribe(
+            TopicArn=p["TopicArn"], Protocol=p["Protocol"], Endpoint=str(p["Endpoint"]), Attributes=raw
+        )
+
+
 def build_log_groups(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         aws("logs").create_log_group(logGroupName=d.refs[r.logical_id])
@@ -302,6 +312,7 @@ PLAN: dict[str, Entry] = {
     "AWS::StepFunctions::StateMachine": Entry(name_state_machine, build_state_machines),
     "AWS::Lambda::EventSourceMapping": Entry(name_default, build_event_sources),
     "AWS::CloudWatch::Alarm": Entry(name_alarm, build_alarms),
+    "AWS::SNS::Subscription": Entry(name_default, build_subscriptions),
     "AWS::Events::Rule": Entry(name_default, build_schedules),
     "AWS::Lambda::LayerVersion": Entry(name_layer),
     "AWS::IAM::Role": Entry(name_role),

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from local_cloud.clock import SimClock
@@ -76,7 +77,10 @@ class LocalCloud:
         self.limits = LimitEnforcer(
             options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
         )
-        self.alarm_evaluator = AlarmEvaluator(self.deployment.alarms, self.deployment.queues, self.capture)
+        self.alarm_actions = AlarmActions(self.deployment)
+        self.alarm_evaluator = AlarmEvaluator(
+            self.deployment.alarms, self.deployment.queues, self.capture, self.alarm_actions
+        )
         self.shipper = LogShipper(
             self.capture,
             {
