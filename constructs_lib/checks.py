@@ -8,7 +8,8 @@ someone (cdk-nag's CloudWatch rules look at alarms that exist, not at what lacks
 
 An alarm counts when it fires on the first failure (``> 0`` or ``>= 1``), names the resource in
 its ``FunctionName`` / ``StateMachineArn`` dimension (a ``Ref`` to it), and has an ALARM action on an
-SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). Metric-math alarms are not read.
+SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). A metric-math alarm counts when
+one of its metrics is that metric (``Errors - ExpectedErrors``: docs/decisions/0020).
 
 Every alarm action on a topic of this stack must be deliverable: the topic policy and the topic's
 key policy must let ``cloudwatch.amazonaws.com`` publish for that alarm (:mod:`constructs_lib.delivery`).
@@ -95,16 +96,38 @@ def _alarmed_targets(
     namespace, metric_name, dimension = metric
     targets: set[str] = set()
     for alarm in alarms:
-        if alarm.namespace != namespace or alarm.metric_name != metric_name:
-            continue
         if not _fires_on_first(stack, alarm) or not _notifies_sns(stack, alarm, topic_ids):
             continue
-        for dim in stack.resolve(alarm.dimensions) or []:
-            if _get(dim, "name") == dimension:
-                target = _ref_target(_get(dim, "value"))
-                if target:
-                    targets.add(target)
+        for watched in _alarm_metrics(stack, alarm):
+            if watched["namespace"] != namespace or watched["metric_name"] != metric_name:
+                continue
+            for dim in watched["dimensions"] or []:
+                if _get(dim, "name") == dimension:
+                    target = _ref_target(_get(dim, "value"))
+                    if target:
+                        targets.add(target)
     return targets
+
+
+def _alarm_metrics(stack: Stack, alarm: cloudwatch.CfnAlarm) -> list[dict[str, Any]]:
+    """The metric an alarm watches, or each metric a metric-math alarm's expression reads
+    (an alarm on ``errors - FILL(expected, 0)`` still alarms on the function's errors)."""
+    if alarm.metric_name is not None:
+        dims = stack.resolve(alarm.dimensions)
+        return [{"namespace": alarm.namespace, "metric_name": alarm.metric_name, "dimensions": dims}]
+    found = []
+    for query in stack.resolve(alarm.metrics) or []:
+        stat = _get(query, "metricStat")
+        if isinstance(stat, dict):
+            m = _get(stat, "metric")
+            found.append(
+                {
+                    "namespace": _get(m, "namespace"),
+                    "metric_name": _get(m, "metricName"),
+                    "dimensions": _get(m, "dimensions"),
+                }
+            )
+    return found
 
 
 @jsii.implements(IAspect)

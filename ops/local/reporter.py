@@ -18,6 +18,7 @@ from ops.local.hostile import outcomes as hostile_outcomes
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.orders import PII_PATTERN
+from ops.local.pager import pages
 from ops.local.report import (
     TERMINAL,
     dlq_depths,
@@ -213,6 +214,7 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
     )
     report["alarms_in_alarm"] = run.evaluate_alarms()
+    report["pages"] = pages(run.alarm_evaluator.actions)
     report["dlq_alarm_states"] = run.alarm_evaluator.dlq_states(report["alarms_in_alarm"], report["dlq"])
     ledger = report["ledger"]
     report["side_effects"] = {k: ledger[k] for k in SIDE_EFFECT_KEYS}

@@ -127,15 +127,18 @@ class AlarmActions:
                     return f"{CLOUDWATCH} is not authorized to perform: {action} on the key of {topic_arn}"
         return None
 
-    def execute(self, alarm: Mapping[str, Any], old: str, new: str, reason: str) -> list[Notice]:
-        """Run the actions of ``alarm``'s new state (ALARM or OK): publish, or record the refusal."""
+    def execute(
+        self, alarm: Mapping[str, Any], old: str, new: str, reason: str, at: float | None = None
+    ) -> list[Notice]:
+        """Run the actions of ``alarm``'s new state (ALARM or OK) at simulated time ``at`` (default
+        now): publish, or record the refusal."""
         actions = alarm.get("AlarmActions", []) if new == "ALARM" else alarm.get("OKActions", []) if new == "OK" else []
         notices = []
         for arn in actions:
             if ":sns:" not in str(arn):
                 continue
             refusal = self.refusal(alarm["AlarmName"], str(arn))
-            notice = Notice(alarm["AlarmName"], new, self.clock.now(), reason, str(arn), refusal)
+            notice = Notice(alarm["AlarmName"], new, self.clock.now() if at is None else at, reason, str(arn), refusal)
             if refusal is None:
                 aws("sns").publish(
                     TopicArn=str(arn), Subject=_subject(alarm, new), Message=_message(alarm, old, notice)

@@ -45,6 +45,7 @@ from local_cloud.iam_enforce import enforce_iam
 from local_cloud.limits import Quotas
 from local_cloud.limits_enforce import LimitEnforcer, enforce_limits
 from local_cloud.log_shipper import LogShipper
+from local_cloud.metrics import MetricStore
 from local_cloud.template import CloudAssembly
 
 #: ``(owner, attribute)``: a function the caller's code reads for "now", pointed at the simulated clock.
@@ -78,8 +79,14 @@ class LocalCloud:
             options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
         )
         self.alarm_actions = AlarmActions(self.deployment)
+        self.metrics = MetricStore(self.deployment.functions, self.deployment.state_machines.values(), self.capture)
         self.alarm_evaluator = AlarmEvaluator(
-            self.deployment.alarms, self.deployment.queues, self.capture, self.alarm_actions
+            self.deployment.alarms,
+            self.deployment.queues,
+            self.capture,
+            self.alarm_actions,
+            store=self.metrics,
+            clock=clock,
         )
         self.shipper = LogShipper(
             self.capture,
