@@ -18,7 +18,7 @@ from ops.local.hostile import outcomes as hostile_outcomes
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.orders import PII_PATTERN
-from ops.local.pager import pages
+from ops.local.pager import pager_section
 from ops.local.report import (
     TERMINAL,
     dlq_depths,
@@ -214,7 +214,6 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
     )
     report["alarms_in_alarm"] = run.evaluate_alarms()
-    report["pages"] = pages(run.alarm_evaluator.actions)
     report["dlq_alarm_states"] = run.alarm_evaluator.dlq_states(report["alarms_in_alarm"], report["dlq"])
     ledger = report["ledger"]
     report["side_effects"] = {k: ledger[k] for k in SIDE_EFFECT_KEYS}
@@ -237,4 +236,7 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         "wall_seconds": round(time.monotonic() - started, 3),
         "simulated_seconds": round(run.clock.simulated_seconds, 3),
     }
+    evaluator = run.alarm_evaluator
+    dlq_names = {run.deployment.queues[i]["name"] for i in run.deployment.dlq_ids if i in run.deployment.queues}
+    report["pager"] = pager_section(evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started)
     report["invariants"] = check(report)

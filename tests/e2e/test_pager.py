@@ -28,5 +28,6 @@ def business_report(assembly: CloudAssembly) -> dict[str, Any]:
 def test_pager_business_only_run_pages_nobody(business_report: dict[str, Any]) -> None:
     statuses = {d["status"] for d in business_report["order_details"]}
     assert "COMPENSATED" in statuses, "the mix has business failures"
-    assert business_report["pages"] == []
+    assert business_report["pager"]["pages"] == []
     assert business_report["alarms_in_alarm"] == []
+    assert business_report["invariants"]["pager_precision_and_recall_100_percent"] is None

@@ -80,3 +80,15 @@ def test_alarm_delivery_topic_policy_scoped_and_tls_only(dev: SynthResult) -> No
     assert not allowed(documents, dataclasses.replace(publish, context=plain))
     other = {**context, "aws:SourceAccount": "9" * 12, "aws:SourceArn": ALARM_ARN.replace("123456789012", "9" * 12)}
     assert not allowed(documents, dataclasses.replace(publish, context=other))
+
+
+def test_alarm_delivery_orders_queue_pages_on_oldest_message_age(dev: SynthResult) -> None:
+    """A stalled consumer: the oldest order waiting over 10 minutes pages (ApproximateAgeOfOldestMessage)."""
+    ages = [
+        a["Properties"]
+        for a in dev.of_type("AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "ApproximateAgeOfOldestMessage"
+    ]
+    (age,) = ages
+    assert (age["Threshold"], age["Period"], age["Statistic"]) == (600, 60, "Maximum")
+    assert age["AlarmActions"] == age["OKActions"] and age["AlarmActions"]

@@ -29,6 +29,7 @@ __all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
 #: At most this many period boundaries are replayed per call (a day of 1-minute periods).
 MAX_CATCH_UP = 1440
 DEPTH = ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+AGE = ("AWS/SQS", "ApproximateAgeOfOldestMessage")
 
 
 def _expression(expr: str, values: Mapping[str, float | None]) -> float | None:
@@ -91,6 +92,8 @@ class AlarmEvaluator:
         self.clock = clock
         #: Each alarm's state as CloudWatch holds it; a new alarm starts in INSUFFICIENT_DATA.
         self.states = dict.fromkeys(alarms, "INSUFFICIENT_DATA")
+        #: When each alarm was last evaluated; the first evaluation catches up from the deployment.
+        self.started = clock.now() if clock else 0.0
         self.evaluated_at: dict[str, float] = {}
 
     def transition(self, name: str, new: str, reason: str, at: float | None = None) -> list[Notice]:
@@ -111,6 +114,19 @@ class AlarmEvaluator:
             QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return float(attrs["ApproximateNumberOfMessages"])
+
+    def oldest_age(self, alarm: Mapping[str, Any], now: float) -> float | None:
+        """ApproximateAgeOfOldestMessage of the alarm's queue: seconds since the oldest non-deleted
+        message was sent (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html).
+        Read from moto's in-process queue: SQS's API gives no message age (``patches.sqs_age_read``)."""
+        from moto.sqs.models import sqs_backends
+
+        from local_cloud.template import ACCOUNT, REGION
+
+        name = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), None)
+        queue = sqs_backends[ACCOUNT][REGION].queues.get(str(name))
+        sent = [float(m.sent_timestamp or 0) for m in list(queue._messages)] if queue is not None else []
+        return max(0.0, now - min(sent) / 1000.0) if sent else 0.0
 
     def _period_value(self, alarm: Mapping[str, Any], start: float, end: float) -> float | None:
         if "Metrics" not in alarm:
@@ -156,9 +172,11 @@ class AlarmEvaluator:
         )
 
     def _boundaries(self, name: str, period: float, now: float) -> list[float]:
-        last = self.evaluated_at.get(name, now - period)
+        last = self.evaluated_at.get(name, self.started)
         first = math.floor(last / period) * period + period
-        steps = [first + i * period for i in range(min(MAX_CATCH_UP, max(0, int((now - first) // period) + 1)))]
+        count = max(0, int((now - first) // period) + 1)
+        skipped = max(0, count - MAX_CATCH_UP)  # a longer gap: its last MAX_CATCH_UP boundaries only
+        steps = [first + i * period for i in range(skipped, count)]
         return [t for t in steps if t < now] + [now]
 
     def evaluate(self) -> list[str]:
@@ -166,9 +184,11 @@ class AlarmEvaluator:
         now = self.clock.now() if self.clock else 0.0
         self.store.refresh()
         for name, alarm in self.alarms.items():
-            if (alarm.get("Namespace"), alarm.get("MetricName")) == DEPTH:
-                # A gauge, sampled now: SQS reports the queue's current approximate count each minute.
-                self.transition(name, *self._state_of(name, alarm, [self.sqs_depth(alarm)]), now)
+            metric = (alarm.get("Namespace"), alarm.get("MetricName"))
+            if metric in (DEPTH, AGE):
+                # A gauge, sampled now: SQS reports the queue's current value each minute.
+                value = self.sqs_depth(alarm) if metric == DEPTH else self.oldest_age(alarm, now)
+                self.transition(name, *self._state_of(name, alarm, [value]), now)
             else:
                 for at in self._boundaries(name, float(alarm["Period"]), now):
                     self.transition(name, *self._state_at(name, alarm, at), at)
