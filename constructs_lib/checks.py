@@ -130,6 +130,22 @@ def _alarm_metrics(stack: Stack, alarm: cloudwatch.CfnAlarm) -> list[dict[str, A
     return found
 
 
+def _check_delivery(
+    stack: Stack,
+    alarms: list[cloudwatch.CfnAlarm],
+    topics: dict[str, sns.CfnTopic],
+    policies: dict[str, list[Any]],
+    keys: dict[str, kms.CfnKey],
+) -> None:
+    """An error on each alarm whose action on a topic of this stack CloudWatch could not deliver."""
+    for alarm in alarms:
+        alarm_id = stack.get_logical_id(alarm)
+        for topic_id in alarm_topics(stack, alarm):
+            reason = topic_id and undeliverable_reason(stack, alarm_id, topic_id, topics, policies, keys)
+            if reason:
+                Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
+
+
 @jsii.implements(IAspect)
 class ResilienceChecks:
     """Fails synth when a queue has no DLQ, a DLQ has no alarm, visibility < 6x consumer timeout,
@@ -216,12 +232,7 @@ class ResilienceChecks:
                     f"{SHORT_VISIBILITY}: {visibility_s} s < {VISIBILITY_TO_TIMEOUT_RATIO} x {timeout_s} s"
                 )
 
-        for alarm in alarms:
-            alarm_id = stack.get_logical_id(alarm)
-            for topic_id in alarm_topics(stack, alarm):
-                reason = topic_id and undeliverable_reason(stack, alarm_id, topic_id, topics, topic_policies, keys)
-                if reason:
-                    Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
+        _check_delivery(stack, alarms, topics, topic_policies, keys)
 
         alarmed_functions = _alarmed_targets(stack, alarms, topic_ids, FUNCTION_FAILURE_METRIC)
         for logical_id, function in functions.items():

@@ -34,12 +34,15 @@ def page_line(notice: Notice) -> str:
 
 
 def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
-    """What an alarm announces: dlq, needs_attention, function, executions_<status>, throttled, api, stuck, other."""
+    """What an alarm announces: dlq, needs_attention, age, function, executions_<status>, throttled, api, stuck,
+    other."""
     metric = alarm.get("MetricName")
     if metric is None:
         names = {q["MetricStat"]["Metric"]["MetricName"] for q in alarm.get("Metrics", []) if "MetricStat" in q}
         return "function" if "Errors" in names else "other"
     dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+    if metric == "ApproximateAgeOfOldestMessage":
+        return "age"
     if metric == "ApproximateNumberOfMessagesVisible":
         return "dlq" if dims.get("QueueName") in dlq_names else "needs_attention"
     if metric in ("ExecutionsFailed", "ExecutionsAborted", "ExecutionsTimedOut"):
@@ -81,6 +84,8 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
         )
     if kind == "stuck" and any(families.get(f) for f in ("status_write_error", "park_failure", "stop", "crash")):
         return "orders left mid-way by injected status-write, park or stop faults"
+    if kind == "age" and any(families.get(f) for f in ("crash", "throttle_dynamodb", "throttle_sqs")):
+        return "orders waited over the age threshold behind injected crashes (visibility timeouts) and throttling"
     if kind == "throttled" and families.get("throttle_sfn"):
         return "state machine throttled"
     return None

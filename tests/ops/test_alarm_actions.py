@@ -92,3 +92,19 @@ def test_alarm_actions_key_policy_without_cloudwatch_refuses(page: Callable[...,
     actions, received = page(lambda s: sns.Topic(s, "Topic", master_key=kms.Key(s, "Key")))
     (notice,) = actions.history
     assert "kms:GenerateDataKey" in str(notice.refusal) and received == []
+
+
+def test_alarm_actions_set_alarm_state_runs_the_actions(tmp_path: Path) -> None:
+    """SetAlarmState (ops smoke's page-path check) makes CloudWatch run the new state's actions at once."""
+    clock = SimClock()
+    with local_aws(clock):
+        deployment = LocalDeployment(
+            _synth(tmp_path, lambda s: Alerting(s, "Alerting", props=AlertingProps()).topic), clock
+        ).deploy()
+        actions = AlarmActions(deployment)
+        evaluator = AlarmEvaluator(deployment.alarms, deployment.queues, LineCapture(), actions)
+        (name,) = deployment.alarms
+        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="forced by a test")
+        evaluator.adopt_set_states(clock.now())
+        (notice,) = actions.history
+        assert (notice.state, notice.reason, notice.delivered) == ("ALARM", "forced by a test", True)

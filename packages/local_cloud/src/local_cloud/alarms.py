@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from local_cloud.alarm_actions import AlarmActions, Notice
+from local_cloud.calls import outside_the_pipeline
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
@@ -177,11 +178,33 @@ class AlarmEvaluator:
         count = max(0, int((now - first) // period) + 1)
         skipped = max(0, count - MAX_CATCH_UP)  # a longer gap: its last MAX_CATCH_UP boundaries only
         steps = [first + i * period for i in range(skipped, count)]
-        return [t for t in steps if t < now] + [now]
+        return [t for t in steps if t < now] + [now + 1e-6]  # now's own datapoints included
 
     def evaluate(self) -> list[str]:
-        """Evaluate every alarm at each period boundary since the last call and now; the alarms in ALARM."""
+        """Evaluate every alarm at each period boundary since the last call and now; the alarms in ALARM.
+
+        CloudWatch's own reads and notifications are not the deployment's API calls: not counted."""
+        with outside_the_pipeline():
+            return self._evaluate()
+
+    def adopt_set_states(self, now: float) -> None:
+        """Apply ``SetAlarmState`` calls made since the last evaluation (an operator's, ``ops smoke``'s):
+        CloudWatch runs the new state's actions at once; the next evaluation moves the alarm back to
+        what its metrics say (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_SetAlarmState.html)."""
+        paginator = aws("cloudwatch").get_paginator("describe_alarms")
+        for page in paginator.paginate(AlarmNames=list(self.alarms)[:100]):
+            for alarm in page.get("MetricAlarms", []):
+                name, new = alarm["AlarmName"], alarm["StateValue"]
+                old = self.states.get(name)
+                if old is None or new == old:
+                    continue
+                self.states[name] = new
+                if self.actions:
+                    self.actions.execute(self.alarms[name], old, new, alarm.get("StateReason", ""), now)
+
+    def _evaluate(self) -> list[str]:
         now = self.clock.now() if self.clock else 0.0
+        self.adopt_set_states(now)
         self.store.refresh()
         for name, alarm in self.alarms.items():
             metric = (alarm.get("Namespace"), alarm.get("MetricName"))

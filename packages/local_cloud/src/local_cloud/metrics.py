@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from local_cloud.capture import LineCapture
@@ -46,8 +46,13 @@ class MetricStore:
     """Timestamped datapoints per metric, refreshed from the deployment before each evaluation."""
 
     def __init__(
-        self, functions: Mapping[str, LocalFunction], state_machines: Iterable[str], capture: LineCapture
+        self,
+        functions: Mapping[str, LocalFunction],
+        state_machines: Iterable[str],
+        capture: LineCapture,
+        now: Callable[[], float] | None = None,
     ) -> None:
+        self.now = now
         self.functions = functions
         self.state_machines = list(state_machines)
         self.capture = capture
@@ -94,7 +99,13 @@ class MetricStore:
                     for name, status in EXECUTION_METRICS.items():
                         if e["status"] == status:
                             key = metric_key("AWS/States", name, {"StateMachineArn": arn})
-                            self.add(key, e["stopDate"].timestamp(), 1.0)
+                            self.add(key, self._seen_at(e["stopDate"].timestamp()), 1.0)
+
+    def _seen_at(self, stopped: float) -> float:
+        """moto stamps an execution's stop with the wall clock, not the simulated one: the datapoint
+        goes at the simulated time of the refresh that first sees it ended (at most one evaluation
+        late; the run evaluates every simulated minute)."""
+        return self.now() if self.now is not None else stopped
 
     def add(self, key: MetricKey, at: float, value: float) -> None:
         points = self.points[key]
