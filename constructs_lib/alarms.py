@@ -12,8 +12,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-#: Period of the function alarms (one evaluation period: any error in 5 minutes alarms).
-FUNCTION_ALARM_PERIOD = Duration.minutes(5)
+#: Period of the function alarms (one evaluation period: any unexpected error in a minute pages within it).
+FUNCTION_ALARM_PERIOD = Duration.minutes(1)
+#: The middleware's EMF count of failed invocations a workflow handles by design
+#: (``lambda_resilience.step.EXPECTED_ERRORS_METRIC``; the product does not import the middleware here).
+EXPECTED_ERRORS_METRIC = "ExpectedErrors"
 
 
 def first_occurrence_alarm(
@@ -47,7 +50,11 @@ class FunctionAlarmsProps:
             ``"<function name>: invocations failed"``.
         alarm_on_throttles: also alarm on ``Throttles``; default False.
         throttles_description: default ``"<function name>: invocations throttled (concurrency exhausted)"``.
-        period: the alarms' period; default 5 minutes.
+        period: the alarms' period; default 1 minute.
+        expected_errors: the function's own count of failed invocations its caller handles by design
+            (business outcomes, retried transient failures; see :func:`expected_errors_metric`). When
+            given, the errors alarm pages on ``Errors - FILL(expected, 0) > 0`` (metric math): a
+            declined card never pages, a bug, a timeout or a crash does (docs/decisions/0020).
     """
 
     function: lambda_.IFunction
@@ -56,6 +63,7 @@ class FunctionAlarmsProps:
     alarm_on_throttles: bool = False
     throttles_description: str | None = None
     period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
+    expected_errors: cloudwatch.IMetric | None = None
 
     def __post_init__(self) -> None:
         if self.throttles_description is not None and not self.alarm_on_throttles:
@@ -67,12 +75,22 @@ class FunctionAlarmsProps:
 def add_function_alarms(
     scope: Construct, props: FunctionAlarmsProps, name: str
 ) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm | None]:
-    """``ErrorsAlarm`` (and ``ThrottlesAlarm``) in ``scope``: Sum > 0 in one period, to the topic."""
+    """``ErrorsAlarm`` (and ``ThrottlesAlarm``) in ``scope``: Sum > 0 in one period, to the topic.
+    With ``expected_errors``, the errors alarm watches ``Errors`` minus the expected ones."""
+    errors_metric: cloudwatch.IMetric = props.function.metric_errors(period=props.period, statistic="Sum")
+    if props.expected_errors is not None:
+        errors_metric = cloudwatch.MathExpression(
+            expression="errors - FILL(expected, 0)",
+            using_metrics={"errors": errors_metric, "expected": props.expected_errors},
+            period=props.period,
+            label="unexpected errors",
+        )
     errors = first_occurrence_alarm(
         scope,
         "ErrorsAlarm",
-        props.function.metric_errors(period=props.period, statistic="Sum"),
-        props.errors_description or f"{name}: invocations failed",
+        errors_metric,
+        props.errors_description
+        or f"{name}: invocations failed" + (" unexpectedly (not a business outcome)" if props.expected_errors else ""),
         props.alarm_topic,
     )
     throttles = None
@@ -85,6 +103,17 @@ def add_function_alarms(
             props.alarm_topic,
         )
     return errors, throttles
+
+
+def expected_errors_metric(namespace: str, service: str, period: Duration = FUNCTION_ALARM_PERIOD) -> cloudwatch.Metric:
+    """The middleware's ``ExpectedErrors`` (Sum) of one Powertools service."""
+    return cloudwatch.Metric(
+        namespace=namespace,
+        metric_name=EXPECTED_ERRORS_METRIC,
+        dimensions_map={"service": service},
+        statistic="Sum",
+        period=period,
+    )
 
 
 class FunctionAlarms(Construct):

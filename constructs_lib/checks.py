@@ -8,7 +8,11 @@ someone (cdk-nag's CloudWatch rules look at alarms that exist, not at what lacks
 
 An alarm counts when it fires on the first failure (``> 0`` or ``>= 1``), names the resource in
 its ``FunctionName`` / ``StateMachineArn`` dimension (a ``Ref`` to it), and has an ALARM action on an
-SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). Metric-math alarms are not read.
+SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). A metric-math alarm counts when
+one of its metrics is that metric (``Errors - ExpectedErrors``: docs/decisions/0020).
+
+Every alarm action on a topic of this stack must be deliverable: the topic policy and the topic's
+key policy must let ``cloudwatch.amazonaws.com`` publish for that alarm (:mod:`constructs_lib.delivery`).
 
 Each finding is an error annotation on the offending resource, so ``cdk synth`` fails.
 """
@@ -20,12 +24,14 @@ from typing import Any
 import jsii
 from aws_cdk import Annotations, IAspect, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import IConstruct
 
+from constructs_lib.delivery import alarm_topics, undeliverable_reason
 from constructs_lib.queue import VISIBILITY_TO_TIMEOUT_RATIO
 
 SQS_DEFAULT_VISIBILITY_SECONDS = 30
@@ -45,6 +51,7 @@ MISSING_STATE_MACHINE_ALARM = (
     "ResilienceChecks: state machine has no alarm on ExecutionsFailed (AWS/States ExecutionsFailed > 0 "
     "on its StateMachineArn) with an ALARM action on an SNS topic"
 )
+UNDELIVERABLE_ACTION = "ResilienceChecks: alarm action cannot be delivered (AWS would refuse it)"
 #: (namespace, metric, dimension) of the failure alarm each resource type needs.
 FUNCTION_FAILURE_METRIC = ("AWS/Lambda", "Errors", "FunctionName")
 STATE_MACHINE_FAILURE_METRIC = ("AWS/States", "ExecutionsFailed", "StateMachineArn")
@@ -89,16 +96,54 @@ def _alarmed_targets(
     namespace, metric_name, dimension = metric
     targets: set[str] = set()
     for alarm in alarms:
-        if alarm.namespace != namespace or alarm.metric_name != metric_name:
-            continue
         if not _fires_on_first(stack, alarm) or not _notifies_sns(stack, alarm, topic_ids):
             continue
-        for dim in stack.resolve(alarm.dimensions) or []:
-            if _get(dim, "name") == dimension:
-                target = _ref_target(_get(dim, "value"))
-                if target:
-                    targets.add(target)
+        for watched in _alarm_metrics(stack, alarm):
+            if watched["namespace"] != namespace or watched["metric_name"] != metric_name:
+                continue
+            for dim in watched["dimensions"] or []:
+                if _get(dim, "name") == dimension:
+                    target = _ref_target(_get(dim, "value"))
+                    if target:
+                        targets.add(target)
     return targets
+
+
+def _alarm_metrics(stack: Stack, alarm: cloudwatch.CfnAlarm) -> list[dict[str, Any]]:
+    """The metric an alarm watches, or each metric a metric-math alarm's expression reads
+    (an alarm on ``errors - FILL(expected, 0)`` still alarms on the function's errors)."""
+    if alarm.metric_name is not None:
+        dims = stack.resolve(alarm.dimensions)
+        return [{"namespace": alarm.namespace, "metric_name": alarm.metric_name, "dimensions": dims}]
+    found = []
+    for query in stack.resolve(alarm.metrics) or []:
+        stat = _get(query, "metricStat")
+        if isinstance(stat, dict):
+            m = _get(stat, "metric")
+            found.append(
+                {
+                    "namespace": _get(m, "namespace"),
+                    "metric_name": _get(m, "metricName"),
+                    "dimensions": _get(m, "dimensions"),
+                }
+            )
+    return found
+
+
+def _check_delivery(
+    stack: Stack,
+    alarms: list[cloudwatch.CfnAlarm],
+    topics: dict[str, sns.CfnTopic],
+    policies: dict[str, list[Any]],
+    keys: dict[str, kms.CfnKey],
+) -> None:
+    """An error on each alarm whose action on a topic of this stack CloudWatch could not deliver."""
+    for alarm in alarms:
+        alarm_id = stack.get_logical_id(alarm)
+        for topic_id in alarm_topics(stack, alarm):
+            reason = topic_id and undeliverable_reason(stack, alarm_id, topic_id, topics, policies, keys)
+            if reason:
+                Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
 
 
 @jsii.implements(IAspect)
@@ -116,6 +161,9 @@ class ResilienceChecks:
         mappings: list[lambda_.CfnEventSourceMapping] = []
         machines: dict[str, sfn.CfnStateMachine] = {}
         topic_ids: set[str] = set()
+        topics: dict[str, sns.CfnTopic] = {}
+        topic_policies: dict[str, list[Any]] = {}
+        keys: dict[str, kms.CfnKey] = {}
         for child in stack.node.find_all():
             if isinstance(child, sqs.CfnQueue):
                 queues[stack.get_logical_id(child)] = child
@@ -129,6 +177,12 @@ class ResilienceChecks:
                 machines[stack.get_logical_id(child)] = child
             elif isinstance(child, sns.CfnTopic):
                 topic_ids.add(stack.get_logical_id(child))
+                topics[stack.get_logical_id(child)] = child
+            elif isinstance(child, sns.CfnTopicPolicy):
+                for ref in stack.resolve(child.topics) or []:
+                    topic_policies.setdefault(str(_ref_target(ref)), []).append(stack.resolve(child.policy_document))
+            elif isinstance(child, kms.CfnKey):
+                keys[stack.get_logical_id(child)] = child
         # Only resources of this stack (nested stacks are visited on their own).
         queues = {k: v for k, v in queues.items() if Stack.of(v) is stack}
         functions = {k: v for k, v in functions.items() if Stack.of(v) is stack}
@@ -177,6 +231,8 @@ class ResilienceChecks:
                 Annotations.of(queue).add_error(
                     f"{SHORT_VISIBILITY}: {visibility_s} s < {VISIBILITY_TO_TIMEOUT_RATIO} x {timeout_s} s"
                 )
+
+        _check_delivery(stack, alarms, topics, topic_policies, keys)
 
         alarmed_functions = _alarmed_targets(stack, alarms, topic_ids, FUNCTION_FAILURE_METRIC)
         for logical_id, function in functions.items():

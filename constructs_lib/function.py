@@ -21,7 +21,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from constructs_lib.alarms import FUNCTION_ALARM_PERIOD, FunctionAlarmsProps, add_function_alarms
+from constructs_lib.alarms import (
+    FUNCTION_ALARM_PERIOD,
+    FunctionAlarmsProps,
+    add_function_alarms,
+    expected_errors_metric,
+)
 from constructs_lib.overrides import PassThrough, check_overrides
 
 #: The runtime every function uses: the Python the tests and `make rehearse` run on (runtime parity,
@@ -147,8 +152,9 @@ class PipelineFunction(Construct):
     The execution role (unless ``existing_role``) has no AWS managed policy: it may write to its own log group only
     (plus the X-Ray write actions that active tracing adds, which support no resource scoping).
 
-    With ``alarm_topic``: an ``Errors`` alarm (Sum > 0 in 5 minutes, one evaluation period, missing
-    data not breaching) and, with ``alarm_on_throttles``, a ``Throttles`` alarm of the same shape,
+    With ``alarm_topic``: an alarm on its unexpected errors (``Errors - ExpectedErrors`` > 0 in 1 minute,
+    one evaluation period, missing data not breaching: business outcomes the middleware counts as
+    expected never page) and, with ``alarm_on_throttles``, a ``Throttles`` alarm of the same shape,
     each notifying the topic on ALARM and OK.
 
     Attributes:
@@ -218,6 +224,7 @@ class PipelineFunction(Construct):
                     alarm_topic=props.alarm_topic,
                     errors_description=props.alarm_description,
                     alarm_on_throttles=props.alarm_on_throttles,
+                    expected_errors=expected_errors_metric(props.metrics_namespace, props.service_name),
                 ),
                 props.service_name,
             )

@@ -13,6 +13,7 @@ from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
@@ -87,6 +88,8 @@ class ResilientQueueProps:
             delete never drops failed messages).
         alarm_on_queue_depth: also alarm when the queue itself holds a message (for queues
             that humans drain); default False.
+        max_message_age: also alarm when the oldest message of the queue is older than this
+            (``ApproximateAgeOfOldestMessage`` Maximum over 1 minute: a stalled consumer); default none.
         dlq_alarm_description: the DLQ alarm's description; default
             ``"<id>: messages in the dead-letter queue (each failed processing; triage, then replay)"``.
         queue_alarm_description: the queue-depth alarm's description; default
@@ -109,6 +112,7 @@ class ResilientQueueProps:
     max_message_size_bytes: int | None = None
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
     alarm_on_queue_depth: bool = False
+    max_message_age: Duration | None = None
     dlq_alarm_description: str | None = None
     queue_alarm_description: str | None = None
 
@@ -260,6 +264,24 @@ class ResilientQueue(Construct):
                 props.alarm_topic,
                 props.queue_alarm_description or f"{construct_id}: messages waiting in the queue",
             )
+
+        self.age_alarm: cloudwatch.Alarm | None = None
+        if props.max_message_age is not None:
+            self.age_alarm = cloudwatch.Alarm(
+                self,
+                "OldestMessageAgeAlarm",
+                alarm_description=f"{construct_id}: the oldest message waits longer than "
+                f"{int(props.max_message_age.to_seconds())} s (a stalled or starved consumer)",
+                metric=self.queue.metric_approximate_age_of_oldest_message(
+                    period=Duration.minutes(1), statistic="Maximum"
+                ),
+                threshold=props.max_message_age.to_seconds(),
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            self.age_alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
+            self.age_alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
 
         self.event_source: sources.SqsEventSource | None = None
         if props.consumer is not None:

@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
     smoke.add_argument("--timeout", type=_positive_float, default=180.0, help="wait for terminal states (s, 180)")
     smoke.add_argument("--alarm-wait", type=_non_negative_float, default=180.0, help="wait for alarms to clear (s)")
+    smoke.add_argument(
+        "--no-page-path",
+        action="store_true",
+        help="skip the page-path check (forcing an alarm and receiving its notification)",
+    )
     smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
     smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
     smoke.add_argument("--undeliverable-country", help="a country the carrier refuses (real carriers: test mode)")
@@ -131,6 +136,7 @@ def _smoke(target: Any, args: argparse.Namespace) -> int:
     options = SmokeOptions(
         timeout_seconds=args.timeout,
         alarm_wait_seconds=args.alarm_wait,
+        page_path=not args.no_page_path,
         payment_token=args.payment_token or context.get("payment_token"),
         decline_token=args.decline_token or context.get("decline_token"),
         undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),

@@ -94,6 +94,8 @@ class SmokeOptions:
     #: False: every order through SQS even when the stack has the order API (``--no-api``).
     use_api: bool = True
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    #: False: skip the page-path check (a stand-in without CloudWatch's alarm actions: unit tests).
+    page_path: bool = True
     #: Test hook: how to wait between polls (default time.sleep).
     sleep: Callable[[float], None] | None = None
 
@@ -480,6 +482,11 @@ class Smoke:
         finally:
             self.cleanup(cases, malformed_cid)
         self._check_alarms(alarms_before)
+        if self.options.page_path:
+            from ops.smoke_pager import check_page_path
+
+            page = check_page_path(self.target, self.options.run_id, self.pause)
+            self.report.check("page path: forced alarm reaches the topic's subscribers", *page)
         return self.report
 
     def _check_not_enqueued(self, correlation_id: str) -> None:

@@ -1,12 +1,13 @@
 """The order domain's business errors, in the middleware's tree (so they are classified).
 
 Permanent: the same message fails the same way every time (dead-lettered at once, or caught by
-the saga by name). Transient: retried.
+the saga by name). Business outcomes (declined, unstocked, undeliverable, partly paid) are
+permanent errors that never page (docs/decisions/0020). Transient: retried.
 """
 
 from __future__ import annotations
 
-from lambda_resilience.exceptions import PermanentError, TransientError
+from lambda_resilience.exceptions import BusinessOutcome, PermanentError, TransientError
 
 
 class InvalidOrder(PermanentError):
@@ -29,19 +30,19 @@ class OrderClosed(PermanentError):
     """A new payment attempt for an order that can take none (completed, or parked for an operator)."""
 
 
-class InsufficientStock(PermanentError):
+class InsufficientStock(BusinessOutcome):
     """ReserveInventory could not reserve every item."""
 
 
-class PaymentDeclined(PermanentError):
+class PaymentDeclined(BusinessOutcome):
     """The payment provider declined the charge."""
 
 
-class PaymentIncomplete(PermanentError):
+class PaymentIncomplete(BusinessOutcome):
     """Money may have moved but the charge is not complete (partly captured, or only authorised)."""
 
 
-class ShippingUnavailable(PermanentError):
+class ShippingUnavailable(BusinessOutcome):
     """The carrier rejected the shipment."""
 
 

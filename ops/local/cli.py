@@ -264,6 +264,12 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"USD per million orders: {usd['standard_workflow']} (Standard workflow), "
             f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
         )
+    if "pager" in report:
+        from ops.local.pager import pager_table
+
+        print()
+        for line in pager_table(report["pager"]):
+            print(line)
     failed = sorted(name for name, why in report["invariants"].items() if why)
     held = len(report["invariants"]) - len(failed)
     print(f"invariants: {held} hold" + (f", {len(failed)} fail: {', '.join(failed)}" if failed else ""))

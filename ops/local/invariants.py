@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ops.local.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
+from ops.local.pager import precision_recall
 
 Check = Callable[[dict[str, Any]], str | None]
 
@@ -142,6 +143,17 @@ def _terminal_orders_agree_with_side_effects(r: dict[str, Any]) -> str | None:
     )
 
 
+def _pager_precise_and_complete(r: dict[str, Any]) -> str | None:
+    if "pager" not in r:
+        return None
+    precision, recall = precision_recall(r["pager"])
+    if precision == 100.0 and recall == 100.0:
+        return None
+    unexplained = [p["alarm"] for p in r["pager"]["pages"] if not (p["cause"] and p["delivered"])]
+    silent = [f["fault"] for f in r["pager"]["faults"] if not f["paged_by"]]
+    return f"pager precision {precision}%, recall {recall}%; unexplained {unexplained[:3]}, nobody paged for {silent}"
+
+
 CHECKS: dict[str, Check] = {
     "no_duplicate_side_effects": _no_duplicate_effects,
     "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
@@ -158,6 +170,7 @@ CHECKS: dict[str, Check] = {
     "no_call_denied_by_iam": _no_denied_calls,
     "failed_executions_equal_parked_plus_refused": _failed_executions_parked_or_refused,
     "no_terminal_order_disagrees_with_its_side_effects": _terminal_orders_agree_with_side_effects,
+    "pager_precision_and_recall_100_percent": _pager_precise_and_complete,
 }
 
 

@@ -105,6 +105,7 @@ class PipelineRun:
         """Poll until queues are empty and no execution runs; advance simulated time when idle."""
         deadline = time.monotonic() + self.options.timeout_seconds
         while time.monotonic() < deadline:
+            self.tick_alarms()
             if self.deliver():
                 continue
             if self.running_executions():
@@ -112,6 +113,7 @@ class PipelineRun:
                 continue
             upcoming = self.next_visible_at()
             if upcoming is not None:
+                self.tick_alarms(before_jump=upcoming - self.clock.now() >= 60)
                 self.clock.advance(max(0.0, upcoming - self.clock.now()))
                 continue
             if not self.cloud.queued():
@@ -140,6 +142,17 @@ class PipelineRun:
         return [order_id for r in results for order_id in r.get("stuck", [])]
 
     # -- CloudWatch -------------------------------------------------------------------------------
+    def tick_alarms(self, *, before_jump: bool = False) -> None:
+        """CloudWatch evaluates alarms every minute: evaluate when the simulated clock has entered a
+        new minute since the last evaluation, and before the clock jumps over idle time (what
+        happened this minute pages now, not after the jump)."""
+        now = self.clock.now()
+        minute = int(now // 60)
+        last = getattr(self, "_alarm_at", None)
+        if last is None or minute != int(last // 60) or (before_jump and now != last):
+            self._alarm_at = now
+            self.cloud.evaluate_alarms()
+
     def evaluate_alarms(self) -> list[str]:
         """Emulate CloudWatch's evaluation of the template's alarms; return the alarms in ALARM."""
         return self.cloud.evaluate_alarms()

@@ -20,6 +20,7 @@ from ops.local.hostile import outcomes as hostile_outcomes
 from ops.local.iam_reasons import explain
 from ops.local.invariants import check
 from ops.local.orders import PII_PATTERN
+from ops.local.pager import pager_section
 from ops.local.report import (
     TERMINAL,
     dlq_depths,
@@ -224,6 +225,9 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         "wall_seconds": round(time.monotonic() - started, 3),
         "simulated_seconds": round(run.clock.simulated_seconds, 3),
     }
+    evaluator = run.alarm_evaluator
+    dlq_names = {run.deployment.queues[i]["name"] for i in run.deployment.dlq_ids if i in run.deployment.queues}
+    report["pager"] = pager_section(evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started)
     report["invariants"] = check(report)
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ops.arguments import integer, non_negative, port, positive_float
 from ops.errors import OpsError
 from ops.local.orders import OrderMix
+from ops.local.pager import page_line
 
 if TYPE_CHECKING:
     from ops.local.pipeline import PipelineRun
@@ -271,6 +272,7 @@ class _Loop:
         self.options = options
         self.out = out
         self.alarms: list[str] = []
+        self.pages_seen = 0
 
     def say(self, text: str) -> None:
         print(f"[local up] {text}", file=self.out, flush=True)
@@ -289,6 +291,10 @@ class _Loop:
         if alarms != self.alarms:
             self.say(f"alarms in ALARM: {', '.join(alarms) or 'none'}")
             self.alarms = alarms
+        history = self.run.alarm_evaluator.actions.history if self.run.alarm_evaluator.actions else []
+        for notice in history[self.pages_seen :]:
+            self.say(page_line(notice))
+        self.pages_seen = len(history)
         self.run.ship_logs()  # ``ops trace`` reads CloudWatch Logs
 
     def turn(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Aws, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -31,10 +31,26 @@ class AlertingProps:
             raise ValueError(f"alarm_email does not look like an e-mail address: {self.alarm_email!r}")
 
 
+def cloudwatch_alarm_conditions() -> dict[str, dict[str, str]]:
+    """``aws:SourceAccount`` / ``aws:SourceArn``: CloudWatch acting for an alarm of this account and
+    region only (confused-deputy prevention:
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html)."""
+    return {
+        "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+        "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
+    }
+
+
 class Alerting(TransparentScope):
     """One SNS topic, encrypted with a rotated customer-managed key (CloudWatch cannot use the
-    ``aws/sns`` key; its key policy lets CloudWatch decrypt and generate data keys), TLS enforced,
-    with an e-mail subscription when ``alarm_email`` is given.
+    ``aws/sns`` key), TLS enforced, with an e-mail subscription when ``alarm_email`` is given.
+
+    The topic policy ``enforce_ssl`` creates replaces SNS's default policy, so it must allow the
+    publisher itself: ``cloudwatch.amazonaws.com`` may ``sns:Publish`` for this account's alarms
+    (the ``enforce_ssl`` Deny still refuses it over plain HTTP). The key policy lets CloudWatch
+    ``kms:Decrypt`` / ``kms:GenerateDataKey*`` under the same conditions
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+    :class:`constructs_lib.checks.ResilienceChecks` proves every alarm action deliverable at synth.
 
     Attributes:
         topic_key: the topic's key.
@@ -45,8 +61,26 @@ class Alerting(TransparentScope):
     def __init__(self, scope: Construct, construct_id: str, *, props: AlertingProps) -> None:
         super().__init__(scope, construct_id)
         self.topic_key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True, removal_policy=props.removal_policy)
-        self.topic_key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        self.topic_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsUseTheKey",
+                principals=[cloudwatch],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions=cloudwatch_alarm_conditions(),
+            )
+        )
         self.topic = sns.Topic(self, "AlarmTopic", master_key=self.topic_key, enforce_ssl=True)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[cloudwatch],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=cloudwatch_alarm_conditions(),
+            )
+        )
         self.subscription: sns.Subscription | None = None
         if props.alarm_email:
             self.subscription = self.topic.add_subscription(subs.EmailSubscription(props.alarm_email))

@@ -25,6 +25,9 @@ INTAKE_TIMEOUT = Duration.seconds(30)
 INTAKE_MAX_CONCURRENCY = 100
 #: Records per intake invocation (the event source mapping's BatchSize).
 INTAKE_BATCH_SIZE = 10
+#: Page when the oldest order waits longer than this (a stalled or starved intake). Above the
+#: sweeper-free backlog of a normal day, below the stuck-order threshold (35 min, decision 0005).
+ORDERS_MAX_MESSAGE_AGE = Duration.minutes(10)
 #: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
 #: keeps them equal: the CDK app does not import the Lambda code).
 ORDER_BODY_MAX_BYTES = 64 * 1024
@@ -106,13 +109,14 @@ class OrderIntake(TransparentScope):
                 max_message_size_bytes=ORDERS_QUEUE_MAX_MESSAGE_BYTES,
                 removal_policy=functions.removal_policy,
                 dlq_alarm_description=dlq_alarm_text("OrdersQueue"),
+                max_message_age=ORDERS_MAX_MESSAGE_AGE,
             ),
         )
         functions.monitoring.monitor_queue(
             self.orders_queue.queue,
             label="OrdersQueue",
             dlq=self.orders_queue.dlq,
-            alarms=(self.orders_queue.dlq_alarm,),
+            alarms=(self.orders_queue.dlq_alarm, self.orders_queue.age_alarm),
         )
         self._wire_queue(props)
         self.capacity_figures: dict[str, int | None] = {

@@ -466,7 +466,7 @@ def test_function_alarms_on_existing_function(stack: Stack, topic: sns.ITopic) -
                 "Namespace": "AWS/Lambda",
                 "Dimensions": [{"Name": "FunctionName", "Value": "existing-fn"}],
                 "Statistic": "Sum",
-                "Period": 300,
+                "Period": 60,
                 "Threshold": 0,
                 "EvaluationPeriods": 1,
                 "TreatMissingData": "notBreaching",

@@ -255,13 +255,15 @@ def test_needs_attention_queue_alarms_on_first_waiting_message(dev: SynthResult)
 def test_orders_queue_has_no_depth_alarm(dev: SynthResult) -> None:
     """alarm_on_queue_depth defaults to False: a consumer-drained queue with a backlog is normal."""
     assert dev.stack.orders_queue.queue_alarm is None
-    assert _alarms_on(dev, dev.logical_id(dev.stack.orders_queue.queue)) == {}
+    on_queue = _alarms_on(dev, dev.logical_id(dev.stack.orders_queue.queue))
+    assert [a["MetricName"] for a in on_queue.values()] == ["ApproximateAgeOfOldestMessage"]  # its age only
 
 
 def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> None:
     stack = dev.stack
     expected = {
         stack.orders_queue.dlq_alarm,
+        stack.orders_queue.age_alarm,
         stack.needs_attention.dlq_alarm,
         stack.needs_attention.queue_alarm,
         stack.stuck_alarm,

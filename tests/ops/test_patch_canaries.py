@@ -220,6 +220,22 @@ def test_canary_sqs_delay_follows_the_patched_clock(aws: None) -> None:
         assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["m"]
 
 
+def test_canary_powertools_metrics_stamp_dt_datetime_now() -> None:
+    """metrics_clock replaces the EMF provider's ``dt``: its Timestamp must come from dt.datetime.now()."""
+    from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch
+
+    from local_cloud.clock import SimClock
+    from local_cloud.simtime import simulated_now
+
+    clock = SimClock()
+    clock.advance(3600)
+    with simulated_now(clock):
+        provider = cloudwatch.AmazonCloudWatchEMFProvider(namespace="Canary", service="canary")
+        provider.add_metric(name="Seen", unit="Count", value=1)
+        stamped = provider.serialize_metric_set()["_aws"]["Timestamp"]
+    assert abs(stamped / 1000 - clock.now()) < 5
+
+
 def test_canary_powertools_idempotency_reads_dt_datetime_now() -> None:
     import datetime
 
@@ -301,6 +317,18 @@ def test_canary_backend_dict_is_a_dict_of_accounts(aws: None) -> None:
     assert issubclass(BackendDict, dict) and "__getitem__" in vars(BackendDict)
     boto3.client("sqs", region_name=REGION).list_queues()
     assert dict.__contains__(sqs_backends, ACCOUNT)  # fast_backend_lookup's shortcut finds it
+
+
+def test_canary_sqs_sent_timestamp_is_the_send_time(aws: None) -> None:
+    """alarms.oldest_age reads Message.sent_timestamp (ms) from moto's in-process queue."""
+    from moto.sqs.models import sqs_backends
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="aged")["QueueUrl"]
+    before = time.time() * 1000
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    (message,) = list(sqs_backends[ACCOUNT][REGION].queues["aged"]._messages)
+    assert before - 1000 <= float(message.sent_timestamp or 0) <= time.time() * 1000 + 1000
 
 
 def test_canary_asl_parse_is_a_pure_static_method() -> None:

@@ -177,7 +177,13 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 def _smoke(monkeypatch: pytest.MonkeyPatch, pipeline: FakePipeline, **options: Any) -> SmokeReport:
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
     target = Target.from_stack(STACK, region=REGION)
-    defaults: dict[str, Any] = {"timeout_seconds": 5.0, "alarm_wait_seconds": 0.0, "sleep": pipeline.step}
+    # The page path needs CloudWatch's alarm actions: tests/ops/test_smoke_local.py checks it against `ops local up`.
+    defaults: dict[str, Any] = {
+        "timeout_seconds": 5.0,
+        "alarm_wait_seconds": 0.0,
+        "sleep": pipeline.step,
+        "page_path": False,
+    }
     return run_smoke(target, SmokeOptions(**{**defaults, **options}))
 
 
@@ -283,7 +289,8 @@ def test_smoke_fails_by_its_deadline_when_nothing_processes_orders(
     pipeline = FakePipeline(stack)
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
     target = Target.from_stack(STACK, region=REGION)
-    report = run_smoke(target, SmokeOptions(timeout_seconds=0.2, alarm_wait_seconds=0.0, sleep=lambda s: None))
+    options = SmokeOptions(timeout_seconds=0.2, alarm_wait_seconds=0.0, sleep=lambda s: None, page_path=False)
+    report = run_smoke(target, options)
     failed = _failed(report)
     assert failed["good: final status"] == "missing (attempt -)"
     assert {name for name in failed if name.endswith("final status")} == {
@@ -312,11 +319,11 @@ def test_smoke_cli_exit_status_and_table(
     pipeline = FakePipeline(stack)
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
     monkeypatch.setattr("time.sleep", pipeline.step)
-    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0"]) == 0
+    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--no-page-path"]) == 0
     out = capsys.readouterr().out
     assert "duplicate charges" in out and "passed (13/13 checks)" in out
     pipeline.dead_letter = False
-    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--json"]) == 1
+    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--json", "--no-page-path"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False
     assert [c["check"] for c in report["checks"] if not c["ok"]] == ["malformed: orders DLQ category"]

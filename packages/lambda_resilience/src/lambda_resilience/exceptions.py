@@ -29,6 +29,12 @@ class PermanentError(ResilienceError):
     category: ClassVar[Category] = PERMANENT
 
 
+class BusinessOutcome(PermanentError):
+    """A permanent error that is a normal business result (a declined card, an unstocked SKU, an
+    undeliverable address): raised so a workflow can route it by name, counted as an expected
+    error (``ExpectedErrors``), never paged on."""
+
+
 class TransientError(ResilienceError):
     """Retrying may help: let the redrive policy / Step Functions Retry do its work."""
 

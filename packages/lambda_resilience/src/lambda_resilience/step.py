@@ -4,6 +4,12 @@ and failures renamed so that a state machine's ``Retry`` / ``Catch`` can tell th
 - a **transient** failure is raised as :class:`TransientStepError` (the one name to retry);
 - an **unknown** failure (a bug?) as :class:`UnknownStepError` (retried, then caught);
 - a **permanent** failure keeps its own type name, so ``Catch`` can route business errors.
+
+AWS counts every failed invocation in ``AWS/Lambda Errors``, business outcomes and retried transient
+failures included. With ``metrics``, a failure the workflow handles by design (a
+:class:`~lambda_resilience.exceptions.BusinessOutcome`, or a transient failure it retries) also adds 1
+to :data:`EXPECTED_ERRORS_METRIC`, so an alarm on ``Errors - ExpectedErrors`` pages only on the
+others (bugs, timeouts, crashes): see docs/decisions/0020.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
 from lambda_resilience.correlation import correlation_scope, from_payload
-from lambda_resilience.exceptions import TransientStepError, UnknownStepError
+from lambda_resilience.exceptions import BusinessOutcome, TransientStepError, UnknownStepError
 from lambda_resilience.tracing import step_span, traced, traceparent_from_payload
 
 if TYPE_CHECKING:
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
 #: A step's action: ``action(payload) -> result`` (the payload :class:`StepInput` names).
 StepAction = Callable[[dict[str, Any]], dict[str, Any]]
 Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
+#: EMF metric (Count, dimension ``service``): failed invocations the workflow handles by design.
+EXPECTED_ERRORS_METRIC = "ExpectedErrors"
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,8 @@ def step_handler(
                 logger.exception(
                     f"{operation} failed", extra={**known, "error_type": type(exc).__name__, "category": category}
                 )
+                if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
+                    metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
                 if category == TRANSIENT and not isinstance(exc, TransientStepError):
                     raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
                 if category == UNKNOWN and not isinstance(exc, UnknownStepError):

@@ -1,35 +1,114 @@
-"""CloudWatch alarm evaluation, emulated: moto stores alarms but never evaluates them."""
+"""CloudWatch alarm evaluation, emulated: moto stores alarms but never evaluates them.
+
+Each alarm is evaluated as CloudWatch evaluates it
+(https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarm-evaluation):
+the statistic of each of the last ``EvaluationPeriods`` periods of ``Period`` seconds, ALARM when
+``DatapointsToAlarm`` of them breach the threshold, missing periods treated as ``TreatMissingData``
+says (``missing``, ``ignore``, ``breaching``, ``notBreaching``). Metric-math alarms compute their
+expression per period from their metrics (``FILL`` and arithmetic).
+
+Evaluation runs on the simulated clock, once per period boundary passed since the last call (so a
+datapoint that came and went between two calls is not missed), from the metrics of
+:class:`local_cloud.metrics.MetricStore`; queue depths are gauges sampled at the call.
+"""
 
 from __future__ import annotations
 
-import time
+import ast
+import math
+from collections.abc import Mapping
 from typing import Any
 
+from local_cloud.alarm_actions import AlarmActions, Notice
+from local_cloud.calls import outside_the_pipeline
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
+from local_cloud.clock import SimClock
+from local_cloud.metrics import EXECUTION_METRICS, MetricStore, metric_key, statistic
 
-#: Step Functions execution metrics -> the execution status each counts.
-EXECUTION_METRICS = {
-    "ExecutionsFailed": "FAILED",
-    "ExecutionsTimedOut": "TIMED_OUT",
-    "ExecutionsAborted": "ABORTED",
-    "ExecutionsSucceeded": "SUCCEEDED",
-}
+__all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
+#: At most this many period boundaries are replayed per call (a day of 1-minute periods).
+MAX_CATCH_UP = 1440
+DEPTH = ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+AGE = ("AWS/SQS", "ApproximateAgeOfOldestMessage")
+
+
+def _expression(expr: str, values: Mapping[str, float | None]) -> float | None:
+    """A metric-math expression over one period's values: + - * /, numbers, ids, ``FILL(x, v)``."""
+
+    def walk(node: ast.AST) -> float | None:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return values.get(node.id)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "FILL":
+            got, fill = walk(node.args[0]), walk(node.args[1])
+            return fill if got is None else got
+        if isinstance(node, ast.BinOp):
+            left, right = walk(node.left), walk(node.right)
+            if left is None or right is None:
+                return None
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div):
+                return left / right if right else None
+        raise ValueError(f"metric math not emulated: {expr!r}")
+
+    return walk(ast.parse(expr, mode="eval"))
+
+
+def _breaches(alarm: Mapping[str, Any], value: float) -> bool:
+    threshold, op = float(alarm["Threshold"]), alarm["ComparisonOperator"]
+    return {
+        "GreaterThanThreshold": value > threshold,
+        "GreaterThanOrEqualToThreshold": value >= threshold,
+        "LessThanThreshold": value < threshold,
+        "LessThanOrEqualToThreshold": value <= threshold,
+    }[op]
 
 
 class AlarmEvaluator:
-    """Evaluates the template's alarms against queue depths and the handlers' EMF datapoints."""
+    """Evaluates the template's alarms on the simulated clock and runs their actions on a state change."""
 
     def __init__(
-        self, alarms: dict[str, dict[str, Any]], queues: dict[str, dict[str, str]], capture: LineCapture
+        self,
+        alarms: dict[str, dict[str, Any]],
+        queues: dict[str, dict[str, str]],
+        capture: LineCapture,
+        actions: AlarmActions | None = None,
+        store: MetricStore | None = None,
+        clock: SimClock | None = None,
     ) -> None:
         self.alarms = alarms  # name -> put_metric_alarm kwargs, as deployed
         self.queue_urls = {q["name"]: q["url"] for q in queues.values()}
         self.capture = capture
+        self.actions = actions
+        self.store = store or MetricStore({}, [], capture)
+        self.clock = clock
+        #: Each alarm's state as CloudWatch holds it; a new alarm starts in INSUFFICIENT_DATA.
+        self.states = dict.fromkeys(alarms, "INSUFFICIENT_DATA")
+        #: When each alarm was last evaluated; the first evaluation catches up from the deployment.
+        self.started = clock.now() if clock else 0.0
+        self.evaluated_at: dict[str, float] = {}
 
-    def sqs_depth(self, alarm: dict[str, Any]) -> float | None:
-        """ApproximateNumberOfMessages of the queue the alarm's dimension names (None: not ours)."""
-        queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+    def transition(self, name: str, new: str, reason: str, at: float | None = None) -> list[Notice]:
+        """Set ``name``'s state; on a change, store it in moto and execute the new state's actions."""
+        old = self.states[name]
+        if new == old:
+            return []
+        self.states[name] = new
+        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
+        return self.actions.execute(self.alarms[name], old, new, reason, at) if self.actions else []
+
+    def sqs_depth(self, alarm: Mapping[str, Any]) -> float | None:
+        """ApproximateNumberOfMessagesVisible of the queue the alarm's dimension names (None: not ours)."""
+        queue = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), None)
         if queue not in self.queue_urls:
             return None
         attrs = aws("sqs").get_queue_attributes(
@@ -37,76 +116,113 @@ class AlarmEvaluator:
         )["Attributes"]
         return float(attrs["ApproximateNumberOfMessages"])
 
-    def state_machine_executions(self, alarm: dict[str, Any]) -> float | None:
-        """``AWS/States`` execution metrics (``ExecutionsFailed``, ``ExecutionsTimedOut``,
-        ``ExecutionsAborted``, ``ExecutionsSucceeded``) of the alarm's ``StateMachineArn``: the number
-        of executions that ended with that status within the alarm's last period (the Sum statistic
-        over one period, as the alarms declare). None: not an execution metric, or no such machine.
-        Metric definitions: https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html
-        """
-        status = EXECUTION_METRICS.get(alarm["MetricName"])
-        arn = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "StateMachineArn"), None)
-        if status is None or arn is None:
-            return None
-        since = time.time() - float(alarm.get("Period", 60)) * float(alarm.get("EvaluationPeriods", 1))
-        count = 0
-        try:
-            pages = (
-                aws("stepfunctions").get_paginator("list_executions").paginate(stateMachineArn=arn, statusFilter=status)
-            )
-            for page in pages:
-                count += sum(1 for e in page["executions"] if e.get("stopDate") and e["stopDate"].timestamp() >= since)
-        except aws("stepfunctions").exceptions.StateMachineDoesNotExist:
-            return None
-        return float(count) if count else None  # no execution ended so: no datapoint (missing data)
+    def oldest_age(self, alarm: Mapping[str, Any], now: float) -> float | None:
+        """ApproximateAgeOfOldestMessage of the alarm's queue: seconds since the oldest non-deleted
+        message was sent (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html).
+        Read from moto's in-process queue: SQS's API gives no message age (``patches.sqs_age_read``)."""
+        from moto.sqs.models import sqs_backends
 
-    def latest_emf(self, alarm: dict[str, Any]) -> float | None:
-        """The most recent datapoint the handlers printed (EMF) for the alarm's metric and dimensions."""
-        wanted = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
-        latest = None
-        for doc in self.capture.records()[1]:
-            for directive in doc["_aws"].get("CloudWatchMetrics", []):
-                names = {m["Name"] for m in directive.get("Metrics", [])}
-                if directive.get("Namespace") != alarm["Namespace"] or alarm["MetricName"] not in names:
-                    continue
-                if all(str(doc.get(k)) == v for k, v in wanted.items()):
-                    value = doc[alarm["MetricName"]]
-                    latest = float(max(value) if isinstance(value, list) else value)
-        return latest
+        from local_cloud.template import ACCOUNT, REGION
+
+        name = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), None)
+        queue = sqs_backends[ACCOUNT][REGION].queues.get(str(name))
+        sent = [float(m.sent_timestamp or 0) for m in list(queue._messages)] if queue is not None else []
+        return max(0.0, now - min(sent) / 1000.0) if sent else 0.0
+
+    def _period_value(self, alarm: Mapping[str, Any], start: float, end: float) -> float | None:
+        if "Metrics" not in alarm:
+            key = metric_key(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []))
+            return statistic(self.store.window(key, start, end), alarm.get("Statistic", "Average"))
+        values: dict[str, float | None] = {}
+        result: float | None = None
+        for query in alarm["Metrics"]:
+            if "MetricStat" in query:
+                stat, metric = query["MetricStat"], query["MetricStat"]["Metric"]
+                key = metric_key(metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []))
+                values[query["Id"]] = statistic(self.store.window(key, start, end), stat["Stat"])
+        for query in alarm["Metrics"]:
+            if "Expression" in query:
+                values[query["Id"]] = _expression(query["Expression"], values)
+            if query.get("ReturnData", True):
+                result = values.get(query["Id"])
+        return result
+
+    def _state_at(self, name: str, alarm: Mapping[str, Any], at: float) -> tuple[str, str]:
+        """(state, reason) of the alarm evaluated at ``at`` over its last evaluation periods."""
+        period = float(alarm["Period"])
+        n = int(alarm["EvaluationPeriods"])
+        values = [self._period_value(alarm, at - (i + 1) * period, at - i * period) for i in range(n)]
+        return self._state_of(name, alarm, values)
+
+    def _state_of(self, name: str, alarm: Mapping[str, Any], values: list[float | None]) -> tuple[str, str]:
+        """(state, reason) from the evaluation periods' values (newest first; None: missing)."""
+        n = len(values)
+        needed = min(n, int(alarm.get("DatapointsToAlarm") or n))
+        treat = alarm.get("TreatMissingData", "missing")
+        present = [v for v in values if v is not None]
+        if not present and treat in ("missing", "ignore"):
+            return (self.states[name] if treat == "ignore" else "INSUFFICIENT_DATA"), "no datapoints"
+        breaching = sum(1 for v in present if _breaches(alarm, v))
+        if treat == "breaching":
+            breaching += len(values) - len(present)
+        state = "ALARM" if breaching >= needed else "OK"
+        shown = ", ".join("missing" if v is None else f"{v:g}" for v in values)
+        return (
+            state,
+            f"{breaching} of {n} datapoints [{shown}] breach {alarm['ComparisonOperator']} {alarm['Threshold']}",
+        )
+
+    def _boundaries(self, name: str, period: float, now: float) -> list[float]:
+        last = self.evaluated_at.get(name, self.started)
+        first = math.floor(last / period) * period + period
+        count = max(0, int((now - first) // period) + 1)
+        skipped = max(0, count - MAX_CATCH_UP)  # a longer gap: its last MAX_CATCH_UP boundaries only
+        steps = [first + i * period for i in range(skipped, count)]
+        return [t for t in steps if t < now] + [now + 1e-6]  # now's own datapoints included
 
     def evaluate(self) -> list[str]:
-        """Set each alarm's state in moto; return the alarms in ALARM (sorted).
+        """Evaluate every alarm at each period boundary since the last call and now; the alarms in ALARM.
 
-        SQS depth alarms read the queue; Step Functions execution alarms count the executions that
-        ended with their status in the last period; custom-metric alarms read the latest EMF
-        datapoint the handlers printed. No datapoint = missing data = not breaching (as the alarms declare).
-        """
-        cloudwatch = aws("cloudwatch")
+        CloudWatch's own reads and notifications are not the deployment's API calls: not counted."""
+        with outside_the_pipeline():
+            return self._evaluate()
+
+    def adopt_set_states(self, now: float) -> None:
+        """Apply ``SetAlarmState`` calls made since the last evaluation (an operator's, ``ops smoke``'s):
+        CloudWatch runs the new state's actions at once; the next evaluation moves the alarm back to
+        what its metrics say (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_SetAlarmState.html)."""
+        paginator = aws("cloudwatch").get_paginator("describe_alarms")
+        for page in paginator.paginate(AlarmNames=list(self.alarms)[:100]):
+            for alarm in page.get("MetricAlarms", []):
+                name, new = alarm["AlarmName"], alarm["StateValue"]
+                old = self.states.get(name)
+                if old is None or new == old:
+                    continue
+                self.states[name] = new
+                if self.actions:
+                    self.actions.execute(self.alarms[name], old, new, alarm.get("StateReason", ""), now)
+
+    def _evaluate(self) -> list[str]:
+        now = self.clock.now() if self.clock else 0.0
+        self.adopt_set_states(now)
+        self.store.refresh()
         for name, alarm in self.alarms.items():
-            if alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible":
-                value = self.sqs_depth(alarm)
-            elif alarm["Namespace"] == "AWS/States":
-                value = self.state_machine_executions(alarm)
+            metric = (alarm.get("Namespace"), alarm.get("MetricName"))
+            if metric in (DEPTH, AGE):
+                # A gauge, sampled now: SQS reports the queue's current value each minute.
+                value = self.sqs_depth(alarm) if metric == DEPTH else self.oldest_age(alarm, now)
+                self.transition(name, *self._state_of(name, alarm, [value]), now)
             else:
-                value = self.latest_emf(alarm)
-            breaching = value is not None and (
-                value > alarm["Threshold"]
-                if alarm["ComparisonOperator"] == "GreaterThanThreshold"
-                else value >= alarm["Threshold"]
-            )
-            cloudwatch.set_alarm_state(
-                AlarmName=name,
-                StateValue="ALARM" if breaching else "OK",
-                StateReason=f"local evaluation: {alarm['MetricName']} = {value}",
-            )
-        alarms = cloudwatch.describe_alarms(StateValue="ALARM")["MetricAlarms"]
-        return sorted(a["AlarmName"] for a in alarms)
+                for at in self._boundaries(name, float(alarm["Period"]), now):
+                    self.transition(name, *self._state_at(name, alarm, at), at)
+            self.evaluated_at[name] = now
+        return sorted(name for name, state in self.states.items() if state == "ALARM")
 
     def dlq_states(self, in_alarm: list[str], depths: dict[str, int]) -> dict[str, dict[str, Any]]:
         """Per DLQ (by name): its alarm, whether it is in ALARM, and its depth."""
         states = {}
         for alarm_name, alarm in self.alarms.items():
-            queue = next((d["Value"] for d in alarm["Dimensions"] if d["Name"] == "QueueName"), None)
+            queue = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), None)
             if queue in depths:
                 states[queue] = {"alarm": alarm_name, "in_alarm": alarm_name in in_alarm, "depth": depths[queue]}
         return states

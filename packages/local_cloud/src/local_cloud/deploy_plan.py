@@ -117,6 +117,16 @@ def build_topics(d: Deployment, resources: list[Resource]) -> None:
         aws("sns").create_topic(Name=d.attrs[(r.logical_id, "TopicName")])
 
 
+def build_subscriptions(d: Deployment, resources: list[Resource]) -> None:
+    """Topic subscriptions (SQS ones receive what the topic delivers; e-mail ones stay pending)."""
+    for r in resources:
+        p = d.resolve(r.properties)
+        raw = {"RawMessageDelivery": "true"} if p.get("RawMessageDelivery") else {}
+        aws("sns").subscribe(
+            TopicArn=p["TopicArn"], Protocol=p["Protocol"], Endpoint=str(p["Endpoint"]), Attributes=raw
+        )
+
+
 def build_log_groups(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         aws("logs").create_log_group(logGroupName=d.refs[r.logical_id])
@@ -261,23 +271,49 @@ def build_alarms(d: Deployment, resources: list[Resource]) -> None:
     for r in resources:
         p = d.resolve(r.properties)
         name = d.refs[r.logical_id]
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "AlarmName": name,
-            "MetricName": p["MetricName"],
-            "Namespace": p["Namespace"],
-            "Statistic": p.get("Statistic", "Maximum"),
-            "Period": int(p["Period"]),
             "EvaluationPeriods": int(p["EvaluationPeriods"]),
             "Threshold": float(p["Threshold"]),
             "ComparisonOperator": p["ComparisonOperator"],
             "TreatMissingData": p.get("TreatMissingData", "missing"),
-            "Dimensions": [{"Name": dim["Name"], "Value": str(dim["Value"])} for dim in p.get("Dimensions", [])],
             "AlarmActions": p.get("AlarmActions", []),
             "OKActions": p.get("OKActions", []),
             "AlarmDescription": p.get("AlarmDescription", ""),
         }
-        aws("cloudwatch").put_metric_alarm(**kwargs)
+        if p.get("DatapointsToAlarm"):
+            kwargs["DatapointsToAlarm"] = int(p["DatapointsToAlarm"])
+        if "Metrics" in p:  # metric math: its queries, as CloudFormation passes them
+            kwargs["Metrics"] = [_metric_query(q) for q in p["Metrics"]]
+            kwargs["Period"] = min(int(q["MetricStat"]["Period"]) for q in p["Metrics"] if "MetricStat" in q)
+        else:
+            kwargs.update(
+                MetricName=p["MetricName"],
+                Namespace=p["Namespace"],
+                Statistic=p.get("Statistic", "Maximum"),
+                Period=int(p["Period"]),
+                Dimensions=[{"Name": dim["Name"], "Value": str(dim["Value"])} for dim in p.get("Dimensions", [])],
+            )
+        aws("cloudwatch").put_metric_alarm(
+            **{k: v for k, v in kwargs.items() if k != "Period" or "Metrics" not in kwargs}
+        )
         d.alarms[name] = kwargs
+
+
+def _metric_query(q: dict[str, Any]) -> dict[str, Any]:
+    """One ``MetricDataQuery`` of a metric-math alarm, with its values as strings where the API wants them."""
+    out: dict[str, Any] = {"Id": q["Id"], "ReturnData": bool(q.get("ReturnData", True))}
+    if "Expression" in q:
+        out["Expression"] = q["Expression"]
+    if "MetricStat" in q:
+        m = q["MetricStat"]["Metric"]
+        dims = [{"Name": d["Name"], "Value": str(d["Value"])} for d in m.get("Dimensions", [])]
+        out["MetricStat"] = {
+            "Metric": {"Namespace": m["Namespace"], "MetricName": m["MetricName"], "Dimensions": dims},
+            "Period": int(q["MetricStat"]["Period"]),
+            "Stat": q["MetricStat"]["Stat"],
+        }
+    return out
 
 
 def build_schedules(d: Deployment, resources: list[Resource]) -> None:
@@ -302,6 +338,7 @@ PLAN: dict[str, Entry] = {
     "AWS::StepFunctions::StateMachine": Entry(name_state_machine, build_state_machines),
     "AWS::Lambda::EventSourceMapping": Entry(name_default, build_event_sources),
     "AWS::CloudWatch::Alarm": Entry(name_alarm, build_alarms),
+    "AWS::SNS::Subscription": Entry(name_default, build_subscriptions),
     "AWS::Events::Rule": Entry(name_default, build_schedules),
     "AWS::Lambda::LayerVersion": Entry(name_layer),
     "AWS::IAM::Role": Entry(name_role),

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from local_cloud.clock import SimClock
@@ -44,6 +45,7 @@ from local_cloud.iam_enforce import enforce_iam
 from local_cloud.limits import Quotas
 from local_cloud.limits_enforce import LimitEnforcer, enforce_limits
 from local_cloud.log_shipper import LogShipper
+from local_cloud.metrics import MetricStore
 from local_cloud.template import CloudAssembly
 
 #: ``(owner, attribute)``: a function the caller's code reads for "now", pointed at the simulated clock.
@@ -76,7 +78,16 @@ class LocalCloud:
         self.limits = LimitEnforcer(
             options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
         )
-        self.alarm_evaluator = AlarmEvaluator(self.deployment.alarms, self.deployment.queues, self.capture)
+        self.alarm_actions = AlarmActions(self.deployment)
+        self.metrics = MetricStore(self.deployment.functions, self.deployment.state_machines.values(), self.capture)
+        self.alarm_evaluator = AlarmEvaluator(
+            self.deployment.alarms,
+            self.deployment.queues,
+            self.capture,
+            self.alarm_actions,
+            store=self.metrics,
+            clock=clock,
+        )
         self.shipper = LogShipper(
             self.capture,
             {

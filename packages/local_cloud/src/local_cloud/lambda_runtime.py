@@ -155,6 +155,8 @@ class LocalFunction:
     capture: LineCapture | None = None
     invocations: int = 0
     errors: int = 0
+    #: (simulated end time, errored) of every invocation: the AWS/Lambda metrics' datapoints.
+    history: list[tuple[float, bool]] = field(default_factory=list)
     _fn: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -178,9 +180,9 @@ class LocalFunction:
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices.
             self.clock.advance(context.get_remaining_time_in_millis() / 1000)
-        if errored:
-            with self._lock:
-                self.errors += 1
+        with self._lock:
+            self.history.append((self.clock.now(), errored))
+            self.errors += int(errored)
         return result, errored
 
 

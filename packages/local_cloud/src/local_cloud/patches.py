@@ -163,6 +163,15 @@ PATCHES: tuple[Patch, ...] = (
         "local_cloud.simtime.simulated_now",
         "test_canary_powertools_idempotency_reads_dt_datetime_now",
     ),
+    Patch(
+        "metrics_clock",
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch:dt",
+        "simulated-time",
+        "Powertools Metrics stamps each EMF document with dt.datetime.now(): on the simulated clock the "
+        "handlers' metrics fall in the same alarm periods as the AWS/Lambda metrics the emulator produces.",
+        "local_cloud.simtime.simulated_now",
+        "test_canary_powertools_metrics_stamp_dt_datetime_now",
+    ),
     # -- fault injection ---------------------------------------------------------------------------
     Patch(
         "throttle_dynamodb",
@@ -337,6 +346,16 @@ PATCHES: tuple[Patch, ...] = (
         "test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay",
         "tests/e2e/test_dlq.py's interrupted replay (5 orders throttled into the DLQ): 179 s a second at a time, "
         "12.9 s with the jump (the whole test_dlq.py module: 40 s).",
+    ),
+    Patch(
+        "sqs_age_read",
+        "moto.sqs.models:sqs_backends",
+        "speed-read",
+        "Not a patch: ApproximateAgeOfOldestMessage (a stalled consumer's alarm) is the age of the oldest "
+        "message, read from moto's in-process queue (SQS's API gives no message's send time without receiving it).",
+        "local_cloud.alarms.AlarmEvaluator.oldest_age",
+        "test_canary_sqs_sent_timestamp_is_the_send_time",
+        "One read per age alarm per evaluation; receiving with SentTimestamp would change the messages' visibility.",
     ),
     Patch(
         "transaction_snapshot",

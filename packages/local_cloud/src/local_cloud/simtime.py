@@ -1,4 +1,4 @@
-"""Simulated time for code that reads the wall clock: Powertools idempotency.
+"""Simulated time for code that reads the wall clock: Powertools idempotency and metrics.
 
 Why hand-written: freezegun would freeze or shift time for every thread, moto's own clocks
 included; we only need the handlers' notion of "now" (in-progress expiry, record TTL) to follow the run's
@@ -31,11 +31,13 @@ def _datetime_module(clock: SimClock) -> types.SimpleNamespace:
 
 @contextmanager
 def simulated_now(clock: SimClock) -> Iterator[None]:
-    """Powertools idempotency (in-progress expiry, TTL) reads ``clock`` instead of the wall clock."""
+    """Powertools idempotency (in-progress expiry, TTL) and the EMF documents' ``Timestamp`` (metrics)
+    read ``clock`` instead of the wall clock."""
+    from aws_lambda_powertools.metrics.provider.cloudwatch_emf import cloudwatch
     from aws_lambda_powertools.utilities.idempotency.persistence import base, datarecord, dynamodb
 
     fake = _datetime_module(clock)
     with ExitStack() as stack:
-        for module in (base, dynamodb, datarecord):
+        for module in (base, dynamodb, datarecord, cloudwatch):
             stack.enter_context(mock.patch.object(module, "dt", fake))
         yield

@@ -1,0 +1,166 @@
+"""The pager as a person sees it in the local run: every alarm notification, delivered or refused,
+the incident that explains each page, and for each harmful injected fault the page that announced it.
+
+Precision: pages explained by an incident of the run / pages. Recall: harmful fault kinds injected
+that some page announced / harmful fault kinds injected. Both must be 100% (``--check``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from local_cloud.alarm_actions import AlarmActions, Notice
+
+#: Injected faults an operator must hear about -> the alarm kinds that announce them.
+HARMFUL: dict[str, tuple[str, ...]] = {
+    "malformed": ("dlq",),
+    "hostile": ("dlq", "function", "executions_failed"),
+    "crash": ("function",),
+    "stop": ("executions_aborted",),
+    "status_write_error": ("executions_failed", "needs_attention", "function", "stuck"),
+    "park_failure": ("needs_attention", "function", "executions_failed", "stuck"),
+}
+#: Injected faults that cause function errors the middleware does not expect (so they page).
+_FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
+
+
+def page_line(notice: Notice) -> str:
+    """One alarm notification as the page log shows it (delivered to the topic's subscribers, or refused)."""
+    when = datetime.fromtimestamp(notice.at, UTC).strftime("%H:%M:%S")
+    outcome = "delivered" if notice.delivered else f"REFUSED ({notice.refusal})"
+    return f"page {notice.state} {notice.alarm} at {when} (simulated): {notice.reason}; {outcome}"
+
+
+def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
+    """What an alarm announces: dlq, needs_attention, age, function, executions_<status>, throttled, api, stuck,
+    other."""
+    metric = alarm.get("MetricName")
+    if metric is None:
+        names = {q["MetricStat"]["Metric"]["MetricName"] for q in alarm.get("Metrics", []) if "MetricStat" in q}
+        return "function" if "Errors" in names else "other"
+    dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+    if metric == "ApproximateAgeOfOldestMessage":
+        return "age"
+    if metric == "ApproximateNumberOfMessagesVisible":
+        return "dlq" if dims.get("QueueName") in dlq_names else "needs_attention"
+    if metric in ("ExecutionsFailed", "ExecutionsAborted", "ExecutionsTimedOut"):
+        return {"ExecutionsFailed": "executions_failed", "ExecutionsAborted": "executions_aborted"}.get(
+            metric, "executions_timed_out"
+        )
+    if metric == "ExecutionThrottled":
+        return "throttled"
+    if metric == "5XXError":
+        return "api"
+    if metric == "Errors":
+        return "function"
+    return "stuck" if "Stuck" in metric or "Mismatch" in metric else "other"
+
+
+def _fault_family(kind: str) -> str:
+    return "hostile" if kind.startswith("hostile") else kind
+
+
+def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> str | None:
+    """The run's incident that explains a page of an alarm of ``kind``; None: nothing does."""
+    families = {_fault_family(k): 0 for k in faults}
+    for k, n in faults.items():
+        families[_fault_family(k)] += n
+    executions = report.get("executions", {})
+    if kind == "dlq":
+        return (
+            "messages dead-lettered (" + ", ".join(f"{k} {families.get(k, 0)}" for k in ("malformed", "hostile")) + ")"
+        )
+    if kind == "needs_attention" and report.get("orders", {}).get("needs_attention"):
+        return f"{report['orders']['needs_attention']} orders parked for an operator"
+    if kind == "executions_failed" and executions.get("FAILED"):
+        return f"{executions['FAILED']} executions failed"
+    if kind == "executions_aborted" and executions.get("ABORTED"):
+        return f"{executions['ABORTED']} executions stopped (injected stop {families.get('stop', 0)})"
+    if kind == "function" and any(families.get(f) for f in _FUNCTION_FAULTS):
+        return "unexpected function errors: " + ", ".join(
+            f"{f} {families[f]}" for f in _FUNCTION_FAULTS if families.get(f)
+        )
+    if kind == "stuck" and any(families.get(f) for f in ("status_write_error", "park_failure", "stop", "crash")):
+        return "orders left mid-way by injected status-write, park or stop faults"
+    if kind == "age" and any(families.get(f) for f in ("crash", "throttle_dynamodb", "throttle_sqs")):
+        return "orders waited over the age threshold behind injected crashes (visibility timeouts) and throttling"
+    if kind == "throttled" and families.get("throttle_sfn"):
+        return "state machine throttled"
+    return None
+
+
+def pager_section(
+    actions: AlarmActions | None,
+    alarms: Mapping[str, Mapping[str, Any]],
+    dlq_names: set[str],
+    report: Mapping[str, Any],
+    started: float,
+) -> dict[str, list[dict[str, Any]]]:
+    """Pages (ALARM notifications) with their cause, and each harmful injected fault with its pages."""
+    faults: Mapping[str, int] = report.get("faults_injected") or {}
+    pages: list[dict[str, Any]] = []
+    for n in actions.history if actions else []:
+        if n.state != "ALARM":
+            continue
+        kind = alarm_kind(alarms[n.alarm], dlq_names)
+        pages.append(
+            {
+                "alarm": n.alarm,
+                "kind": kind,
+                "after_s": round(n.at - started, 1),
+                "reason": n.reason,
+                "delivered": n.delivered,
+                "refusal": n.refusal,
+                "cause": _cause(kind, report, faults),
+            }
+        )
+    announced = []
+    for family in sorted({_fault_family(k) for k, v in faults.items() if v}):
+        if family not in HARMFUL:
+            continue
+        hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
+        announced.append(
+            {
+                "fault": family,
+                "injected": sum(v for k, v in faults.items() if _fault_family(k) == family),
+                "paged_by": sorted({p["alarm"] for p in hits}),
+                "first_page_after_s": min((p["after_s"] for p in hits), default=None),
+            }
+        )
+    return {"pages": pages, "faults": announced}
+
+
+def precision_recall(pager: Mapping[str, Any]) -> tuple[float, float]:
+    """(precision, recall) in percent; 100 when there is nothing to measure."""
+    pages, faults = pager.get("pages", []), pager.get("faults", [])
+    precision = 100.0 * sum(1 for p in pages if p["cause"] and p["delivered"]) / len(pages) if pages else 100.0
+    recall = 100.0 * sum(1 for f in faults if f["paged_by"]) / len(faults) if faults else 100.0
+    return round(precision, 1), round(recall, 1)
+
+
+def pager_table(pager: Mapping[str, Any]) -> list[str]:
+    """The pager table the local run prints."""
+    lines = [f"{'page (alarm)':<64} {'after':>8}  cause"]
+    for p in pager.get("pages", []):
+        cause = p["cause"] or "UNEXPLAINED"
+        if not p["delivered"]:
+            cause += f" (REFUSED: {p['refusal']})"
+        lines.append(f"{p['alarm'][:64]:<64} {p['after_s']:>7}s  {cause}")
+    for f in pager.get("faults", []):
+        paged = ", ".join(a.split("-", 2)[-1] for a in f["paged_by"]) or "NOBODY PAGED"
+        at = f" first page after {f['first_page_after_s']} s" if f["paged_by"] else ""
+        lines.append(f"fault {f['fault']} x{f['injected']}: {paged}{at}")
+    precision, recall = precision_recall(pager)
+    lines.append(f"pager: {len(pager.get('pages', []))} pages, precision {precision}%, recall {recall}%")
+    return lines
+
+
+def pages(actions: AlarmActions | None) -> list[dict[str, Any]]:
+    """Every ALARM notification of the run (a page), delivered or refused, in order."""
+    return [
+        {"alarm": n.alarm, "at": round(n.at, 3), "reason": n.reason, "delivered": n.delivered, "refusal": n.refusal}
+        for n in (actions.history if actions else [])
+        if n.state == "ALARM"
+    ]

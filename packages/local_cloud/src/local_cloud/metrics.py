@@ -1,0 +1,137 @@
+"""The metrics CloudWatch would hold for the local deployment, as AWS defines them, by timestamp.
+
+Sources (each AWS definition cited where it is read):
+
+- ``AWS/Lambda`` ``Invocations`` and ``Errors`` per ``FunctionName``: one datapoint per invocation
+  at its end (where the handler's EMF documents are stamped too); ``Errors`` counts invocations
+  that ended in a function error (the handler raised, or timed out), whatever the error's meaning
+  to the caller
+  (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html).
+- ``AWS/States`` ``ExecutionsFailed`` / ``ExecutionsTimedOut`` / ``ExecutionsAborted`` /
+  ``ExecutionsSucceeded`` per ``StateMachineArn``: one per execution, at its stop date
+  (https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html).
+- Embedded metric format documents the handlers print (namespace, dimensions, value at the
+  document's ``_aws.Timestamp``: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
+- ``AWS/SQS`` ``ApproximateNumberOfMessagesVisible`` is a gauge: sampled when evaluated
+  (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from local_cloud.capture import LineCapture
+from local_cloud.clients import aws
+from local_cloud.lambda_runtime import LocalFunction
+
+#: Step Functions execution metrics -> the execution status each counts.
+EXECUTION_METRICS = {
+    "ExecutionsFailed": "FAILED",
+    "ExecutionsTimedOut": "TIMED_OUT",
+    "ExecutionsAborted": "ABORTED",
+    "ExecutionsSucceeded": "SUCCEEDED",
+}
+MetricKey = tuple[str, str, tuple[tuple[str, str], ...]]  # (namespace, metric, sorted dimensions)
+
+
+def metric_key(namespace: str, name: str, dimensions: Iterable[Mapping[str, str]] | Mapping[str, str]) -> MetricKey:
+    pairs = dimensions.items() if isinstance(dimensions, Mapping) else ((d["Name"], d["Value"]) for d in dimensions)
+    return namespace, name, tuple(sorted((str(k), str(v)) for k, v in pairs))
+
+
+class MetricStore:
+    """Timestamped datapoints per metric, refreshed from the deployment before each evaluation."""
+
+    def __init__(
+        self,
+        functions: Mapping[str, LocalFunction],
+        state_machines: Iterable[str],
+        capture: LineCapture,
+        now: Callable[[], float] | None = None,
+    ) -> None:
+        self.now = now
+        self.functions = functions
+        self.state_machines = list(state_machines)
+        self.capture = capture
+        self.points: dict[MetricKey, list[tuple[float, float]]] = defaultdict(list)
+        self._emf_seen = 0
+        self._lambda_seen: dict[str, int] = {}
+        self._executions_seen: set[str] = set()
+
+    def refresh(self) -> None:
+        """Read what happened since the last refresh (invocations, EMF documents, ended executions)."""
+        for fn in self.functions.values():
+            history = fn.history
+            seen = self._lambda_seen.get(fn.name, 0)
+            for started, errored in history[seen:]:
+                self.add(metric_key("AWS/Lambda", "Invocations", {"FunctionName": fn.name}), started, 1.0)
+                self.add(metric_key("AWS/Lambda", "Errors", {"FunctionName": fn.name}), started, float(errored))
+            self._lambda_seen[fn.name] = len(history)
+        docs = self.capture.records()[1]
+        for doc in docs[self._emf_seen :]:
+            self._add_emf(doc)
+        self._emf_seen = len(docs)
+        self._refresh_executions()
+
+    def _add_emf(self, doc: Mapping[str, Any]) -> None:
+        meta = doc["_aws"]
+        at = float(meta.get("Timestamp", 0)) / 1000
+        for directive in meta.get("CloudWatchMetrics", []):
+            for dims in directive.get("Dimensions", [[]]) or [[]]:
+                wanted = {d: str(doc.get(d)) for d in dims}
+                for metric in directive.get("Metrics", []):
+                    value = doc.get(metric["Name"])
+                    for v in value if isinstance(value, list) else [value]:
+                        if v is not None:
+                            self.add(metric_key(directive.get("Namespace", ""), metric["Name"], wanted), at, float(v))
+
+    def _refresh_executions(self) -> None:
+        sfn = aws("stepfunctions")
+        for arn in self.state_machines:
+            for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
+                for e in page["executions"]:
+                    if e["status"] == "RUNNING" or e["executionArn"] in self._executions_seen:
+                        continue
+                    self._executions_seen.add(e["executionArn"])
+                    for name, status in EXECUTION_METRICS.items():
+                        if e["status"] == status:
+                            key = metric_key("AWS/States", name, {"StateMachineArn": arn})
+                            self.add(key, self._seen_at(e["stopDate"].timestamp()), 1.0)
+
+    def _seen_at(self, stopped: float) -> float:
+        """moto stamps an execution's stop with the wall clock, not the simulated one: the datapoint
+        goes at the simulated time of the refresh that first sees it ended (at most one evaluation
+        late; the run evaluates every simulated minute)."""
+        return self.now() if self.now is not None else stopped
+
+    def add(self, key: MetricKey, at: float, value: float) -> None:
+        points = self.points[key]
+        if points and at < points[-1][0]:
+            bisect.insort(points, (at, value))
+        else:
+            points.append((at, value))
+
+    def window(self, key: MetricKey, start: float, end: float) -> list[float]:
+        """Values with ``start <= timestamp < end``."""
+        points = self.points.get(key, [])
+        lo = bisect.bisect_left(points, (start, float("-inf")))
+        hi = bisect.bisect_left(points, (end, float("-inf")))
+        return [v for _, v in points[lo:hi]]
+
+
+def statistic(values: list[float], name: str) -> float | None:
+    """CloudWatch's statistic over one period's values; None when the period has no datapoint."""
+    if not values:
+        return None
+    if name == "Sum":
+        return sum(values)
+    if name == "Maximum":
+        return max(values)
+    if name == "Minimum":
+        return min(values)
+    if name == "SampleCount":
+        return float(len(values))
+    return sum(values) / len(values)  # Average

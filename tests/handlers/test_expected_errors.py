@@ -1,0 +1,61 @@
+"""The step middleware counts the failures a saga handles by design as ``ExpectedErrors`` (EMF):
+business outcomes and transient failures, never a bug (docs/decisions/0020)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from lambda_resilience.exceptions import TransientStepError, UnknownStepError
+from lambda_resilience.step import EXPECTED_ERRORS_METRIC
+from order_domain.errors import InsufficientStock, PaymentDeclined, PaymentIncomplete, ShippingUnavailable
+from order_domain.step import build_step_handler
+
+
+def _expected_errors(out: str) -> list[float]:
+    found = []
+    for line in out.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "_aws" in doc and EXPECTED_ERRORS_METRIC in doc:
+            value = doc[EXPECTED_ERRORS_METRIC]
+            found.extend(value if isinstance(value, list) else [value])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("raised", "surfaced", "expected"),
+    [
+        (PaymentDeclined("declined"), PaymentDeclined, [1.0]),
+        (InsufficientStock("none left"), InsufficientStock, [1.0]),
+        (ShippingUnavailable("no route"), ShippingUnavailable, [1.0]),
+        (PaymentIncomplete("partly captured"), PaymentIncomplete, [1.0]),
+        (TimeoutError("provider timed out"), TransientStepError, [1.0]),
+        (KeyError("bug"), UnknownStepError, []),
+    ],
+)
+def test_expected_errors_counts_business_and_transient_only(
+    raised: Exception,
+    surfaced: type[Exception],
+    expected: list[float],
+    pipeline_env: dict[str, str],
+    saga_input: Any,
+    order_factory: Any,
+    lambda_context: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def action(payload: dict[str, Any]) -> dict[str, Any]:
+        raise raised
+
+    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": "counted-step"}):
+        handler = build_step_handler("counted-step", lambda settings: action)
+    capsys.readouterr()
+    with pytest.raises(surfaced):
+        handler(saga_input(order_factory()), lambda_context)
+    assert _expected_errors(capsys.readouterr().out) == expected

@@ -1,0 +1,55 @@
+"""ops.local.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local_cloud.alarm_actions import Notice
+from ops.local.invariants import CHECKS
+from ops.local.pager import pager_section, pager_table, precision_recall
+
+DLQ = {
+    "AlarmName": "dlq",
+    "MetricName": "ApproximateNumberOfMessagesVisible",
+    "Dimensions": [{"Name": "QueueName", "Value": "q-dlq"}],
+}
+FUNCTION = {
+    "AlarmName": "charge",
+    "Metrics": [{"Id": "errors", "MetricStat": {"Metric": {"MetricName": "Errors"}}}, {"Id": "e", "Expression": "x"}],
+}
+ALARMS = {"dlq": DLQ, "charge": FUNCTION}
+
+
+class _Actions:
+    def __init__(self, *notices: Notice) -> None:
+        self.history = list(notices)
+
+
+def _page(alarm: str, at: float = 60.0) -> Notice:
+    return Notice(alarm, "ALARM", at, "1 of 1 datapoints [1] breach", "arn:aws:sns:us-east-1:1:t")
+
+
+def _section(report: dict[str, Any], *notices: Notice) -> dict[str, Any]:
+    return pager_section(_Actions(*notices), ALARMS, {"q-dlq"}, report, 0.0)  # type: ignore[arg-type]
+
+
+def test_pager_function_page_without_fault_is_unexplained() -> None:
+    section = _section({"faults_injected": {}}, _page("charge"))
+    assert precision_recall(section) == (0.0, 100.0)
+    assert "UNEXPLAINED" in "\n".join(pager_table(section))
+    assert CHECKS["pager_precision_and_recall_100_percent"]({"pager": section})
+
+
+def test_pager_malformed_message_unpaged_fails_recall() -> None:
+    section = _section({"faults_injected": {"malformed": 3, "duplicate_late": 5}})
+    assert [f["fault"] for f in section["faults"]] == ["malformed"]  # duplicates are absorbed, not harmful
+    assert precision_recall(section) == (100.0, 0.0)
+    assert "NOBODY PAGED" in "\n".join(pager_table(section))
+
+
+def test_pager_crash_and_dlq_pages_explained_and_announced() -> None:
+    section = _section({"faults_injected": {"malformed": 1, "crash": 2}}, _page("dlq", 30.0), _page("charge", 90.0))
+    assert precision_recall(section) == (100.0, 100.0)
+    by_fault = {f["fault"]: f for f in section["faults"]}
+    assert by_fault["malformed"]["first_page_after_s"] == 30.0 and by_fault["crash"]["paged_by"] == ["charge"]
+    assert CHECKS["pager_precision_and_recall_100_percent"]({"pager": section}) is None
