@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
+.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,7 +46,22 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(VENV_STAMP) node_modules/.installed ## create the virtualenv and install pinned npm tools
+# The second Velocity engine of tests/ops/test_two_engines.py: Debian's Apache Velocity 1.7 and Jackson, and a
+# JDK (javac). Installed with apt-get when missing (quiet, idempotent; as root, or through sudo).
+VELOCITY_JARS := /usr/share/java/velocity.jar /usr/share/java/jackson-databind.jar
+VELOCITY_PACKAGES := velocity libjackson2-databind-java
+
+velocity-engine: ## Apache Velocity 1.7 + Jackson (Debian packages) for the two-engine template test
+	@missing=""; for j in $(VELOCITY_JARS); do test -f $$j || missing=1; done; \
+	command -v javac >/dev/null || { echo "javac not found: install a JDK (e.g. apt-get install default-jdk-headless)"; exit 1; }; \
+	if [ -n "$$missing" ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(VELOCITY_PACKAGES) >/dev/null || \
+		{ DEBIAN_FRONTEND=noninteractive $$SUDO apt-get update -qq >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(VELOCITY_PACKAGES) >/dev/null; }; \
+	fi
+
+setup: $(VENV_STAMP) node_modules/.installed velocity-engine ## create the virtualenv, install pinned npm tools and the Velocity engine
 
 # MiniStack and boto3 only, on the Lambda runtime's Python (tools/rehearse.py says why).
 REHEARSE_VENV := .rehearse/venv

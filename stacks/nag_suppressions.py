@@ -174,7 +174,12 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
         _acknowledge([stack.alarm_subscription], ALARM_EMAIL_DLQ)
     if stack.data_key is None:  # dev: AWS-owned keys by design
         _acknowledge(
-            [*(f.log_group for f in stack.functions), stack.saga.log_group, stack.order_api.access_logs],
+            [
+                *(f.log_group for f in stack.functions),
+                stack.saga.log_group,
+                stack.order_api.access_logs,
+                stack.order_api.execution_logs,
+            ],
             LOGS_WITHOUT_CMK_IN_DEV,
         )
     if stack.stage.saga_log_level != sfn.LogLevel.ALL:

@@ -231,6 +231,7 @@ class OrderPipelineStack(StableLogicalIdStack):
                 removal_policy=stage.removal_policy,
                 log_retention=stage.log_retention,
                 log_encryption_key=self.data_key,
+                owns_account_log_role=stage.api_account_log_role,
             ),
         )
 

@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Metrics
 
 from lambda_resilience.batch import process_sqs_batch
+from lambda_resilience.exceptions import PayloadMismatch
 from lambda_resilience.idempotency import business_key
 from lambda_resilience.tracing import traced
 from order_domain import wiring
+from order_domain.errors import AttemptMismatch, OrderIdTaken
 from order_domain.logs import get_logger
 from order_domain.model import parse_order
 from order_domain.orders import attempt_of
@@ -30,9 +32,19 @@ routing = wiring.failure_routing(settings)
 backoff = wiring.throttle_backoff(settings)
 
 
+#: Refusals a caller learns through ``GET /orders/{id}`` (409, or ``last_refusal``): decision 0018.
+REFUSALS = (PayloadMismatch, OrderIdTaken, AttemptMismatch)
+
+
 @idempotent
 def accept(command: dict[str, Any]) -> dict[str, Any]:
-    return service.accept(command["payload"]["order"])
+    payload = command["payload"]
+    return service.accept(payload["order"], payload.get("caller"))
+
+
+def _attribute(record: SQSRecord, name: str) -> str | None:
+    value = ((record.raw_event.get("messageAttributes") or {}).get(name) or {}).get("stringValue")
+    return str(value) if value else None
 
 
 @metrics.log_metrics
@@ -41,7 +53,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     def record_handler(record: SQSRecord, correlation_id: str) -> dict[str, Any]:
         order = parse_order(record.body)
         key = business_key(order["order_id"], "intake", attempt_of(order))
-        result = accept({"idempotency_key": key, "payload": {"order": order}}, context)
+        caller = _attribute(record, "caller")  # the order API's; only the caller's retries share a payload
+        payload = {"order": order, **({"caller": caller} if caller else {})}
+        try:
+            result = accept({"idempotency_key": key, "payload": payload}, context)
+        except REFUSALS as exc:
+            service.refused(order["order_id"], type(exc).__name__, caller, _attribute(record, "idempotency_key"))
+            raise
         logger.info(
             "order accepted",
             extra={

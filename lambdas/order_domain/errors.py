@@ -64,3 +64,12 @@ class AttemptInProgress(TransientError):
 
 class RefundIncomplete(PermanentError):
     """The provider's refund answer does not give back what its own records say moved: a person must look."""
+
+
+class AttemptMismatch(PermanentError):
+    """A new payment attempt that changes more than the payment token (customer, items, currency or
+    address): an attempt N+1 retries attempt N's payment, it is not a new order under the same ID."""
+
+
+class OrderIdTaken(PermanentError):
+    """A message for an order ID another caller (IAM principal) owns: never applied to that order."""

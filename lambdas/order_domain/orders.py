@@ -9,7 +9,15 @@ from botocore.exceptions import ClientError
 from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.exceptions import PayloadMismatch
 from order_domain import clock
-from order_domain.errors import AttemptInProgress, InvalidTransition, OrderClosed, StaleAttempt, UnknownOrder
+from order_domain.errors import (
+    AttemptInProgress,
+    AttemptMismatch,
+    InvalidTransition,
+    OrderClosed,
+    OrderIdTaken,
+    StaleAttempt,
+    UnknownOrder,
+)
 from order_domain.status import TERMINAL, OrderStatus, predecessors, sources_of
 
 #: What :meth:`OrderRepository.create` did with a message.
@@ -21,6 +29,9 @@ SUPERSEDED = "superseded"  # an older attempt than the order's current one: noth
 #: Statuses after which a new payment attempt is accepted. COMPLETED orders are closed, and a
 #: NEEDS_ATTENTION order waits for an operator's repair (it may still hold money or stock).
 NEW_ATTEMPT_AFTER = frozenset({OrderStatus.COMPENSATED})
+#: What a new payment attempt may change: it retries the payment of the same order (decision 0018,
+#: "Trust model"); anything else under the same order ID is :class:`AttemptMismatch`.
+ATTEMPT_MAY_CHANGE = frozenset({"payment_token", "payment_attempt"})
 
 
 def attempt_of(order: dict[str, Any]) -> int:
@@ -41,13 +52,16 @@ class OrderRepository:
         self.table_name = table_name
         self.client = client
 
-    def create(self, order: dict[str, Any], correlation_id: str) -> str:
+    def create(self, order: dict[str, Any], correlation_id: str, *, caller: str | None = None) -> str:
         """Record an order message; returns :data:`CREATED`, :data:`DUPLICATE`, :data:`NEW_ATTEMPT` or
-        :data:`SUPERSEDED`.
+        :data:`SUPERSEDED`. ``caller``: the IAM principal the order API saw (the order's ``owner``);
+        None for producers sending straight to the queue.
 
-        Raises :class:`PayloadMismatch` (same attempt, different content), :class:`OrderClosed`
-        (a new attempt for a completed or parked order) or :class:`AttemptInProgress` (a new
-        attempt while the previous one still runs: transient, the message comes back later).
+        Raises :class:`OrderIdTaken` (the order ID belongs to another caller), :class:`PayloadMismatch`
+        (same attempt, different content), :class:`AttemptMismatch` (a new attempt changing more than
+        the payment token), :class:`OrderClosed` (a new attempt for a completed or parked order) or
+        :class:`AttemptInProgress` (a new attempt while the previous one still runs: transient, the
+        message comes back later).
         """
         now = _now()
         attempt = attempt_of(order)
@@ -62,6 +76,8 @@ class OrderRepository:
             "history": [{"status": OrderStatus.RECEIVED.value, "at": now, "attempt": attempt}],
             "attempts": [{"attempt": attempt, "received_at": now, "correlation_id": correlation_id}],
         }
+        if caller:
+            item["owner"] = caller
         try:
             self.client.put_item(
                 TableName=self.table_name,
@@ -74,6 +90,8 @@ class OrderRepository:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             existing = from_item(exc.response.get("Item") or {}) or self.get(order["order_id"])
+        if existing.get("owner") != caller:
+            raise OrderIdTaken(f"order {order['order_id']} belongs to another caller; attempt {attempt} is refused")
         current = int(existing.get("payment_attempt", 1))
         if attempt == current:
             if existing.get("order") != order:
@@ -83,7 +101,38 @@ class OrderRepository:
             return DUPLICATE
         if attempt < current:
             return SUPERSEDED
+        changed = sorted(
+            k
+            for k in (set(order) | set(existing["order"])) - ATTEMPT_MAY_CHANGE
+            if order.get(k) != existing["order"].get(k)
+        )
+        if changed:
+            raise AttemptMismatch(
+                f"order {order['order_id']} attempt {attempt}: only payment_token may change between attempts; "
+                f"{', '.join(changed)} differ"
+            )
         return self._new_attempt(order, correlation_id, existing)
+
+    def record_refusal(self, order_id: str, rule: str, *, caller: str | None, idempotency_key: str | None) -> None:
+        """Keep on the order the last refused message (its rule, caller and ``Idempotency-Key``) and
+        the callers refused, so that ``GET /orders/{id}`` answers each its conflict. No order: nothing."""
+        refusal = {"rule": rule, "caller": caller, "idempotency_key": idempotency_key, "at": _now()}
+        update = "SET last_refusal = :r"
+        values: dict[str, Any] = {":r": {k: v for k, v in refusal.items() if v is not None}}
+        if caller:
+            update += " ADD refused_callers :c"
+            values[":c"] = {caller}
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=to_item({"order_id": order_id}),
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(order_id)",
+                ExpressionAttributeValues=to_item(values),
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
 
     def _new_attempt(self, order: dict[str, Any], correlation_id: str, existing: dict[str, Any]) -> str:
         order_id, attempt = order["order_id"], attempt_of(order)

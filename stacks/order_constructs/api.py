@@ -41,7 +41,7 @@ from constructs_lib.logical_ids import TransparentScope
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
 from ops.capacity import api_throttle_for
-from order_domain.model import ORDER_ID_PATTERN, ORDER_SCHEMA
+from order_domain.model import MAX_BODY_BYTES, ORDER_ID_PATTERN, ORDER_SCHEMA
 from stacks.order_constructs.grants import grant_items, grant_queue
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "api_templates"
@@ -69,10 +69,32 @@ _SUBSCHEMA = frozenset({"additionalItems", "additionalProperties", "not", "items
 _SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "items"})
 _SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions", "dependencies"})
 
-#: The correlation IDs the edge carries verbatim: 1..128 printable ASCII characters but ``'``
-#: (``$util.escapeJavaScript`` turns ``'`` into ``\\'``, which is not JSON). Every one of them passes
-#: intake's rule (``lambda_resilience.correlation.is_acceptable``); any other gets the request ID.
-CORRELATION_ID_PATTERN = f"^[ -&(-~]{{1,{MAX_CORRELATION_ID_LENGTH}}}$"
+#: The characters the edge lets through in a correlation ID and an idempotency key: nothing that can
+#: end a JSON string (``"``, ``\\``), separate fields (``,``) or break a log line; ``+/=`` for
+#: ``$context.extendedRequestId`` (the minted correlation ID), ``:`` in keys only (``<order>:<attempt>``).
+CORRELATION_ID_CHARS = "A-Za-z0-9._~+/=-"
+IDEMPOTENCY_KEY_CHARS = "A-Za-z0-9._~+/=:-"
+#: The draft's keys are UUIDs in practice; 255 leaves room for any client's scheme.
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+#: The correlation IDs the edge carries verbatim (any other gets ``$context.extendedRequestId``).
+#: Every one of them passes intake's rule (``lambda_resilience.correlation.is_acceptable``).
+CORRELATION_ID_PATTERN = f"^[{CORRELATION_ID_CHARS}]{{1,{MAX_CORRELATION_ID_LENGTH}}}$"
+#: The Idempotency-Key the edge accepts (bare, or as a Structured Field string in double quotes,
+#: draft-ietf-httpapi-idempotency-key-header); any other is refused with 400.
+IDEMPOTENCY_KEY_PATTERN = f"^[{IDEMPOTENCY_KEY_CHARS}]{{1,{MAX_IDEMPOTENCY_KEY_LENGTH}}}$"
+#: The SQS action a refused request names: SQS has no such action and answers 400 ``InvalidAction``
+#: without enqueuing anything; the 400 integration response then answers from the request's overrides.
+REFUSED_ACTION = "RefusedAtTheEdge"
+#: The content types POST /orders takes, each with the same model and template: AWS documents no
+#: media-type parameter matching for ``RequestTemplates`` / ``RequestModels`` keys, so the spellings
+#: common clients send (``; charset=utf-8``, with and without the space, either case) are listed.
+JSON_CONTENT_TYPES = (
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/json; charset=UTF-8",
+    "application/json;charset=utf-8",
+    "application/json;charset=UTF-8",
+)
 #: W3C Trace Context version 00, trace and parent IDs not all zero (https://www.w3.org/TR/trace-context/).
 TRACEPARENT_PATTERN = "^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$"
 #: SQS refuses a message over the queue's MaximumMessageSize with 400 InvalidParameterValue,
@@ -88,6 +110,9 @@ RETRY_AFTER_UNAVAILABLE_SECONDS = 5
 #: What ``GET /orders/{id}`` reads (the orders item, lambdas/order_domain/orders.py): status,
 #: attempts and timestamps. Never ``order`` (the message: token, name, address) nor ``last_error``.
 ORDER_STATUS_ATTRIBUTES = ("order_id", "status", "payment_attempt", "created_at", "updated_at", "attempts", "history")
+#: Also read, to decide who sees the order (decision 0018, "Trust model"): the caller that placed it,
+#: the callers whose messages for its ID were refused, and the last refusal (shown to its own caller).
+ORDER_ACCESS_ATTRIBUTES = ("owner", "refused_callers", "last_refusal")
 
 #: API Gateway's account-level defaults per Region: 10,000 requests/s, burst 5,000; a stage or
 #: method limit above them has no effect ("Throttle requests to your REST APIs",
@@ -165,14 +190,40 @@ def load_template(name: str, **values: str) -> str:
     return text
 
 
+def header_lookup(variable: str, name: str) -> str:
+    """VTL setting ``$<variable>`` to the request header ``name`` (any case), else ``""``.
+
+    Not ``$input.params('name')``: it looks in the path, then the query string, then the headers, so
+    ``?name=`` would override the header the validator checked."""
+    return (
+        f'#set(${variable} = "")'
+        f"#foreach($h in $input.params().header.keySet())"
+        f"#if($h.equalsIgnoreCase('{name}'))#set(${variable} = $input.params().header.get($h))#end#end##"
+    )
+
+
 def _correlation_snippets() -> dict[str, str]:
     correlation = load_template(
-        "correlation", MAX_CID=str(MAX_CORRELATION_ID_LENGTH), CID_PATTERN=CORRELATION_ID_PATTERN
+        "correlation",
+        MAX_CID=str(MAX_CORRELATION_ID_LENGTH),
+        CID_PATTERN=CORRELATION_ID_PATTERN,
+        CID_CHARS=CORRELATION_ID_CHARS,
+        HEADER_CID=header_lookup("cid", "X-Correlation-Id"),
     )
     return {
         "CORRELATION": correlation,
         "RESPONSE_CORRELATION": load_template("response_correlation", CORRELATION=correlation),
+        "CALLER": load_template("caller"),
     }
+
+
+def edge_model_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The body model: ``schema`` as draft 4 without its top-level ``required``, which the request
+    template checks instead so that the 400 names the missing property in valid JSON (a gateway
+    response cannot escape ``$context.error.validationErrorString``, decision 0018)."""
+    model = draft04_schema(schema)
+    model.pop("required", None)
+    return model
 
 
 @dataclass(frozen=True)
@@ -212,7 +263,10 @@ class OrderApiProps:
         monitoring: the stack's monitoring facade (the 5XX alarm and the API graph).
         alarm_topic: where the 5XX alarm notifies.
         max_message_bytes: the orders queue's MaximumMessageSize, named in the 413 answer.
-        removal_policy, log_retention, log_encryption_key: of the access-log group.
+        removal_policy, log_retention, log_encryption_key: of the access-log and execution-log groups.
+        owns_account_log_role: create the account's API Gateway CloudWatch role and
+            ``AWS::ApiGateway::Account`` (one per account and Region: exactly one stack, or nothing,
+            owns it; the stack's ``api_account_log_role`` context key); default False.
         stage_name: the deployment stage (the URL's first path segment); default ``v1``.
         order_schema: the body model's schema (draft 7 as intake uses it; converted to draft 4);
             default ``ORDER_SCHEMA``.
@@ -228,6 +282,7 @@ class OrderApiProps:
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     log_encryption_key: kms.IKey | None = None
     stage_name: str = "v1"
+    owns_account_log_role: bool = False
     order_schema: Mapping[str, Any] = field(default_factory=lambda: ORDER_SCHEMA)
 
     def __post_init__(self) -> None:
@@ -250,7 +305,8 @@ class OrderApi(TransparentScope):
         send_role: the role ``POST /orders`` assumes (``sqs:SendMessage`` on the orders queue only).
         read_role: the role ``GET /orders/{id}`` assumes (``dynamodb:GetItem`` on the orders table only).
         post_orders, get_order: the two methods.
-        usage_plan: the usage plan (the same throttle, for API keys added later).
+        execution_logs: the stage's execution-log group (``API-Gateway-Execution-Logs_<api>/<stage>``),
+            created here so that it has a retention and a key (API Gateway would create it without).
         errors_alarm: 5XX responses > 0 (the queue or the table failing behind the API).
     """
 
@@ -264,6 +320,7 @@ class OrderApi(TransparentScope):
             encryption_key=props.log_encryption_key,
         )
         self.api = self._rest_api(props)
+        self._tls_policy()
         # RestApi adds an "Endpoint" output with a hashed name; the stack outputs OrderApiUrl instead.
         self.api.node.try_remove_child("Endpoint")
         self.validator = self.api.add_request_validator(
@@ -276,7 +333,7 @@ class OrderApi(TransparentScope):
             content_type="application/json",
             name="Order",
             description="The order message (lambdas/order_domain/model.py ORDER_SCHEMA, as draft 4)",
-            schema=draft04_schema(props.order_schema),
+            schema=edge_model_schema(props.order_schema),
         )
         # A deployment snapshots the models: a changed schema needs a new one (CDK's Model L2 does this).
         self._redeploy_on({"order_model": self.order_model.schema})
@@ -288,15 +345,26 @@ class OrderApi(TransparentScope):
         self.post_orders = self._post_orders(orders, props)
         self.get_order = self._get_order(orders.add_resource("{id}"), props)
         self._gateway_responses()
-        self.usage_plan = self.api.add_usage_plan(
-            "UsagePlan",
-            description="Order API: the pipeline's sustained rate (ops capacity); per API key once keys exist",
-            throttle=apigw.ThrottleSettings(
-                rate_limit=props.throttle.rate_limit, burst_limit=props.throttle.burst_limit
-            ),
-            api_stages=[apigw.UsagePlanPerApiStage(api=self.api, stage=self.api.deployment_stage)],
+        # No usage plan: without API keys issued to callers it throttles nobody (the stage and method
+        # limits do); per-client limits come with keys (decision 0018, "Trust model").
+        self.execution_logs = logs.LogGroup(
+            self,
+            "ApiExecutionLogs",
+            log_group_name=f"API-Gateway-Execution-Logs_{self.api.rest_api_id}/{props.stage_name}",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.log_encryption_key,
         )
+        # Created before the stage logs into it (API Gateway would create it first, and the stack then fail).
+        self.api.deployment_stage.node.add_dependency(self.execution_logs)
         self.errors_alarm = self._monitor(props)
+
+    def _tls_policy(self) -> None:
+        """TLS 1.2 at least on the execute-api endpoint (its default is TLS 1.0): ``SecurityPolicy`` on
+        the REST API itself (``AWS::ApiGateway::RestApi``; the L2 has no property for it yet)."""
+        cfn_api = self.api.node.default_child
+        assert isinstance(cfn_api, apigw.CfnRestApi)
+        cfn_api.security_policy = apigw.SecurityPolicy.TLS_1_2.value
 
     def _redeploy_on(self, data: Any) -> None:
         """Make the stage's deployment change with ``data`` (what CDK does not track by itself)."""
@@ -324,7 +392,10 @@ class OrderApi(TransparentScope):
                     )
                 ]
             ),
-            cloud_watch_role=True,  # execution logging needs the account's API Gateway CloudWatch role
+            # The account's API Gateway CloudWatch role (execution logging needs it) is one setting per
+            # account and Region: only the stack that opts in owns it (decision 0018, aws-cdk#10878, #22954).
+            cloud_watch_role=props.owns_account_log_role,
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN if props.owns_account_log_role else None,
             deploy_options=apigw.StageOptions(
                 stage_name=props.stage_name,
                 access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
@@ -368,9 +439,9 @@ class OrderApi(TransparentScope):
                     "integration.request.header.Content-Type": "'application/x-www-form-urlencoded'",
                     "integration.request.header.Accept": "'application/json'",
                 },
-                request_templates={
-                    "application/json": load_template("post_request", **snippets, **_post_values(props))
-                },
+                request_templates=dict.fromkeys(
+                    JSON_CONTENT_TYPES, load_template("post_request", **snippets, **_post_values(props))
+                ),
                 integration_responses=[
                     response("202", r"2\d{2}", "post_accepted", **{"Content-Type": "'application/json'"}),
                     response("400", "400", "post_refused", **{"Content-Type": problem}),
@@ -392,9 +463,9 @@ class OrderApi(TransparentScope):
                 "method.request.header.X-Correlation-Id": False,
                 "method.request.header.traceparent": False,
             },
-            request_models={
-                "application/json": apigw.Model.from_model_name(self, "ApiOrderModelRef", self.order_model.ref)
-            },
+            request_models=dict.fromkeys(
+                JSON_CONTENT_TYPES, apigw.Model.from_model_name(self, "ApiOrderModelRef", self.order_model.ref)
+            ),
             request_validator=self.validator,
             method_responses=_method_responses(
                 {"202": ("X-Correlation-Id", "Location"), "400": ("X-Correlation-Id",), "413": ("X-Correlation-Id",)},
@@ -403,7 +474,7 @@ class OrderApi(TransparentScope):
         )
 
     def _get_order(self, order: apigw.IResource, props: OrderApiProps) -> apigw.Method:
-        names = {f"#{i}": name for i, name in enumerate(ORDER_STATUS_ATTRIBUTES)}
+        names = {f"#{i}": name for i, name in enumerate(ORDER_STATUS_ATTRIBUTES + ORDER_ACCESS_ATTRIBUTES)}
         request = load_template(
             "get_request",
             ORDER_ID_PATTERN=ORDER_ID_PATTERN,
@@ -429,7 +500,9 @@ class OrderApi(TransparentScope):
                         status_code="200",
                         selection_pattern=r"2\d{2}",
                         response_parameters={"method.response.header.Content-Type": "'application/json'"},
-                        response_templates={"application/json": load_template("get_found")},
+                        response_templates={
+                            "application/json": load_template("get_found", CALLER=load_template("caller"))
+                        },
                     ),
                     apigw.IntegrationResponse(
                         status_code="400",
@@ -450,21 +523,26 @@ class OrderApi(TransparentScope):
             integration,
             request_parameters={"method.request.path.id": True},
             request_validator=self.validator,
-            method_responses=_method_responses({"200": (), "400": (), "404": ()}, {"500": (), "503": ("Retry-After",)}),
+            method_responses=_method_responses(
+                {"200": (), "400": (), "403": (), "404": (), "409": ()}, {"500": (), "503": ("Retry-After",)}
+            ),
         )
 
     def _gateway_responses(self) -> None:
         """API Gateway's own refusals as problem+json, each with the request ID (and the rule broken).
 
         Gateway response templates substitute variables, they are not VTL; ``messageString`` is the
-        message already quoted as a JSON string."""
+        message already quoted as a JSON string. ``validationErrorString`` is not used: AWS does not
+        escape it and it holds double quotes (``(["currency"])``), so no JSON can carry it; the
+        missing-property case is named by the request template instead (:func:`edge_model_schema`)."""
         problem = {"Content-Type": f"'{PROBLEM_JSON}'"}
         throttled = {**problem, "Retry-After": f"'{RETRY_AFTER_THROTTLED_SECONDS}'"}
-        validation = '"$context.error.validationErrorString"'
         message = "$context.error.messageString"
+        body = '"the body does not match the order schema (docs/contract.md)"'
+        parameters = '"a required header is missing: Idempotency-Key"'
         responses = {
-            "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "400", validation, problem),
-            "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "400", validation, problem),
+            "BadRequestBody": (apigw.ResponseType.BAD_REQUEST_BODY, "400", body, problem),
+            "BadRequestParameters": (apigw.ResponseType.BAD_REQUEST_PARAMETERS, "400", parameters, problem),
             "RequestTooLarge": (apigw.ResponseType.REQUEST_TOO_LARGE, "413", message, problem),
             "Throttled": (apigw.ResponseType.THROTTLED, "429", message, throttled),
             "QuotaExceeded": (apigw.ResponseType.QUOTA_EXCEEDED, "429", message, throttled),
@@ -505,6 +583,14 @@ class OrderApi(TransparentScope):
 
 def _post_values(props: OrderApiProps) -> dict[str, str]:
     return {
+        "HEADER_TP": header_lookup("tp", "traceparent"),
+        "HEADER_KEY": header_lookup("key", "Idempotency-Key"),
+        "KEY_PATTERN": IDEMPOTENCY_KEY_PATTERN,
+        "KEY_CHARS": IDEMPOTENCY_KEY_CHARS,
+        "MAX_KEY": str(MAX_IDEMPOTENCY_KEY_LENGTH),
+        "MAX_BODY_BYTES": str(MAX_BODY_BYTES),
+        "REQUIRED": ", ".join(f"'{name}'" for name in props.order_schema.get("required", [])),
+        "REFUSED_ACTION": REFUSED_ACTION,
         "TRACEPARENT_PATTERN": TRACEPARENT_PATTERN,
         "TOO_LONG_PATTERN": TOO_LONG_PATTERN,
         "MAX_MESSAGE_BYTES": str(props.max_message_bytes),

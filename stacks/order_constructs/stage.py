@@ -95,6 +95,10 @@ class StageConfig:
         intake_throttle_backoff: intake requeues a throttled record with a delay and its event source
             gets a MaximumConcurrency (context ``intake_throttle_backoff``, default true); false
             restores the earlier behaviour (a throttle fails the record) to measure the difference.
+        api_account_log_role: this stack owns the account's API Gateway CloudWatch logging role
+            (``AWS::ApiGateway::Account``, one per account and Region; context ``api_account_log_role``,
+            default false). Deploy exactly one stack per account and Region with it, or set the role
+            outside CDK (decision 0018, "As built (issue 29)"); the stage's execution logging needs it.
 
     Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
     ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a
@@ -111,6 +115,7 @@ class StageConfig:
     carrier_api_secret_arn: str | None = None
     intake_throttle_backoff: bool = True
     otel_layer_arn: str | None = None
+    api_account_log_role: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in VALID_STAGES:
@@ -230,4 +235,5 @@ class StageConfig:
             intake_throttle_backoff=(text("intake_throttle_backoff") or "true").lower()
             not in ("false", "0", "no", "off"),
             otel_layer_arn=text("otel_layer_arn"),
+            api_account_log_role=(text("api_account_log_role") or "false").lower() in ("true", "1", "yes", "on"),
         )

@@ -183,7 +183,7 @@ def test_intake_unexpected_error_is_unknown_retried_and_recorded(
 ):
     """A bug (KeyError) in a new deploy: retried through the redrive policy, never dead-lettered at once."""
 
-    def broken(self: Any, order: dict[str, Any], correlation_id: str) -> str:
+    def broken(self: Any, order: dict[str, Any], correlation_id: str, **_: Any) -> str:
         raise KeyError("customer_id")
 
     monkeypatch.setattr(OrderRepository, "create", broken)

@@ -53,6 +53,7 @@ _COMMON = {
     "OrdersQueueDlqB5CCEDC7": "AWS::SQS::Queue",
     "OrderSagaStateMachine15260A25": "AWS::StepFunctions::StateMachine",
     "ApiAccessLogsE9DF007D": "AWS::Logs::LogGroup",  # the order API's access logs (issue 22)
+    "ApiExecutionLogs66FBF5B8": "AWS::Logs::LogGroup",  # the order API's execution logs (issue 29)
     **dict.fromkeys(_LOG_GROUPS, "AWS::Logs::LogGroup"),
 }
 #: Today's stateful logical IDs, per stage.

@@ -85,8 +85,9 @@ def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
 
 
 def test_log_groups_follow_stage_removal_policy_and_retention(dev: SynthResult, prod: SynthResult) -> None:
-    # dev: 12 functions (with the two sandbox providers) + the state machine + the API's access logs; prod: no sandbox
-    for synth, policy, count, days in ((dev, "Delete", 14, 30), (prod, "Retain", 12, 365)):
+    # dev: 12 functions (with the two sandbox providers) + the state machine + the API's access and execution
+    # logs; prod: no sandbox
+    for synth, policy, count, days in ((dev, "Delete", 15, 30), (prod, "Retain", 13, 365)):
         groups = synth.of_type("AWS::Logs::LogGroup")
         assert len(groups) == count
         for logical_id, group in groups.items():

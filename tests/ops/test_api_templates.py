@@ -13,9 +13,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from local_cloud.apigateway.vtl import java_values, render, template_variables
+from local_cloud.apigateway.vtl import java_values, render, substitute, template_variables
 from order_domain.model import ORDER_ID_PATTERN
-from stacks.order_constructs.api import ORDER_STATUS_ATTRIBUTES, TRACEPARENT_PATTERN
+from stacks.order_constructs.api import ORDER_ACCESS_ATTRIBUTES, ORDER_STATUS_ATTRIBUTES, TRACEPARENT_PATTERN
 from tests.infra.conftest import SynthResult, join_to_string, synth_pipeline
 from tests.infra.test_api import CUSTOMER_DATA_NAMES
 
@@ -29,10 +29,15 @@ ORDER = {
 }
 
 
-def _context(request_id: str) -> dict[str, Any]:
+CALLER = "arn:aws:iam::123456789012:user/checkout"
+
+
+def _context(request_id: str, caller: str = CALLER) -> dict[str, Any]:
     return java_values(
         {
             "requestId": request_id,
+            "extendedRequestId": "Xa1b2C3d4E5f6G=",
+            "identity": {"userArn": caller},
             "path": "/v1/orders",
             "requestOverride": {"path": {}, "header": {}, "querystring": {}},
             "responseOverride": {"header": {}, "status": None},
@@ -78,29 +83,41 @@ def _send(dev: SynthResult, headers: dict[str, str]) -> tuple[dict[str, Any], di
 
 def _attributes(form: dict[str, list[str]]) -> dict[str, str]:
     return {
-        form[f"MessageAttribute.{n}.Name"][0]: form[f"MessageAttribute.{n}.Value.StringValue"][0] for n in (1, 2, 3)
+        form[f"MessageAttribute.{n}.Name"][0]: form[f"MessageAttribute.{n}.Value.StringValue"][0] for n in (1, 2, 3, 4)
     }
 
 
 def test_api_template_post_sends_the_body_and_the_callers_ids(dev: SynthResult) -> None:
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    headers = {"Idempotency-Key": "k1", "X-Correlation-Id": 'caller "id" 1', "traceparent": traceparent}
+    headers = {"idempotency-key": '"k1"', "X-Correlation-Id": "caller-id.1", "traceparent": traceparent}
     context, form = _send(dev, headers)
     assert form["Action"] == ["SendMessage"]
     assert json.loads(form["MessageBody"][0]) == ORDER
-    assert _attributes(form) == {"correlation_id": 'caller "id" 1', "idempotency_key": "k1", "traceparent": traceparent}
-    assert [form[f"MessageAttribute.{n}.Value.DataType"] for n in (1, 2, 3)] == [["String"]] * 3
+    assert _attributes(form) == {
+        "correlation_id": "caller-id.1",
+        "idempotency_key": "k1",  # a Structured Field string's quotes are not the key
+        "traceparent": traceparent,
+        "caller": CALLER,
+    }
+    assert [form[f"MessageAttribute.{n}.Value.DataType"] for n in (1, 2, 3, 4)] == [["String"]] * 4
     assert context["requestOverride"]["path"] == {
         "order_id": "order-123",
-        "correlation_id": 'caller "id" 1',
+        "correlation_id": "caller-id.1",
         "idempotency_key": "k1",
     }
+
+
+def test_api_template_post_caller_is_the_role_without_its_session(dev: SynthResult) -> None:
+    context = _context(str(uuid.uuid4()), "arn:aws:sts::123456789012:assumed-role/checkout/i-0abc")
+    form = _render(_templates(dev, "POST")["request"], context, json.dumps(ORDER), {"Idempotency-Key": "k1"})
+    assert _attributes(parse_qs(form))["caller"] == "arn:aws:sts::123456789012:assumed-role/checkout"
 
 
 @pytest.mark.parametrize(
     ("correlation_id", "traceparent"),
     [
         ("x'y", "00-00000000000000000000000000000000-b7ad6b7169203331-01"),
+        ('a","b', "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-0"),
         ("a" * 129, "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"),
         ("tab\there", "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
         ("", "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"),
@@ -115,7 +132,7 @@ def test_api_template_post_mints_ids_from_the_request_id(
     request_id = str(context["requestId"])
     hex_id = request_id.replace("-", "")
     attributes = _attributes(form)
-    assert attributes["correlation_id"] == request_id
+    assert attributes["correlation_id"] == context["extendedRequestId"]
     assert attributes["traceparent"] == f"00-{hex_id}-{hex_id[:16]}-01"
     assert re.fullmatch(TRACEPARENT_PATTERN, attributes["traceparent"])
 
@@ -132,8 +149,7 @@ def test_api_template_post_accepted_answers_202_with_location_and_correlation_id
     }
     assert context["responseOverride"] == {
         "header": {"X-Correlation-Id": "cid-1", "Location": "/v1/orders/order-123"},
-        "status": None,  # the integration response's own 202
-    }
+    }  # no status: the integration response's own 202
 
 
 @pytest.mark.parametrize(
@@ -144,9 +160,9 @@ def test_api_template_post_refused_maps_too_long_to_413(dev: SynthResult, sqs_me
     context, _ = _send(dev, {"Idempotency-Key": "k1"})
     error = {"Error": {"Code": "InvalidParameterValue", "Message": sqs_message}}
     body = json.loads(_render(_templates(dev, "POST")["400"], context, json.dumps(error), {}))
-    assert context["responseOverride"]["status"] == status
+    assert context["responseOverride"].get("status") == status
     assert body["status"] == (status or 400)
-    assert body["correlation_id"] == context["requestId"]
+    assert body["correlation_id"] == context["extendedRequestId"]
     assert sqs_message not in json.dumps(body)  # SQS's message is not echoed, only its code
     assert ("InvalidParameterValue" in body["detail"]) is (status is None)
 
@@ -176,7 +192,7 @@ def test_api_template_get_request_reads_only_status_fields(dev: SynthResult) -> 
     assert request["Key"] == {"order_id": {"S": "order-123"}}
     names = request["ExpressionAttributeNames"]
     assert sorted(names[t.strip()] for t in request["ProjectionExpression"].split(",")) == sorted(
-        ORDER_STATUS_ATTRIBUTES
+        ORDER_STATUS_ATTRIBUTES + ORDER_ACCESS_ATTRIBUTES
     )
 
 
@@ -196,7 +212,7 @@ def test_api_template_get_request_sends_an_empty_key_for_a_bad_id(dev: SynthResu
 def test_api_template_get_found_emits_status_attempts_and_timestamps_only(dev: SynthResult) -> None:
     context = _context(str(uuid.uuid4()))
     # Even if the projection were bypassed, the template emits no customer data.
-    item = _item(order={"M": {"payment_token": {"S": "tok_secret"}}}, last_error={"M": {}})
+    item = _item(order={"M": {"payment_token": {"S": "tok_secret"}}}, last_error={"M": {}}, owner={"S": CALLER})
     body = _render(_templates(dev, "GET")[r"2\d{2}"], context, json.dumps({"Item": item}), {"id": "order-123"})
     assert "tok_secret" not in body
     order = json.loads(body)
@@ -213,7 +229,7 @@ def test_api_template_get_found_emits_status_attempts_and_timestamps_only(dev: S
         ],
     }
     assert set(order).isdisjoint(CUSTOMER_DATA_NAMES)
-    assert context["responseOverride"]["status"] is None
+    assert context["responseOverride"].get("status") is None
 
 
 def test_api_template_get_answers_404_without_an_item(dev: SynthResult) -> None:
@@ -233,3 +249,46 @@ def test_api_template_get_throttled_answers_503_with_retry_after(dev: SynthResul
     body = json.loads(_render(_templates(dev, "GET")["400"], context, json.dumps(error), {"id": "order-1"}))
     assert context["responseOverride"] == {"header": {"Retry-After": "5"}, "status": 503}
     assert body["status"] == 503
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "named"),
+    [
+        ({"Idempotency-Key": 'k"1'}, json.dumps(ORDER), 400, "Idempotency-Key"),
+        ({"Idempotency-Key": "k" * 256}, json.dumps(ORDER), 400, "Idempotency-Key"),
+        ({"Idempotency-Key": "k1"}, json.dumps({k: v for k, v in ORDER.items() if k != "currency"}), 400, "currency"),
+        ({"Idempotency-Key": "k1"}, json.dumps(ORDER) + " " * 65_536, 413, "65536"),
+        ({"Idempotency-Key": "k1"}, json.dumps(ORDER, ensure_ascii=False).replace("Ada", "é" * 33_000), 413, "65536"),
+    ],
+    ids=["key-quote", "key-too-long", "no-currency", "over-64-kib", "over-64-kib-in-utf8-bytes"],
+)
+def test_api_template_post_refuses_at_the_edge_what_the_model_cannot(
+    dev: SynthResult, headers: dict[str, str], body: str, status: int, named: str
+) -> None:
+    """The request names no SQS action (SQS answers 400 InvalidAction, nothing is enqueued) and the 400
+    integration response answers from the request's overrides, in valid JSON."""
+    context = _context(str(uuid.uuid4()))
+    form = _render(_templates(dev, "POST")["request"], context, body, headers)
+    assert form == "Action=RefusedAtTheEdge"
+    error = {"Error": {"Code": "InvalidAction", "Message": "The action RefusedAtTheEdge is not valid"}}
+    answer = json.loads(_render(_templates(dev, "POST")["400"], context, json.dumps(error), {}))
+    assert answer["status"] == status
+    assert named in answer["detail"]
+    assert context["responseOverride"].get("status") == (413 if status == 413 else None)
+
+
+def test_api_template_gateway_responses_stay_json_whatever_the_messages_hold(dev: SynthResult) -> None:
+    hostile = 'x"],"forged":["\\'
+    context = {
+        "requestId": "r-1",
+        "error": {
+            "message": hostile,
+            "messageString": json.dumps(hostile),
+            "responseType": "BAD_REQUEST_BODY",
+            "validationErrorString": '[object has missing required properties (["currency"])]',
+        },
+    }
+    for response in dev.of_type("AWS::ApiGateway::GatewayResponse").values():
+        for template in response["Properties"]["ResponseTemplates"].values():
+            body = json.loads(substitute(template, context, {}))
+            assert body["request_id"] == "r-1"

@@ -58,7 +58,7 @@ class Harness:
         url = f"{self.server.stage_url(fixture.STAGE)}{path}"
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         if signed:
-            ((key, real_secret),) = local_secrets().items()  # what this process's clients sign with
+            (key, real_secret), *_ = local_secrets().items()  # what this process's clients sign with (first)
             all_headers = sign(method, url, all_headers, data or b"", key, secret or real_secret, REGION)
         request = urllib.request.Request(url, data=data, headers=all_headers, method=method)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

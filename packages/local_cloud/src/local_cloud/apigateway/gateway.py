@@ -229,7 +229,7 @@ class RestApiGateway:
                 caller=verdict.access_key,
                 user=verdict.access_key,
                 accountId=ACCOUNT,
-                userArn=f"arn:aws:iam::{ACCOUNT}:user/local",
+                userArn=f"arn:aws:iam::{ACCOUNT}:user/{verdict.access_key}",  # one IAM user per local key
             )
         if not self._take(stage, method, request):
             return self.gateway_response("THROTTLED", "Too Many Requests", context, params, stage)

@@ -25,16 +25,21 @@ from local_cloud.clients import aws
 from local_cloud.interfaces import Deployment
 
 HOST = "127.0.0.1"
+#: A second backend's local credentials (access key, secret): another IAM principal
+#: (``arn:aws:iam::<account>:user/local-other``), for trying the API's object-level rules
+#: (``curl --aws-sigv4 ... --user local-other:local-other``).
+OTHER_CALLER = ("local-other", "local-other")
 
 
 def local_secrets() -> dict[str, str]:
     """The credentials this process's clients sign with, found by botocore's own credential chain
-    (a local run sets them: ``local_cloud.environment.FAKE_ENV``; ``mock_aws`` sets its own)."""
+    (a local run sets them: ``local_cloud.environment.FAKE_ENV``; ``mock_aws`` sets its own), and
+    :data:`OTHER_CALLER`."""
     credentials = botocore.session.get_session().get_credentials()
     if credentials is None:
-        return {}
+        return dict([OTHER_CALLER])
     frozen = credentials.get_frozen_credentials()
-    return {frozen.access_key: frozen.secret_key}
+    return {frozen.access_key: frozen.secret_key, **dict([OTHER_CALLER])}
 
 
 class CloudWatchAccessLog:

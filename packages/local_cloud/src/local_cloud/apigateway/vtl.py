@@ -83,6 +83,10 @@ class JavaString(str):
     def replaceAll(self, regex: str, replacement: str) -> JavaString:
         return JavaString(re.sub(str(regex), str(replacement).replace("$", "\\"), self))
 
+    def getBytes(self, charset: str = "UTF-8") -> JavaList:
+        """``String.getBytes(charset)``: the encoded bytes (Velocity 1.7 calls ``size()`` on an array)."""
+        return JavaList(self.encode(str(charset), "surrogatepass"))
+
     def split(self, regex: str | None = None, limit: int = 0) -> list[JavaString]:  # type: ignore[override]
         """Java's ``split``: a regex; trailing empty strings dropped."""
         parts = re.split(str(regex), self) if regex is not None else str(self).split()
@@ -91,16 +95,61 @@ class JavaString(str):
         return [JavaString(p) for p in parts]
 
 
+class JavaList(list[Any]):
+    """A ``java.util.List`` (or an array, which Velocity 1.7 treats as one) as VTL sees it."""
+
+    def size(self) -> int:
+        return len(self)
+
+    def isEmpty(self) -> bool:
+        return not self
+
+    def contains(self, value: object) -> bool:
+        return value in self
+
+    def get(self, index: int) -> Any:
+        return self[int(index)]
+
+    def add(self, value: Any) -> bool:
+        self.append(value)
+        return True
+
+
+class JavaMap(dict[Any, Any]):
+    """A ``java.util.Map`` as VTL sees it (``$input.params().header``, ``$input.path('$')``)."""
+
+    def containsKey(self, key: object) -> bool:
+        return key in self
+
+    def keySet(self) -> JavaList:
+        return JavaList(self.keys())
+
+    def put(self, key: Any, value: Any) -> Any:
+        previous = self.get(key)
+        self[key] = value
+        return previous
+
+    def putAll(self, values: dict[Any, Any]) -> None:
+        self.update(values)
+
+    def size(self) -> int:
+        return len(self)
+
+    def isEmpty(self) -> bool:
+        return not self
+
+
 def java_values(value: Any) -> Any:
-    """``value`` with every string a :class:`JavaString` (dicts and lists walked)."""
+    """``value`` with every string a :class:`JavaString`, every dict a :class:`JavaMap` (keys too) and
+    every list a :class:`JavaList` (walked)."""
     if isinstance(value, JavaString):
         return value
     if isinstance(value, str):
         return JavaString(value)
     if isinstance(value, dict):
-        return {k: java_values(v) for k, v in value.items()}
+        return JavaMap({java_values(k): java_values(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [java_values(v) for v in value]
+        return JavaList(java_values(v) for v in value)
     return value
 
 
@@ -173,8 +222,26 @@ def _compiled(template: str) -> airspeed.Template:
 
 
 def render(template: str, variables: Mapping[str, Any]) -> str:
-    """Render a mapping template with ``variables`` (``input``, ``util``, ``context``, ...)."""
-    return str(_compiled(template).merge(dict(variables)))
+    """Render a mapping template with ``variables`` (``input``, ``util``, ``context``, ...).
+
+    Velocity 1.7 leaves a ``#set`` target unchanged when the value is null (``directive.set.null.allowed``
+    is false by default); airspeed stores None. For the overrides API Gateway reads after a template
+    (``$context.requestOverride`` / ``responseOverride``) a None is dropped, as if never set
+    (tests/ops/test_two_engines.py)."""
+    output = str(_compiled(template).merge(dict(variables)))
+    context = variables.get("context")
+    if isinstance(context, dict):
+        for name in ("requestOverride", "responseOverride"):
+            _drop_nulls(context.get(name))
+    return output
+
+
+def _drop_nulls(overrides: Any) -> None:
+    if isinstance(overrides, dict):
+        for key in [k for k, v in overrides.items() if v is None]:
+            del overrides[key]
+        for value in overrides.values():
+            _drop_nulls(value)
 
 
 def _json_path(data: Any, path: str) -> Any:
@@ -229,19 +296,37 @@ class InputVariable:
         return JavaString("")
 
 
+_JS_CONTROL = {"\b": "\\b", "\n": "\\n", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
+_JS_QUOTED = {"'": "\\'", '"': '\\"', "\\": "\\\\", "/": "\\/"}
+
+
 class UtilVariable:
     """``$util``: the reference's escaping and encoding helpers (results are :class:`JavaString`)."""
 
     @staticmethod
     def escapeJavaScript(text: Any) -> JavaString:
-        """JavaScript string escaping (a single quote becomes ``\\'``, as AWS's does)."""
-        escaped = json.dumps("" if text is None else str(text))[1:-1]
-        return JavaString(escaped.replace("'", "\\'"))
+        """commons-lang 2's ``StringEscapeUtils.escapeJavaScript``: the one the reference describes
+        (it "will turn any regular single quotes (') into escaped ones (\\')"): ``'`` ``"`` ``\\``
+        and ``/`` backslash-escaped, control characters as ``\\b \\t \\n \\f \\r`` or
+        ``\\u00XX``, every UTF-16 unit above 0x7f as ``\\uXXXX`` (upper-case hex)."""
+        source = "" if text is None else str(text)
+        units = source.encode("utf-16-be", "surrogatepass")
+        out = []
+        for i in range(0, len(units), 2):
+            code = int.from_bytes(units[i : i + 2], "big")
+            char = chr(code)
+            if code > 0x7F or (code < 32 and char not in _JS_CONTROL):
+                out.append(f"\\u{code:04X}")
+            else:
+                out.append(_JS_CONTROL.get(char) or _JS_QUOTED.get(char) or char)
+        return JavaString("".join(out))
 
     @staticmethod
     def urlEncode(text: Any) -> JavaString:
-        """``application/x-www-form-urlencoded`` encoding (space as ``+``), as Java's URLEncoder."""
-        return JavaString(urllib.parse.quote_plus("" if text is None else str(text), safe="*"))
+        """``application/x-www-form-urlencoded`` encoding as Java's ``URLEncoder`` (UTF-8): letters,
+        digits and ``.-*_`` kept, space as ``+``, everything else (``~`` too) percent-encoded."""
+        encoded = urllib.parse.quote_plus("" if text is None else str(text), safe="*")
+        return JavaString(encoded.replace("~", "%7E"))
 
     @staticmethod
     def urlDecode(text: Any) -> JavaString:
