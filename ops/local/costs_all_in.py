@@ -72,19 +72,29 @@ class Levers:
     #: mints into the ``traceparent``; the layer's fast-start SDK follows the parent's flag.
     trace_sample_rate: float = 1.0
     #: Traces per order of API Gateway's, Lambda's and Step Functions' own X-Ray segments when they are
-    #: not in the W3C trace (today: a second trace, sampled by X-Ray's default rule, ~5%).
+    #: not in a sampled W3C trace (X-Ray's default rule, ~5%, decided apart from the edge's flag).
     xray_segment_traces: float = 0.05
+    #: X-Ray's default rule also records the first request each second (its reservoir): a fixed monthly
+    #: number of traces, whatever the volume (https://docs.aws.amazon.com/xray/latest/devguide/xray-console-sampling.html).
+    xray_reservoir_per_second: float = 0.0
+    #: The functions' application log level: WARN drops the INFO lines (EMF documents are kept, they
+    #: carry the metrics).
+    app_log_level: str = "INFO"
 
 
 #: Before issue 30: the state machine logged ALL with execution data, REPORT records were filtered out
-#: (WARN); every order's W3C trace recorded (the carriers always send the sampled flag), X-Ray's own
-#: segments in a second trace at X-Ray's default 5%.
+#: (WARN); every order's W3C trace recorded (the carriers always sent the sampled flag), X-Ray's own
+#: segments in a second trace at X-Ray's default 5% (its reservoir not counted then).
 BEFORE = Levers(saga_log_level="ALL", saga_execution_data=True, system_log_level="WARN")
-#: As this commit deploys (prod): the log levers taken; traces unchanged (item 4 of issue 30 is open).
-CHOSEN = Levers()
-#: Once one trace per order is sampled at the edge (issue 30, item 4): 5% of orders, X-Ray's segments
-#: in the same trace.
-EDGE_SAMPLED = Levers(trace_sample_rate=0.05, xray_segment_traces=0.0)
+#: The edge's default sampling rate (stacks/order_constructs/api.py TRACE_SAMPLE_PERCENT, decision 0019).
+EDGE_RATE = 0.05
+#: As deployed (prod): state machine ERROR without data, REPORT records kept, one trace per order sampled
+#: once at the edge at 5%; X-Ray's default rule still records its own segments of 5% of the other orders
+#: (in the same trace ID, billed once) and one trace a second (reservoir).
+CHOSEN = Levers(trace_sample_rate=EDGE_RATE, xray_segment_traces=0.05 * (1 - EDGE_RATE), xray_reservoir_per_second=1.0)
+#: The further lever, not taken (decision 0022): the functions' INFO lines dropped in prod.
+WARN_APP_LOGS = Levers(**{**asdict(CHOSEN), "app_log_level": "WARN"})
+SECONDS_PER_MONTH = 30 * 24 * 3600
 
 
 def _gzip6(lines: Iterable[str]) -> int:
@@ -149,6 +159,8 @@ def all_in(
     other services, each line item with the per-order counts it is computed from."""
     n = max(1, orders)
     per_million = 1e6 / n
+    if levers.app_log_level in ("WARN", "WARNING", "ERROR"):
+        log_lines = [line for line in log_lines if '"level": "INFO"' not in line and '"level":"INFO"' not in line]
     platform = 2 if levers.system_log_level in ("INFO", "DEBUG") else 0
     fn_events = len(log_lines) + platform * lambda_invocations
     app_bytes = sum(len(line.encode("utf-8", "surrogatepass")) for line in log_lines)
@@ -162,6 +174,7 @@ def all_in(
         "custom_metrics": len(series) * CUSTOM_METRIC_PER_MONTH,
         "secrets": SECRETS * SECRET_PER_MONTH,
         "kms": KMS_KEYED_RESOURCES * KMS_REQUESTS_PER_RESOURCE_PER_MONTH * KMS_PER_10K_REQUESTS / 10_000,
+        "xray_reservoir": levers.xray_reservoir_per_second * SECONDS_PER_MONTH * XRAY_PER_MILLION_TRACES / 1e6,
     }
     per_month_to_per_million = 1e6 / ORDERS_PER_MONTH
     items = {
@@ -170,21 +183,23 @@ def all_in(
         "logs_functions": _logs_usd(fn_events, fn_bytes, fn_compressed, levers) * per_million,
         "logs_state_machine": _logs_usd(len(saga_lines), saga_bytes, _gzip6(saga_lines), levers) * per_million,
         "custom_metrics": monthly_fixed["custom_metrics"] * per_month_to_per_million,
-        "traces": (levers.trace_sample_rate + levers.xray_segment_traces) * XRAY_PER_MILLION_TRACES,
+        "traces": (levers.trace_sample_rate + levers.xray_segment_traces) * XRAY_PER_MILLION_TRACES
+        + monthly_fixed["xray_reservoir"] * per_month_to_per_million,
         "kms": monthly_fixed["kms"] * per_month_to_per_million,
         "secrets_manager": secrets_calls * per_million * SECRETS_PER_10K_CALLS / 10_000
         + monthly_fixed["secrets"] * per_month_to_per_million,
     }
+    rounded = {k: round(v, 2) for k, v in items.items()}
     return {
-        "usd_per_million_orders": round(sum(items.values()), 2),
-        "items": {k: round(v, 2) for k, v in items.items()},
+        "usd_per_million_orders": round(sum(rounded.values()), 2),  # the parts as printed add up to it
+        "items": rounded,
         "per_order": {
             "function_log_events": round(fn_events / n, 2),
             "function_log_bytes": round(fn_bytes / n),
             "state_machine_log_events": round(len(saga_lines) / n, 2),
             "state_machine_log_bytes": round(saga_bytes / n),
             "api_requests": 1,
-            "traces": levers.trace_sample_rate + levers.xray_segment_traces,
+            "traces": round(levers.trace_sample_rate + levers.xray_segment_traces, 4),
             "secrets_manager_calls": round(secrets_calls / n, 4),
         },
         "metric_series": len(series),

@@ -13,7 +13,7 @@ from local_cloud.clients import aws
 from local_cloud.histories import History, execution_histories, failure_summary, transitions_per_execution
 from ops.local.chaos import DeliveryPlan
 from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.costs_all_in import BEFORE, EDGE_SAMPLED, all_in
+from ops.local.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
 from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
 from ops.local.hostile import execution_name as hostile_execution_name
 from ops.local.hostile import outcomes as hostile_outcomes
@@ -261,5 +261,5 @@ def cost_report(
         "usd_per_million_orders": usd,
         "all_in": bill(),
         "all_in_before_levers": bill(levers=BEFORE),
-        "all_in_edge_sampled": bill(levers=EDGE_SAMPLED),
+        "all_in_warn_app_logs": bill(levers=WARN_APP_LOGS),
     }

@@ -97,6 +97,9 @@ JSON_CONTENT_TYPES = (
 )
 #: W3C Trace Context version 00, trace and parent IDs not all zero (https://www.w3.org/TR/trace-context/).
 TRACEPARENT_PATTERN = "^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$"
+#: Share of orders (percent) whose trace is sampled when the stage sets no ``traceSamplePercent`` stage
+#: variable: decided once by the request template, from the trace ID (decisions 0019, 0022).
+TRACE_SAMPLE_PERCENT = 5
 #: SQS refuses a message over the queue's MaximumMessageSize with 400 InvalidParameterValue,
 #: "... Message must be shorter than N bytes." (decision 0018, "SQS's own limits").
 TOO_LONG_PATTERN = "(?s).*(shorter than|too long).*"
@@ -592,6 +595,7 @@ def _post_values(props: OrderApiProps) -> dict[str, str]:
         "REQUIRED": ", ".join(f"'{name}'" for name in props.order_schema.get("required", [])),
         "REFUSED_ACTION": REFUSED_ACTION,
         "TRACEPARENT_PATTERN": TRACEPARENT_PATTERN,
+        "TRACE_SAMPLE_PERCENT": str(TRACE_SAMPLE_PERCENT),
         "TOO_LONG_PATTERN": TOO_LONG_PATTERN,
         "MAX_MESSAGE_BYTES": str(props.max_message_bytes),
     }

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from lambda_resilience.testing import in_memory_tracing
+from local_cloud.clients import aws
 from local_cloud.template import CloudAssembly
 from ops.local.api_client import idempotency_key
 from ops.local.orders import make_order
@@ -92,39 +95,76 @@ def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> N
         assert value not in text
 
 
-@pytest.mark.parametrize("caller_traceparent", [True, False], ids=["caller-traceparent", "minted-at-the-api"])
+def _xray_root(last_hex: str) -> str:
+    """An X-Ray trace ID whose last two hex digits (the edge's sampling bucket, 0-255) are ``last_hex``."""
+    return f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:22]}{last_hex}"
+
+
+@pytest.mark.parametrize("caller_traceparent", [True, False], ids=["caller-traceparent", "seeded-from-xray"])
 def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     run: PipelineRun, caller_traceparent: bool
 ) -> None:
-    """The trace starts at the API: the caller's ``traceparent``, or one the API mints from its request
-    ID; intake's span is its child, the saga's steps intake's (decision 0019; MarkCompleted, the last
-    state, is a direct DynamoDB write with no span of ours)."""
+    """The trace starts at the API: the caller's ``traceparent``, or the stage's X-Ray trace (tracing is
+    on: its Root is the W3C trace ID, the API's segment the parent of intake's span); the saga's steps are
+    intake's children (decision 0019; MarkCompleted, the last state, is a direct DynamoDB write with no
+    span of ours). The X-Ray Root is the caller's (API Gateway continues it), chosen in the edge's
+    sampled bucket at the default rate."""
     assert run.producer.api is not None
     order = make_order(f"order-api-traced-{caller_traceparent}", random.Random(3))
-    headers = {"Idempotency-Key": f"{order['order_id']}:1"}
+    headers = {"Idempotency-Key": f"{order['order_id']}:1", "X-Amzn-Trace-Id": f"Root={_xray_root('00')}"}
     if caller_traceparent:
         headers["traceparent"] = TRACEPARENT
+    run.drain()  # earlier tests' orders first: only this order's spans below
     with in_memory_tracing() as exporter:
         accepted = run.producer.api.request("POST", "/orders", json.dumps(order).encode(), headers)
         assert accepted.status == 202, accepted.body
         run.drain()
         if caller_traceparent:
             trace_id, root_parent = TRACE_ID, PARENT_ID
-        else:  # no traceparent: the API minted it from its request ID
-            trace_id = str(accepted.header("x-amzn-RequestId")).replace("-", "")
-            root_parent = trace_id[:16]
+        else:  # the stage's X-Ray trace, as the API answered it
+            xray = dict(part.split("=", 1) for part in str(accepted.header("X-Amzn-Trace-Id")).split(";"))
+            assert xray["Root"] == headers["X-Amzn-Trace-Id"][5:]
+            trace_id, root_parent = xray["Root"][2:].replace("-", ""), xray["Parent"]
         trace = order_trace(exporter, trace_id)
+        others = [(s.name, dict(s.attributes or {})) for s in exporter.get_finished_spans() if s not in trace.spans]
+    assert not others, f"spans in other traces: {others}"
     (intake,) = trace.named("record")
-    assert trace.parent_id(intake) == root_parent
+    by_id = {trace.span_id(s): s for s in trace.spans}
+    intake_handler = by_id[str(trace.parent_id(intake))]
+    assert intake_handler.name.endswith(" handler") and trace.parent_id(intake_handler) == root_parent
     for step in ("reserve-inventory", "charge-payment", "ship-order"):
         (span,) = trace.named(step)
-        assert trace.parent_id(span) == trace.span_id(intake), step
+        handler = by_id[str(trace.parent_id(span))]  # the step function's invocation span
+        assert handler.name.endswith(" handler") and trace.parent_id(handler) == trace.span_id(intake), step
     trace.assert_connected(root_parent)
     view = json.loads(run.producer.api.get_order(order["order_id"]).body)
     assert view["status"] == "COMPLETED"
     dumped = repr([dict(s.attributes or {}) for s in trace.spans])
     for secret in (order["payment_token"], order["shipping_address"]["name"], order["shipping_address"]["line1"]):
         assert secret not in dumped
+
+
+def test_order_api_sampled_out_at_the_edge_stays_sampled_out_to_the_last_step(run: PipelineRun) -> None:
+    """The edge decides once: an X-Ray trace outside the default rate's bucket is minted with flag 00;
+    no span of ours is recorded anywhere downstream, and the saga's input carries the same trace, 00."""
+    assert run.producer.api is not None
+    order = make_order("order-api-sampled-out", random.Random(6))
+    root = _xray_root("ff")
+    headers = {"Idempotency-Key": f"{order['order_id']}:1", "X-Amzn-Trace-Id": f"Root={root}"}
+    run.drain()  # earlier tests' orders first: only this order's spans below
+    with in_memory_tracing() as exporter:
+        accepted = run.producer.api.request("POST", "/orders", json.dumps(order).encode(), headers)
+        assert accepted.status == 202, accepted.body
+        run.drain()
+        recorded = [s.name for s in exporter.get_finished_spans()]
+    assert recorded == []
+    sfn = aws("stepfunctions")
+    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn)["executions"]
+    inputs = [json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions]
+    (mine,) = [i for i in inputs if i.get("order_id") == order["order_id"]]
+    assert mine["traceparent"].startswith(f"00-{root[2:].replace('-', '')}-")
+    assert mine["traceparent"].endswith("-00")
+    assert json.loads(run.producer.api.get_order(order["order_id"]).body)["status"] == "COMPLETED"
 
 
 def test_order_api_body_over_the_queue_limit_is_413_and_nothing_enqueued(run: PipelineRun) -> None:

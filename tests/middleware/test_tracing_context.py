@@ -206,3 +206,50 @@ def test_tracing_is_on_in_lambda_unless_disabled():
     assert not tracing_enabled({})
     assert not tracing_enabled({"LAMBDA_TASK_ROOT": "/var/task", "OTEL_SDK_DISABLED": "true"})
     assert not tracing_enabled({"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true"})
+
+
+def _layer_invocation_span(trace_id: str) -> Any:
+    """The layer's invocation span as its aws-lambda instrumentation makes it: parented on Lambda's own
+    X-Ray trace header (here one whose Root is ``trace_id``)."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    xray = SpanContext(int(trace_id, 16), 0x53995C3F42CD8AD8, is_remote=True, trace_flags=TraceFlags(1))
+    tracer = trace.get_tracer("opentelemetry.instrumentation.aws_lambda")
+    return tracer.start_as_current_span("invocation", context=trace.set_span_in_context(NonRecordingSpan(xray)))
+
+
+def test_tracing_step_span_joins_the_layers_invocation_span_when_lambdas_trace_is_the_orders():
+    with in_memory_tracing() as spans:
+        with _layer_invocation_span(TRACE_ID) as invocation, step_span("reserve-inventory", GIVEN):
+            pass
+        (step,) = [s for s in spans.get_finished_spans() if s.name == "reserve-inventory"]
+    assert step.parent is not None and step.parent.span_id == invocation.get_span_context().span_id
+    assert f"{step.context.trace_id:032x}" == TRACE_ID and list(step.links) == []
+
+
+def test_tracing_step_span_follows_the_order_and_links_the_invocation_of_another_trace():
+    with in_memory_tracing() as spans:
+        with _layer_invocation_span("1" * 32) as invocation, step_span("reserve-inventory", GIVEN):
+            pass
+        (step,) = [s for s in spans.get_finished_spans() if s.name == "reserve-inventory"]
+    assert step.parent is not None and f"{step.parent.span_id:016x}" == PARENT_ID
+    assert [link.context.span_id for link in step.links] == [invocation.get_span_context().span_id]
+
+
+def test_tracing_sampled_out_at_the_edge_stays_sampled_out_in_every_carrier():
+    sampled_out = f"00-{TRACE_ID}-{PARENT_ID}-00"
+    carried: list[str | None] = []
+
+    @traced
+    def handler(event: Any, context: Any) -> None:
+        with step_span("reserve-inventory", event["traceparent"]):
+            carried.append(current_traceparent())
+            carried.append(sqs_message_attributes("c-1")[TRACEPARENT]["StringValue"])
+
+    with in_memory_tracing() as spans:
+        handler({"traceparent": sampled_out}, _CONTEXT)
+        assert spans.get_finished_spans() == ()
+    assert len(carried) == 2
+    for value in carried:
+        assert value is not None and value.startswith(f"00-{TRACE_ID}-") and value.endswith("-00")

@@ -15,7 +15,12 @@ import pytest
 
 from local_cloud.apigateway.vtl import java_values, render, substitute, template_variables
 from order_domain.model import ORDER_ID_PATTERN
-from stacks.order_constructs.api import ORDER_ACCESS_ATTRIBUTES, ORDER_STATUS_ATTRIBUTES, TRACEPARENT_PATTERN
+from stacks.order_constructs.api import (
+    ORDER_ACCESS_ATTRIBUTES,
+    ORDER_STATUS_ATTRIBUTES,
+    TRACE_SAMPLE_PERCENT,
+    TRACEPARENT_PATTERN,
+)
 from tests.infra.conftest import SynthResult, join_to_string, synth_pipeline
 from tests.infra.test_api import CUSTOMER_DATA_NAMES
 
@@ -45,14 +50,16 @@ def _context(request_id: str, caller: str = CALLER) -> dict[str, Any]:
     )
 
 
-def _render(template: str, context: dict[str, Any], body: str, params: dict[str, str]) -> str:
-    """``params``: the method request's path parameter ``id`` and headers."""
+def _render(
+    template: str, context: dict[str, Any], body: str, params: dict[str, str], stage: dict[str, str] | None = None
+) -> str:
+    """``params``: the method request's path parameter ``id`` and headers; ``stage``: stage variables."""
     kinds = {
         "path": {k: v for k, v in params.items() if k == "id"},
         "querystring": {},
         "header": {k: v for k, v in params.items() if k != "id"},
     }
-    return render(template, template_variables(body, kinds, context, {}))
+    return render(template, template_variables(body, kinds, context, stage or {}))
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +81,18 @@ def _templates(dev: SynthResult, method: str) -> dict[str | None, str]:
     return templates
 
 
-def _send(dev: SynthResult, headers: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    context = _context(str(uuid.uuid4()))
-    form = _render(_templates(dev, "POST")["request"], context, json.dumps(ORDER), headers)
+def _send(
+    dev: SynthResult,
+    headers: dict[str, str],
+    *,
+    request_id: str | None = None,
+    xray: str | None = None,
+    stage: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    context = _context(request_id or str(uuid.uuid4()))
+    if xray is not None:
+        context["xrayTraceId"] = java_values(xray)
+    form = _render(_templates(dev, "POST")["request"], context, json.dumps(ORDER), headers, stage)
     assert "\n" not in form and not form.startswith(" ")
     return context, parse_qs(form, strict_parsing=True)
 
@@ -133,8 +149,60 @@ def test_api_template_post_mints_ids_from_the_request_id(
     hex_id = request_id.replace("-", "")
     attributes = _attributes(form)
     assert attributes["correlation_id"] == context["extendedRequestId"]
-    assert attributes["traceparent"] == f"00-{hex_id}-{hex_id[:16]}-01"
+    sampled = "01" if int(hex_id[-2:], 16) * 100 < TRACE_SAMPLE_PERCENT * 256 else "00"
+    assert attributes["traceparent"] == f"00-{hex_id}-{hex_id[:16]}-{sampled}"
     assert re.fullmatch(TRACEPARENT_PATTERN, attributes["traceparent"])
+
+
+XRAY_ROOT = "5759e988bd862e3fe1be46a994272700"
+XRAY_TRACE = "Root=1-5759e988-bd862e3fe1be46a994272700;Parent=53995c3f42cd8ad8;Sampled=1"
+
+
+@pytest.mark.parametrize(
+    ("xray", "expected"),
+    [
+        (XRAY_TRACE, f"00-{XRAY_ROOT}-53995c3f42cd8ad8-01"),
+        ("Root=1-5759e988-bd862e3fe1be46a9942727ff;Sampled=0", "00-5759e988bd862e3fe1be46a9942727ff-{rid16}-00"),
+        ("", "00-{rid}-{rid16}-00"),  # tracing off: minted from the request ID (ends in ff: sampled out)
+        ("Root=1-nothex", "00-{rid}-{rid16}-00"),
+    ],
+    ids=["xray-root-and-parent", "xray-root-only", "tracing-off", "malformed"],
+)
+def test_api_template_post_seeds_the_trace_from_the_stages_xray_trace(
+    dev: SynthResult, xray: str, expected: str
+) -> None:
+    """One trace per order: the stage's X-Ray trace ID is the W3C trace ID, its Parent (the API's segment)
+    the parent ID; the sampled flag is the template's decision on the trace ID's last two hex digits."""
+    request_id = "0a1b2c3d-4e5f-4a7b-8c9d-0e1f2a3b4cff"
+    rid = request_id.replace("-", "")
+    _, form = _send(dev, {"Idempotency-Key": "k1"}, request_id=request_id, xray=xray)
+    assert _attributes(form)["traceparent"] == expected.format(rid=rid, rid16=rid[:16])
+
+
+@pytest.mark.parametrize(
+    ("stage", "last_hex", "flag"),
+    [
+        ({}, "0c", "01"),  # default 5%: buckets 0..12 of 256
+        ({}, "0d", "00"),
+        ({"traceSamplePercent": "0"}, "00", "00"),
+        ({"traceSamplePercent": "100"}, "ff", "01"),
+        ({"traceSamplePercent": "50"}, "7f", "01"),
+        ({"traceSamplePercent": "50"}, "80", "00"),
+        ({"traceSamplePercent": "lots"}, "0d", "00"),  # not a percent: the default
+    ],
+)
+def test_api_template_post_samples_once_at_the_rate_the_stage_sets(
+    dev: SynthResult, stage: dict[str, str], last_hex: str, flag: str
+) -> None:
+    xray = f"Root=1-5759e988-bd862e3fe1be46a9942727{last_hex};Parent=53995c3f42cd8ad8;Sampled=1"
+    _, form = _send(dev, {"Idempotency-Key": "k1"}, xray=xray, stage=stage)
+    assert _attributes(form)["traceparent"].endswith(f"{last_hex}-53995c3f42cd8ad8-{flag}")
+
+
+def test_api_template_post_keeps_the_callers_sampled_out_flag(dev: SynthResult) -> None:
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+    _, form = _send(dev, {"Idempotency-Key": "k1", "traceparent": traceparent}, xray=XRAY_TRACE)
+    assert _attributes(form)["traceparent"] == traceparent
 
 
 def test_api_template_post_accepted_answers_202_with_location_and_correlation_id(dev: SynthResult) -> None:

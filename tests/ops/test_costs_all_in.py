@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ops.local.costs_all_in import BEFORE, CHOSEN, EDGE_SAMPLED, Levers, all_in
+from ops.local.costs_all_in import BEFORE, CHOSEN, WARN_APP_LOGS, Levers, all_in
 
 _EMF = json.dumps(
     {
@@ -78,8 +78,11 @@ def test_all_in_error_level_logs_only_the_failed_executions_events_without_data(
 def test_all_in_levers_move_traces_and_platform_records() -> None:
     chosen, before = _bill(CHOSEN), _bill(BEFORE)
 
-    assert before["items"]["traces"] == chosen["items"]["traces"] == 5.25  # every W3C trace, X-Ray's own at 5%
-    assert _bill(EDGE_SAMPLED)["items"]["traces"] == 0.25  # one trace per order, 5% sampled at the edge
+    assert before["items"]["traces"] == 5.25  # every W3C trace, X-Ray's own segments at 5% in a second one
+    # One trace per order, 5% sampled at the edge; X-Ray's default rule still records its own segments of
+    # 5% of the others (0.0475), and its reservoir (1 trace a second, $12.96 a month) spread over 10 M orders.
+    assert chosen["per_order"]["traces"] == 0.0975
+    assert chosen["items"]["traces"] == round(0.0975 * 5 + 12.96 / 10, 2) == 1.78
     assert before["per_order"]["function_log_events"] == 2  # WARN: no START / REPORT records
     assert before["items"]["logs_state_machine"] > chosen["items"]["logs_state_machine"]
 
@@ -89,3 +92,13 @@ def test_all_in_retention_multiplies_storage_only() -> None:
 
     assert year["items"]["logs_functions"] > month["items"]["logs_functions"]
     assert year["items"]["api_gateway_rest"] == month["items"]["api_gateway_rest"]
+
+
+def test_all_in_warn_application_logs_drop_info_lines_and_keep_emf_and_warnings() -> None:
+    warning = json.dumps({"level": "WARNING", "message": "provider slow", "service": "charge"})
+    lines = [_LOG, _EMF, warning, _LOG, _EMF]
+    info, warn = _bill(CHOSEN, log_lines=lines), _bill(WARN_APP_LOGS, log_lines=lines)
+
+    assert info["per_order"]["function_log_events"] - warn["per_order"]["function_log_events"] == 1  # 2 INFO / 2 orders
+    assert warn["metric_series"] == info["metric_series"]  # EMF documents are kept: metrics unchanged
+    assert warn["items"]["logs_functions"] < info["items"]["logs_functions"]

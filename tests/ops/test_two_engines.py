@@ -116,6 +116,15 @@ def _post_requests() -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]
         yield f"header {name} lower-case", body, _params({**key, name.lower(): "v-1"}), _context()
         yield f"query overrides {name}", body, _params({**key, name: "h-1"}, {name: "forged"}), _context()
     yield "traceparent valid", body, _params({**key, "traceparent": TRACEPARENT}), _context()
+    for xray in (  # the stage's X-Ray trace seeds the traceparent; the last two hex digits: sampled or not
+        "Root=1-5759e988-bd862e3fe1be46a994272700;Parent=53995c3f42cd8ad8;Sampled=1",
+        "Root=1-5759e988-bd862e3fe1be46a9942727ff;Parent=53995c3f42cd8ad8;Sampled=0",
+        "Root=1-5759e988-bd862e3fe1be46a99427270c",
+        "1-5759e988-bd862e3fe1be46a99427270d;Parent=53995c3f42cd8ad8",
+        "Root=1-5759E988-nothex",
+        "",
+    ):
+        yield f"xrayTraceId={xray!r}", body, _params(key), {**_context(), "xrayTraceId": xray}
     yield "idempotency key as sf-string", body, _params({"Idempotency-Key": '"k-1"'}), _context()
     yield "assumed-role caller", body, _params(key), _context(ROLE_SESSION)
     for content_type in JSON_CONTENT_TYPES:

@@ -192,10 +192,14 @@ def _span(name: str, parent: str | None, attributes: Mapping[str, str | None], k
     context = None
     links = []
     if is_traceparent(parent):
-        context = _w3c().extract({TRACEPARENT: parent})
         invocation = trace.get_current_span().get_span_context()
-        if invocation.is_valid:  # the Lambda invocation's span, where the layer makes one
-            links.append(Link(invocation))
+        if not (invocation.is_valid and f"{invocation.trace_id:032x}" == parent[3:35]):
+            # Another trace in scope (the layer's invocation span on Lambda's own X-Ray trace): the
+            # order's trace wins, the invocation is linked. Same trace: a child of the span in scope
+            # (the invocation's, or our handler's), so the layer's spans and ours are one tree.
+            context = _w3c().extract({TRACEPARENT: parent})
+            if invocation.is_valid:
+                links.append(Link(invocation))
     with _tracer().start_as_current_span(
         name,
         context=context,
@@ -246,8 +250,19 @@ def _attributes(values: Mapping[str, str | None]) -> dict[str, str | None]:
     return {CORRELATION_ATTRIBUTE if k == "correlation_id" else f"app.{k}": v for k, v in values.items()}
 
 
+def event_traceparent(event: Any) -> str | None:
+    """The one ``traceparent`` an invocation's event carries: a saga payload's, or the one shared by
+    every record of an SQS batch (records of several traces: None, each record's span has its own)."""
+    if isinstance(event, Mapping) and isinstance(event.get("Records"), list):
+        found = {traceparent_from_sqs_record(r) for r in event["Records"]}
+        return found.pop() if len(found) == 1 else None
+    return traceparent_from_payload(event)
+
+
 def traced(handler: F) -> F:
-    """The Lambda handler in a span (``<function> handler``; errors by type name, responses never).
+    """The Lambda handler in a span (``<function> handler``; errors by type name, responses never), in
+    the order's trace when the event carries one (:func:`event_traceparent`): a child of the layer's
+    invocation span when that span is in the same trace, else of the event's context (the invocation linked).
     Decided per invocation, so that a test may turn tracing on after import; off, the cost is one check."""
 
     @functools.wraps(handler)
@@ -255,13 +270,7 @@ def traced(handler: F) -> F:
         if not tracing_enabled():
             return handler(event, context)
         function = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "function")
-        with _tracer().start_as_current_span(
-            f"{function} handler", record_exception=False, set_status_on_exception=False
-        ) as span:
-            try:
-                return handler(event, context)
-            except BaseException as exc:
-                _error(span, exc)
-                raise
+        with _span(f"{function} handler", event_traceparent(event), {}, "SERVER"):  # errors: by type name
+            return handler(event, context)
 
     return run  # type: ignore[return-value]

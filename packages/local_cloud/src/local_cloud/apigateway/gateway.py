@@ -47,6 +47,7 @@ from local_cloud.apigateway.vtl import (
     substitute_with,
     template_variables,
 )
+from local_cloud.apigateway.xray import XRayStage
 from local_cloud.limits import TokenBucket
 from local_cloud.template import ACCOUNT
 
@@ -156,6 +157,7 @@ class RestApiGateway:
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
+        self.xray = XRayStage()
         self.integrations = integrations
         self.secrets = dict(secrets)
         self.access_log = access_log  # (log group, line)
@@ -207,6 +209,8 @@ class RestApiGateway:
         stage, method, path_params = routed
         stage_vars = stage.variables
         context.update(java_values({"stage": stage.name, "resourcePath": method.path, "resourceId": method.path}))
+        if stage.tracing_enabled:
+            context["xrayTraceId"] = java_values(self.xray.trace_header(_header(request.headers, "X-Amzn-Trace-Id")))
         params = {
             "path": path_params,
             "querystring": dict(request.query),
@@ -478,6 +482,8 @@ class RestApiGateway:
         stage_vars: Mapping[str, str] | None = None,
     ) -> Response:
         response.headers.setdefault("x-amzn-RequestId", context["requestId"])
+        if context.get("xrayTraceId"):
+            response.headers.setdefault("X-Amzn-Trace-Id", str(context["xrayTraceId"]))
         context["status"] = str(response.status)
         context["responseLength"] = str(len(response.body))
         context["responseLatency"] = str(int((time.monotonic() - started) * 1000))

@@ -76,6 +76,7 @@ class Stage:
     method_throttles: dict[tuple[str, str], Throttle] = field(default_factory=dict)  # (path, METHOD)
     access_log_group: str | None = None
     access_log_format: str | None = None
+    tracing_enabled: bool = False  # TracingEnabled: X-Ray active tracing ($context.xrayTraceId)
     usage_plan_throttle: Throttle | None = None
     usage_plan_method_throttles: dict[tuple[str, str], Throttle] = field(default_factory=dict)
 
@@ -243,6 +244,7 @@ def _stages(deployment: Deployment, stage_resources: list[Any], deployments: lis
     for r in stage_resources:
         p = r.properties
         stage = Stage(name=str(p["StageName"]), variables=_strings(deployment, p.get("Variables")))
+        stage.tracing_enabled = str(p.get("TracingEnabled", "false")).lower() == "true"
         for setting in p.get("MethodSettings", []):
             throttle = _throttle(setting.get("ThrottlingRateLimit"), setting.get("ThrottlingBurstLimit"))
             if throttle is None:
