@@ -49,7 +49,7 @@ GB = 1024**3
 PLATFORM_START_BYTES = 170
 PLATFORM_REPORT_BYTES = 430
 #: Resources of the prod template encrypted under a customer-managed key (tests/infra/test_bill_inputs.py counts them).
-KMS_KEYED_RESOURCES = 13
+KMS_KEYED_RESOURCES = 14
 KMS_REQUESTS_PER_RESOURCE_PER_MONTH = 2 * 30 * 24 * 12  # one GenerateDataKey + one Decrypt per 5 minutes
 #: Provider API keys in Secrets Manager (payment, carrier).
 SECRETS = 2

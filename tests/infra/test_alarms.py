@@ -124,7 +124,8 @@ def test_alarms_every_alarm_acts_on_the_one_topic(stage: str, request: pytest.Fi
     synth: SynthResult = request.getfixturevalue(stage)
     synth.template.resource_count_is("AWS::SNS::Topic", 1)
     alarms = synth.of_type("AWS::CloudWatch::Alarm")
-    assert len(alarms) == (23 if stage == "dev" else 21)  # with the order API's 5XX alarm
+    # With the order API's 5XX alarm and the orders queue's oldest-message age.
+    assert len(alarms) == (24 if stage == "dev" else 22)
     for logical_id, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == _topic(synth), logical_id
         assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id
