@@ -109,6 +109,7 @@ def pager_section(
             {
                 "alarm": n.alarm,
                 "kind": kind,
+                "at": round(n.at, 3),
                 "after_s": round(n.at - started, 1),
                 "reason": n.reason,
                 "delivered": n.delivered,
@@ -116,17 +117,24 @@ def pager_section(
                 "cause": _cause(kind, report, faults),
             }
         )
+    first_at: Mapping[str, float] = report.get("faults_first_at") or {}
     announced = []
     for family in sorted({_fault_family(k) for k, v in faults.items() if v}):
         if family not in HARMFUL:
             continue
+        kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
+        happened = min((first_at[k] for k in kinds if k in first_at), default=started)
         hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
         announced.append(
             {
                 "fault": family,
-                "injected": sum(v for k, v in faults.items() if _fault_family(k) == family),
+                "injected": sum(faults[k] for k in kinds),
+                "first_injected_after_s": round(happened - started, 1),
                 "paged_by": sorted({p["alarm"] for p in hits}),
-                "first_page_after_s": min((p["after_s"] for p in hits), default=None),
+                # Time to page: from the first fault of the family to the first page at or after it.
+                "first_page_after_s": min(
+                    (round(p["at"] - happened, 1) for p in hits if p["at"] >= happened), default=None
+                ),
             }
         )
     return {"pages": pages, "faults": announced}
@@ -150,7 +158,10 @@ def pager_table(pager: Mapping[str, Any]) -> list[str]:
         lines.append(f"{p['alarm'][:64]:<64} {p['after_s']:>7}s  {cause}")
     for f in pager.get("faults", []):
         paged = ", ".join(a.split("-", 2)[-1] for a in f["paged_by"]) or "NOBODY PAGED"
-        at = f" first page after {f['first_page_after_s']} s" if f["paged_by"] else ""
+        if f.get("first_page_after_s") is not None:
+            at = f" first page {f['first_page_after_s']} s after the first fault"
+        else:
+            at = " (announced only before the fault: alarm already in ALARM)" if f["paged_by"] else ""
         lines.append(f"fault {f['fault']} x{f['injected']}: {paged}{at}")
     precision, recall = precision_recall(pager)
     lines.append(f"pager: {len(pager.get('pages', []))} pages, precision {precision}%, recall {recall}%")

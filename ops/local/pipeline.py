@@ -117,11 +117,16 @@ class PipelineRun:
                 self.clock.advance(max(0.0, upcoming - self.clock.now()))
                 continue
             if not self.cloud.queued():
+                # Settled: CloudWatch keeps evaluating every minute whatever the caller does next
+                # (a clock jump to the sweeper's threshold, a replay): what reached a DLQ in this
+                # minute pages now, not at the next evaluation after the jump.
+                self.tick_alarms(before_jump=True)
                 return
             # Only delayed messages remain (a throttled record requeued with DelaySeconds): SQS
             # reads the simulated clock (sqs_on_clock), so move it to the earliest one's due time
             # (nothing else happens meanwhile), or a second at a time where that is not known.
             delayed = self.cloud.next_delayed_at()
+            self.tick_alarms(before_jump=delayed is not None and delayed - self.clock.now() >= 60)
             self.clock.advance(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
 

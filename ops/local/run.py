@@ -82,7 +82,9 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         deployed = time.monotonic()
         run.submitted.extend(orders)
         definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
+        counter.clock = run.clock.now
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
+            counter.happened_at(run.clock.now())  # the planned extras are sent now
             run.submit_messages(plan.initial)
             run.start_hostile_executions(plan.hostile_executions)
             run.drain()
@@ -99,6 +101,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         drained = time.monotonic()
         report = run.report(drained - started)
         report["faults_injected"] = dict(counter.injected)
+        report["faults_first_at"] = dict(counter.first_at)
         report["aws_calls"] = {
             "by_service": calls.by_service(),
             "by_operation": calls.operations(),

@@ -25,7 +25,7 @@ from ops.local.options import RunOptions
 from ops.local.synth import load_assembly
 
 #: Fields whose shard values are not summed.
-_NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls")
+_NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls", "faults_first_at")
 
 
 def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,6 +89,11 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
                 "depth": prior["depth"] + state["depth"],
             }
     merged["dlq_alarm_states"] = states
+    first_at: dict[str, float] = {}  # when each fault kind first happened in any shard (not a sum)
+    for report in reports:
+        for kind, at in (report.get("faults_first_at") or {}).items():
+            first_at[kind] = min(at, first_at.get(kind, at))
+    merged["faults_first_at"] = first_at
     merged["iam"] = explain(
         merge_iam([r.get("iam") or {} for r in reports])
     )  # a grant is unused only if unused in every shard

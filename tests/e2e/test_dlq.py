@@ -213,3 +213,21 @@ def test_trace_shows_intake_steps_compensation_and_dlq_record(pipeline: Pipeline
     for state in ("ReserveInventory", "ShipOrder", "RefundPayment", "ReleaseInventory"):
         assert state in text
     assert [e.timestamp for e in events] == sorted(e.timestamp for e in events)
+
+
+def test_dlq_message_pages_within_a_minute_of_reaching_the_dlq(pipeline: PipelineRun) -> None:
+    """CloudWatch publishes SQS metrics every minute and the DLQ alarm is 1 period of 1 minute
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html):
+    the page comes within 60 s of the message reaching the DLQ, also when the drain ends right after
+    it (the run's next step may jump the clock: the sweeper's threshold, a replay)."""
+    send_raw(pipeline, "{not json", "cid-page-in-a-minute")
+    pipeline.drain()
+    [message] = dlq_messages(pipeline)
+    arrived = int(message["Attributes"]["SentTimestamp"]) / 1000
+    pipeline.clock.advance(3600.0)  # what the run does next: let the sweeper's threshold pass
+    pipeline.evaluate_alarms()
+    pages = [
+        n for n in pipeline.cloud.alarm_actions.history if "OrdersQueueDlqDepthAlarm" in n.alarm and n.state == "ALARM"
+    ]
+    assert pages and pages[0].delivered
+    assert 0 <= pages[0].at - arrived <= 60.0

@@ -213,3 +213,29 @@ def test_saga_execution_stopped_by_an_operator_alarms(pipeline: PipelineRun) -> 
         submit_and_drain(pipeline, new_order("glue-stop"), "cid-glue-stop")
     assert only_execution(pipeline, "glue-stop")["status"] == "ABORTED"
     assert any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
+
+
+def test_saga_execution_stopped_after_idle_time_pages_within_a_minute(pipeline: PipelineRun) -> None:
+    """AWS/States ExecutionsAborted counts an execution in the period it stopped
+    (https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html): once simulated
+    time has run ahead of the wall clock (visibility timeouts, idle jumps), a stop still pages within
+    a minute of the stop, on the simulated clock."""
+    from ops.local.fault_cells import Rule
+    from ops.local.fault_inject import FaultPlan, inject_plan
+
+    pipeline.clock.advance(3600.0)  # an hour of idle time: the simulated clock runs ahead of moto's
+    assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
+    before = pipeline.clock.now()
+    plan = FaultPlan()
+    plan.add("glue-stop-late", [Rule("ChargePayment", "stop", first_execution_only=True)])
+    with inject_plan(plan):
+        submit_and_drain(pipeline, new_order("glue-stop-late"), "cid-glue-stop-late")
+    stopped = only_execution(pipeline, "glue-stop-late")
+    assert stopped["status"] == "ABORTED"
+    assert any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
+    actions = pipeline.cloud.alarm_actions
+    (page,) = [
+        n for n in actions.history if "ExecutionsAbortedAlarm" in n.alarm and n.state == "ALARM" and n.at >= before
+    ]
+    assert page.delivered
+    assert page.at - before <= 60.0

@@ -108,3 +108,21 @@ def test_alarm_actions_set_alarm_state_runs_the_actions(tmp_path: Path) -> None:
         evaluator.adopt_set_states(clock.now())
         (notice,) = actions.history
         assert (notice.state, notice.reason, notice.delivered) == ("ALARM", "forced by a test", True)
+
+
+def test_sim_clock_at_wall_is_the_simulated_time_at_that_instant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto stamps an execution's stopDate with the wall clock; the execution metrics go at the simulated
+    time of that instant (the offset then, not the offset when the metrics are read)."""
+    import local_cloud.clock as clock_module
+
+    wall = [1_000.0]
+    monkeypatch.setattr(clock_module.time, "time", lambda: wall[0])
+    clock = SimClock()
+    wall[0] = 1_010.0
+    clock.advance(600.0)  # from wall 1,010 on, simulated = wall + 600
+    wall[0] = 1_020.0
+    clock.advance(3_000.0)  # from wall 1,020 on, simulated = wall + 3,600
+    assert clock.at_wall(1_005.0) == 1_005.0
+    assert clock.at_wall(1_015.0) == 1_615.0
+    assert clock.at_wall(1_030.0) == 4_630.0
+    assert clock.now() == 4_620.0

@@ -53,3 +53,27 @@ def test_pager_crash_and_dlq_pages_explained_and_announced() -> None:
     by_fault = {f["fault"]: f for f in section["faults"]}
     assert by_fault["malformed"]["first_page_after_s"] == 30.0 and by_fault["crash"]["paged_by"] == ["charge"]
     assert CHECKS["pager_precision_and_recall_100_percent"]({"pager": section}) is None
+
+
+def test_pager_time_to_page_is_measured_from_the_fault_not_the_run_start() -> None:
+    """A crash 100 s into the run, paged 30 s later (a page at 90 s was before it happened)."""
+    report = {"faults_injected": {"crash": 2}, "faults_first_at": {"crash": 100.0}}
+    section = _section(report, _page("charge", 90.0), _page("charge", 130.0))
+    (crash,) = section["faults"]
+    assert crash["first_injected_after_s"] == 100.0
+    assert crash["first_page_after_s"] == 30.0
+    assert "30.0 s after the first fault" in "\n".join(pager_table(section))
+
+
+def test_fault_counter_first_at_is_when_the_kind_first_happened() -> None:
+    from local_cloud.faults import FaultCounter
+
+    times = iter([10.0, 20.0, 30.0])
+    counter = FaultCounter()
+    counter.add("malformed")  # planned before the run: no clock yet
+    counter.clock = lambda: next(times)
+    counter.happened_at(5.0)  # the planned extras are sent
+    counter.add("crash")
+    counter.add("crash")
+    assert counter.first_at == {"malformed": 5.0, "crash": 10.0}
+    assert counter.injected == {"malformed": 1, "crash": 2}

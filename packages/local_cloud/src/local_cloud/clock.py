@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 
@@ -11,6 +12,9 @@ class SimClock:
 
     def __init__(self) -> None:
         self._offset = 0.0
+        #: (wall time of each advance, the offset from then on): what the simulated time was at a past
+        #: wall-clock instant (moto stamps some dates, e.g. an execution's stopDate, with the wall clock).
+        self._moves: list[tuple[float, float]] = []
         self._lock = threading.Lock()
         self._moved = threading.Condition()
 
@@ -24,7 +28,15 @@ class SimClock:
             raise ValueError("time only moves forward")
         with self._lock:
             self._offset += seconds
+            self._moves.append((time.time(), self._offset))
         self.notify_moved()
+
+    def at_wall(self, wall: float) -> float:
+        """The simulated time it was at the wall-clock instant ``wall`` (seconds since the epoch)."""
+        with self._lock:
+            i = bisect.bisect_right(self._moves, (wall, float("inf")))
+            offset = self._moves[i - 1][1] if i else 0.0
+        return wall + offset
 
     def notify_moved(self) -> None:
         """Wake the threads waiting in :meth:`wait_for_move` (time jumped)."""

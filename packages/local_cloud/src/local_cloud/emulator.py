@@ -79,7 +79,9 @@ class LocalCloud:
             options.quotas, clock, self.deployment, concurrency=options.lambda_concurrency_check
         )
         self.alarm_actions = AlarmActions(self.deployment)
-        self.metrics = MetricStore(self.deployment.functions, self.deployment.state_machines.values(), self.capture)
+        self.metrics = MetricStore(
+            self.deployment.functions, self.deployment.state_machines.values(), self.capture, clock
+        )
         self.alarm_evaluator = AlarmEvaluator(
             self.deployment.alarms,
             self.deployment.queues,

@@ -34,12 +34,26 @@ class ThrottledError(DynamodbException):
 
 @dataclass
 class FaultCounter:
+    """How many faults of each kind were injected, and when each kind first happened (simulated
+    seconds since the epoch, once ``clock`` is set; see :meth:`happened_at`)."""
+
     injected: dict[str, int] = field(default_factory=dict)
+    first_at: dict[str, float] = field(default_factory=dict)
+    clock: Callable[[], float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, kind: str) -> None:
         with self._lock:
             self.injected[kind] = self.injected.get(kind, 0) + 1
+            if self.clock is not None and kind not in self.first_at:
+                self.first_at[kind] = self.clock()
+
+    def happened_at(self, at: float) -> None:
+        """Faults counted before they happened (planned extra messages, hostile executions) happen
+        at ``at``: when they are sent."""
+        with self._lock:
+            for kind in self.injected:
+                self.first_at.setdefault(kind, at)
 
 
 @contextmanager

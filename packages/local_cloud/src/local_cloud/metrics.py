@@ -8,8 +8,12 @@ Sources (each AWS definition cited where it is read):
   to the caller
   (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html).
 - ``AWS/States`` ``ExecutionsFailed`` / ``ExecutionsTimedOut`` / ``ExecutionsAborted`` /
-  ``ExecutionsSucceeded`` per ``StateMachineArn``: one per execution, at its stop date
-  (https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html).
+  ``ExecutionsSucceeded`` per ``StateMachineArn``: one per execution, in the period it stopped
+  ("the number of executions that were aborted or terminated", counted when they end:
+  https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html). moto stamps
+  ``stopDate`` with the wall clock: the stop is placed at the simulated time of that wall instant
+  (:meth:`local_cloud.clock.SimClock.at_wall`), never before the previous refresh (a stop the previous
+  evaluation could not see yet counts in the next one instead of falling in a period already evaluated).
 - Embedded metric format documents the handlers print (namespace, dimensions, value at the
   document's ``_aws.Timestamp``: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
 - ``AWS/SQS`` ``ApproximateNumberOfMessagesVisible`` is a gauge: sampled when evaluated
@@ -20,11 +24,12 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
+from local_cloud.clock import SimClock
 from local_cloud.lambda_runtime import LocalFunction
 
 #: Step Functions execution metrics -> the execution status each counts.
@@ -50,9 +55,12 @@ class MetricStore:
         functions: Mapping[str, LocalFunction],
         state_machines: Iterable[str],
         capture: LineCapture,
-        now: Callable[[], float] | None = None,
+        clock: SimClock | None = None,
     ) -> None:
-        self.now = now
+        self.clock = clock
+        #: Simulated time of the previous and of the current refresh.
+        self._previous_refresh = float("-inf")
+        self._refreshed_at = float("-inf")
         self.functions = functions
         self.state_machines = list(state_machines)
         self.capture = capture
@@ -63,6 +71,8 @@ class MetricStore:
 
     def refresh(self) -> None:
         """Read what happened since the last refresh (invocations, EMF documents, ended executions)."""
+        self._previous_refresh = self._refreshed_at
+        self._refreshed_at = self.clock.now() if self.clock is not None else float("-inf")
         for fn in self.functions.values():
             history = fn.history
             seen = self._lambda_seen.get(fn.name, 0)
@@ -102,10 +112,12 @@ class MetricStore:
                             self.add(key, self._seen_at(e["stopDate"].timestamp()), 1.0)
 
     def _seen_at(self, stopped: float) -> float:
-        """moto stamps an execution's stop with the wall clock, not the simulated one: the datapoint
-        goes at the simulated time of the refresh that first sees it ended (at most one evaluation
-        late; the run evaluates every simulated minute)."""
-        return self.now() if self.now is not None else stopped
+        """The simulated time of an execution's stop, from moto's wall-clock ``stopDate``: the
+        simulated time at that wall instant, or the previous refresh's when that is earlier (the
+        execution's status became visible only after that evaluation had covered its stop)."""
+        if self.clock is None:
+            return stopped
+        return max(self.clock.at_wall(stopped), self._previous_refresh)
 
     def add(self, key: MetricKey, at: float, value: float) -> None:
         points = self.points[key]
