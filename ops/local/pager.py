@@ -120,8 +120,8 @@ def pager_section(
     first_at: Mapping[str, float] = report.get("faults_first_at") or {}
     announced = []
     for family in sorted({_fault_family(k) for k, v in faults.items() if v}):
-        if family not in HARMFUL:
-            continue
+        if family not in HARMFUL or (family == "malformed" and not report.get("malformed_in_dlq_as_permanent")):
+            continue  # a malformed order the API refused (400) told its caller at once: no incident, no page
         kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
         happened = min((first_at[k] for k in kinds if k in first_at), default=started)
         hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]

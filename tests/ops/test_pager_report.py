@@ -41,14 +41,23 @@ def test_pager_function_page_without_fault_is_unexplained() -> None:
 
 
 def test_pager_malformed_message_unpaged_fails_recall() -> None:
-    section = _section({"faults_injected": {"malformed": 3, "duplicate_late": 5}})
+    section = _section({"faults_injected": {"malformed": 3, "duplicate_late": 5}, "malformed_in_dlq_as_permanent": 3})
     assert [f["fault"] for f in section["faults"]] == ["malformed"]  # duplicates are absorbed, not harmful
     assert precision_recall(section) == (100.0, 0.0)
     assert "NOBODY PAGED" in "\n".join(pager_table(section))
 
 
+def test_pager_malformed_refused_at_the_edge_is_no_incident() -> None:
+    """Through the order API a malformed order gets 400 at once: its caller knows, nothing is dead-lettered."""
+    report = {"faults_injected": {"malformed": 3}, "malformed_refused_at_send": 3, "malformed_in_dlq_as_permanent": 0}
+    section = _section(report)
+    assert section["faults"] == []
+    assert precision_recall(section) == (100.0, 100.0)
+
+
 def test_pager_crash_and_dlq_pages_explained_and_announced() -> None:
-    section = _section({"faults_injected": {"malformed": 1, "crash": 2}}, _page("dlq", 30.0), _page("charge", 90.0))
+    report = {"faults_injected": {"malformed": 1, "crash": 2}, "malformed_in_dlq_as_permanent": 1}
+    section = _section(report, _page("dlq", 30.0), _page("charge", 90.0))
     assert precision_recall(section) == (100.0, 100.0)
     by_fault = {f["fault"]: f for f in section["faults"]}
     assert by_fault["malformed"]["first_page_after_s"] == 30.0 and by_fault["crash"]["paged_by"] == ["charge"]
