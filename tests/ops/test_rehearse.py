@@ -62,3 +62,27 @@ def test_rehearse_stop_ends_the_whole_process_group() -> None:
     rehearse.stop(server)
     assert server.returncode is not None
     rehearse.stop(server)  # stopping twice is harmless
+
+
+def test_rehearse_single_metric_alarms_rewrites_only_metric_math() -> None:
+    stat = {
+        "Metric": {"MetricName": "Errors", "Namespace": "AWS/Lambda", "Dimensions": [1]},
+        "Period": 60,
+        "Stat": "Sum",
+    }
+    math = {
+        "Type": "AWS::CloudWatch::Alarm",
+        "Properties": {"Metrics": [{"Id": "e", "Expression": "x"}, {"MetricStat": stat}]},
+    }
+    plain = {"Type": "AWS::CloudWatch::Alarm", "Properties": {"MetricName": "Age"}}
+    template = {"Resources": {"Math": math, "Plain": plain, "Queue": {"Type": "AWS::SQS::Queue"}}}
+
+    assert rehearse.single_metric_alarms(template) == ["Math"]
+    assert math["Properties"] == {
+        "MetricName": "Errors",
+        "Namespace": "AWS/Lambda",
+        "Dimensions": [1],
+        "Period": 60,
+        "Statistic": "Sum",
+    }
+    assert plain["Properties"] == {"MetricName": "Age"}
