@@ -242,14 +242,7 @@ class Sweeper:
                 self._move(item, OrderStatus.COMPLETED, result.finished, result)
                 return
             why += "; the providers say: " + "; ".join(findings)
-        self.notifier.notify(
-            order_id,
-            payment_attempt=attempt,
-            correlation_id=item.get("correlation_id"),
-            reason=why,
-            error={"Error": "OrderStuck", "Cause": why},
-            source=SWEEPER,
-        )
+        self._announce(item, attempt, "OrderStuck", why)
         error = {"Error": "OrderStuck", "Cause": why, "correlation_id": item.get("correlation_id")}
         self._move(item, OrderStatus.NEEDS_ATTENTION, result.parked, result, error=error)
 
@@ -365,17 +358,19 @@ class Sweeper:
         return self._compensated_findings(order_id, attempt)
 
     def _announce_mismatch(self, item: dict[str, Any], attempt: int, ended: OrderStatus, findings: list[str]) -> None:
-        order_id = item["order_id"]
         why = f"attempt {attempt} {ended.value} but the providers say: " + "; ".join(findings)
-        self.logger.error(
-            "side effects disagree with the order's status", extra={"order_id": order_id, "payment_attempt": attempt}
-        )
+        extra = {"order_id": item["order_id"], "payment_attempt": attempt}
+        self.logger.error("side effects disagree with the order's status", extra=extra)
+        self._announce(item, attempt, "SideEffectMismatch", why)
+
+    def _announce(self, item: dict[str, Any], attempt: int, error: str, why: str) -> None:
+        """The needs-attention message for one attempt of the order, from the sweeper."""
         self.notifier.notify(
-            order_id,
+            item["order_id"],
             payment_attempt=attempt,
             correlation_id=item.get("correlation_id"),
             reason=why,
-            error={"Error": "SideEffectMismatch", "Cause": why},
+            error={"Error": error, "Cause": why},
             source=SWEEPER,
         )
 
