@@ -105,6 +105,8 @@ class MetricStore:
                 for e in page["executions"]:
                     if e["status"] == "RUNNING" or e["executionArn"] in self._executions_seen:
                         continue
+                    if "stopDate" not in e:  # moto sets the status before the stop date: count it next refresh
+                        continue
                     self._executions_seen.add(e["executionArn"])
                     for name, status in EXECUTION_METRICS.items():
                         if e["status"] == status:
