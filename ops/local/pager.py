@@ -22,6 +22,9 @@ HARMFUL: dict[str, tuple[str, ...]] = {
     "status_write_error": ("executions_failed", "needs_attention", "function", "stuck"),
     "park_failure": ("needs_attention", "function", "executions_failed", "stuck"),
 }
+#: Faults whose harm depends on getting past the edge -> the report's count of those that did. A malformed order
+#: the order API refused (400) told its caller at once: no incident, no page; one dead-lettered is an incident.
+REACHED_THE_PIPELINE: dict[str, str] = {"malformed": "malformed_in_dlq_as_permanent"}
 #: Injected faults that cause function errors the middleware does not expect (so they page).
 _FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
 
@@ -120,8 +123,8 @@ def pager_section(
     first_at: Mapping[str, float] = report.get("faults_first_at") or {}
     announced = []
     for family in sorted({_fault_family(k) for k, v in faults.items() if v}):
-        if family not in HARMFUL or (family == "malformed" and not report.get("malformed_in_dlq_as_permanent")):
-            continue  # a malformed order the API refused (400) told its caller at once: no incident, no page
+        if family not in HARMFUL or not report.get(REACHED_THE_PIPELINE.get(family, ""), True):
+            continue
         kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
         happened = min((first_at[k] for k in kinds if k in first_at), default=started)
         hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
