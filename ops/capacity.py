@@ -15,17 +15,21 @@ worked through every order of the peak (``predicted_terminal_after_seconds``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
-from local_cloud.limits import LARGE_REGIONS, Quotas
+from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
 from ops.local.costs import PerOrder, dollars_per_million_orders
+from stacks.order_constructs.throttle import (
+    BATCH_SECONDS,
+    api_throttle,
+    intake_concurrency,
+    queue_ceilings,
+    queue_service,
+)
 
-#: Assumed intake batch duration (the spike's model uses the same).
-BATCH_SECONDS = 1.0
 #: Intake's largest requeue delay for a throttled record (lambda_resilience.backoff, ThrottleBackoff.max_seconds).
 REQUEUE_MAX_SECONDS = 60
 
@@ -78,59 +82,13 @@ def template_figures(assembly: CloudAssembly) -> dict[str, Any]:
     }
 
 
-def _intake_concurrency(quotas: Quotas, figures: Mapping[str, Any]) -> float:
-    return min(
-        quotas.esm_max_concurrency,
-        figures["maximum_concurrency"] or quotas.esm_max_concurrency,
-        figures["reserved_concurrency"] or quotas.lambda_concurrency,
-        quotas.lambda_concurrency,
-    )
-
-
-def queue_ceilings(quotas: Quotas, figures: Mapping[str, Any]) -> dict[str, float]:
-    """Orders a second the orders queue can be served at, per limit: the StartExecution refill and
-    the event source mapping's throughput (``figures``: ``workflow``, ``batch_size``,
-    ``maximum_concurrency``, ``reserved_concurrency``, as :func:`template_figures` reads them)."""
-    express = figures["workflow"] == "EXPRESS"
-    return {
-        "sfn_start_refill": quotas.sfn_express_start_refill if express else quotas.sfn_start_refill,
-        "event_source_mapping": _intake_concurrency(quotas, figures) * figures["batch_size"] / BATCH_SECONDS,
-    }
-
-
-def queue_service(quotas: Quotas, figures: Mapping[str, Any]) -> tuple[float, float]:
-    """``(mu, burst)``: the queue's service rate (the smallest :func:`queue_ceilings`) and the orders
-    the StartExecution bucket absorbs at once when its refill is what binds (else 0)."""
-    express = figures["workflow"] == "EXPRESS"
-    start_refill = quotas.sfn_express_start_refill if express else quotas.sfn_start_refill
-    start_bucket = quotas.sfn_express_start_bucket if express else quotas.sfn_start_bucket
-    mu = min(queue_ceilings(quotas, figures).values())
-    return mu, (start_bucket if mu == start_refill else 0.0)
-
-
-def api_throttle(quotas: Quotas, figures: Mapping[str, Any]) -> tuple[float, int]:
-    """The order API's ``(rate, burst)``: the rate the pipeline sustains (the queue's service rate)
-    and, as the token bucket, what it absorbs at once (the StartExecution bucket when that binds,
-    else one second of the rate). A caller above them gets 429 at once instead of a backlog."""
-    mu, burst = queue_service(quotas, figures)
-    return mu, max(1, round(burst or mu))
-
-
-def api_throttle_for(figures: Mapping[str, Any], region: str | None = None) -> tuple[float, int]:
-    """:func:`api_throttle` with the default quotas of ``region``'s class; the large regions' when
-    the region is not known (``ops capacity``'s default ``--region-class``). What the stack uses,
-    so that neither it nor its tests import the emulator's quota table themselves."""
-    region_class = "other" if region is not None and region not in LARGE_REGIONS else "large"
-    return api_throttle(Quotas.for_region_class(region_class), figures)
-
-
 def predict(
     rate: float, minutes: float, quotas: Quotas, figures: dict[str, Any], *, baseline: float = 0.0
 ) -> dict[str, Any]:
     """The capacity figures at ``rate`` orders/s for ``minutes`` (see the module doc for the model)."""
     seconds = minutes * 60
     express = figures["workflow"] == "EXPRESS"
-    concurrency = _intake_concurrency(quotas, figures)
+    concurrency = intake_concurrency(quotas, figures)
     ceilings = queue_ceilings(quotas, figures)
     if not express:
         ceilings["sfn_transition_refill"] = quotas.sfn_transition_refill / figures["states_per_order"]

@@ -29,9 +29,9 @@ from ops.local.api_client import OrderApi, has_rest_api, serve_order_api
 from ops.local.hostile import HostileExecution
 from ops.local.options import RunOptions
 from ops.local.producer import Message, Producer
-from ops.local.provider_server import serve_sandbox
 from ops.local.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
 from ops.target import Target
+from sandbox.http_server import serve_sandbox
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).
 LOCAL_LEDGER_TABLE = "local-sandbox-ledger"

@@ -17,7 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTDIR = REPO_ROOT / ".build" / "local.out"
 
 #: The local run deploys stage dev with the HTTPS provider adapters (prod's code path), pointed at
-#: the sandbox served over HTTP on 127.0.0.1 (ops/local/provider_server.py). The template carries
+#: the sandbox served over HTTP on 127.0.0.1 (lambdas/sandbox/http_server.py). The template carries
 #: this placeholder origin; the deployment replaces it with the server's ephemeral port before
 #: any function starts. The secrets are created in moto under these names (partial ARNs).
 LOCAL_PROVIDER_ORIGIN = "http://127.0.0.1:9"

@@ -40,9 +40,9 @@ from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
-from ops.capacity import api_throttle_for
 from order_domain.model import MAX_BODY_BYTES, ORDER_ID_PATTERN, ORDER_SCHEMA
 from stacks.order_constructs.grants import grant_items, grant_queue
+from stacks.order_constructs.throttle import api_throttle_for
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "api_templates"
 #: The Java string methods (and Velocity features) the templates call, for a local data plane.
@@ -245,10 +245,10 @@ class OrderApiThrottle:
 
     @classmethod
     def from_capacity(cls, figures: Mapping[str, Any], *, region: str) -> OrderApiThrottle:
-        """Sized by ``ops capacity``'s model (:func:`ops.capacity.api_throttle`: the rate the pipeline
-        sustains, and what it absorbs at once) from intake's ``figures`` plus ``workflow``, with the
-        quotas of ``region``'s class; the large regions' when the region is unknown at synth, as
-        ``ops capacity`` assumes by default."""
+        """Sized by :func:`~stacks.order_constructs.throttle.api_throttle` (the rate the pipeline
+        sustains, and what it absorbs at once; ``ops capacity`` runs the same model) from intake's
+        ``figures`` plus ``workflow``, with AWS's default quotas of ``region``'s class; the large
+        regions' when the region is unknown at synth."""
         rate, burst = api_throttle_for(figures, None if Token.is_unresolved(region) else region)
         return cls(rate_limit=rate, burst_limit=burst)
 
@@ -261,8 +261,8 @@ class OrderApiProps:
         orders_queue: the queue ``POST /orders`` sends to (SQS-managed encryption: no key grant).
         orders_table: the table ``GET /orders/{id}`` reads (its customer-managed key, if any, is
             granted for reading).
-        throttle: stage, ``POST /orders`` and usage-plan limits (the stack sizes them from
-            ``ops capacity``'s model).
+        throttle: stage, ``POST /orders`` and usage-plan limits (the stack sizes them with
+            :mod:`stacks.order_constructs.throttle`).
         monitoring: the stack's monitoring facade (the 5XX alarm and the API graph).
         alarm_topic: where the 5XX alarm notifies.
         max_message_bytes: the orders queue's MaximumMessageSize, named in the 413 answer.

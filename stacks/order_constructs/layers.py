@@ -20,8 +20,10 @@ APP_CODE_PACKAGES = (MIDDLEWARE_PACKAGE_DIR, LAMBDAS_DIR / "order_domain")
 #: Test helpers the middleware ships for its users' tests (a fake Lambda context, log capture): never
 #: deployed, in any stage.
 APP_CODE_EXCLUDE = ("lambda_resilience/testing.py",)
-#: ... and those added only where the sandbox providers are deployed (never in prod).
+#: ... and those added only where the sandbox providers are deployed (never in prod), without the
+#: sandbox served over HTTP (for the HTTPS adapters' tests and the local run: never deployed).
 SANDBOX_CODE_PACKAGES = (LAMBDAS_DIR / "sandbox",)
+SANDBOX_CODE_EXCLUDE = ("sandbox/http_server.py",)
 #: Runtime distributions staged into the Powertools layer (versions from lambdas/requirements.txt).
 LAYER_DISTRIBUTIONS = (
     "aws-lambda-powertools",
@@ -90,7 +92,7 @@ class OrderLayers(TransparentScope):
             "AppCodeLayer",
             props=SourceTreeLayerProps(
                 packages=packages,
-                exclude=APP_CODE_EXCLUDE,
+                exclude=(*APP_CODE_EXCLUDE, *(SANDBOX_CODE_EXCLUDE if props.with_sandbox else ())),
                 description="shared middleware, order domain" + (", sandbox providers" if props.with_sandbox else ""),
             ),
         ).layer

@@ -18,10 +18,10 @@ import pytest
 import order_domain.env as env_names
 from lambda_resilience.classification import classify
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch, TransientStepError
-from ops.local.provider_server import ProviderEndpoints, serve_sandbox
 from order_domain.errors import PaymentDeclined, ProviderRejected, ProviderUnavailable
 from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider, check_base_url
 from order_domain.status import OrderStatus
+from sandbox.http_server import ProviderEndpoints, serve_sandbox
 from tests.handlers.conftest import present
 
 from .conftest import REGION, LedgerView, LogCapture, Tables

@@ -44,7 +44,7 @@ from aws_cdk import App, Environment, Stack
 from moto.server import ThreadedMotoServer
 
 import order_domain.env as env_names
-from ops.local.provider_server import ProviderEndpoints, serve_sandbox
+from sandbox.http_server import ProviderEndpoints, serve_sandbox
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 
 from .conftest import LAMBDAS, REGION, ROOT, Inventory, Tables, make_sqs_record

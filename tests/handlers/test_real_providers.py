@@ -22,10 +22,10 @@ import pytest
 import order_domain.env as env_names
 from lambda_resilience.classification import classify
 from lambda_resilience.exceptions import PayloadMismatch, TransientStepError
-from ops.local.provider_server import ProviderEndpoints, serve_sandbox
 from order_domain.errors import ProviderForgot, ProviderInFlight
 from order_domain.https_providers import HttpsJsonClient, HttpsPaymentProvider
 from order_domain.status import OrderStatus
+from sandbox.http_server import ProviderEndpoints, serve_sandbox
 
 from .conftest import REGION, LedgerView, Tables, present, scan
 

@@ -15,7 +15,6 @@ from aws_cdk import aws_sqs as sqs
 
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import is_acceptable
-from ops.capacity import api_throttle_for, load_template, template_figures
 from order_domain.logs import SENSITIVE_KEYS
 from order_domain.model import ORDER_SCHEMA
 from stacks.order_constructs.api import (
@@ -28,6 +27,7 @@ from stacks.order_constructs.api import (
     OrderApiThrottle,
     draft04_schema,
 )
+from stacks.order_constructs.throttle import ServiceQuotas, api_throttle_for
 from tests.infra.conftest import SynthResult, cfn, join_to_string
 
 #: Fields of an order message that are not customer data: the ID and the attempt number.
@@ -275,9 +275,10 @@ def test_api_get_projection_excludes_customer_data(dev: SynthResult) -> None:
         assert emitted.isdisjoint(CUSTOMER_DATA_NAMES), (pattern, emitted & CUSTOMER_DATA_NAMES)
 
 
-def test_api_throttle_is_what_ops_capacity_computes(dev: SynthResult) -> None:
-    """Stage and POST /orders take ``ops capacity``'s figure, read from the template."""
-    rate, burst = api_throttle_for(template_figures(load_template(dev.outdir)))
+def test_api_throttle_is_what_the_throttle_model_computes(dev: SynthResult) -> None:
+    """Stage and POST /orders take the model's figure for intake's settings (ops capacity's agreement
+    with it, read from the template, is a harness test: tests/ops/test_capacity.py)."""
+    rate, burst = api_throttle_for({**dev.stack.intake_capacity_figures, "workflow": "STANDARD"})
     assert (rate, burst) == (300, 1300)  # the StartExecution refill binds (large regions): 300/s, bucket 1,300
     expected = {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
     for setting in _stage(dev)["MethodSettings"]:
@@ -289,6 +290,13 @@ def test_api_throttle_other_regions_take_their_lower_quotas() -> None:
     figures = {"workflow": "STANDARD", "batch_size": 10, "maximum_concurrency": 100, "reserved_concurrency": None}
     assert api_throttle_for(figures, "eu-central-1") == (150, 800)  # StartExecution: 150/s, bucket 800
     assert api_throttle_for(figures, "us-east-1") == api_throttle_for(figures) == (300, 1300)
+    assert ServiceQuotas.for_region("eu-central-1").sfn_express_start_refill == 6000  # Express: one class
+
+
+def test_api_throttle_intake_binds_when_its_concurrency_is_lower() -> None:
+    """Ten concurrent batches of ten serve 100 orders/s, under the StartExecution refill: the bucket is 1 s of it."""
+    figures = {"workflow": "STANDARD", "batch_size": 10, "maximum_concurrency": 10, "reserved_concurrency": None}
+    assert api_throttle_for(figures) == (100, 100)
 
 
 def test_api_outputs_the_invoke_url(dev: SynthResult) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from local_cloud.limits import LARGE_REGIONS as EMULATOR_LARGE_REGIONS
 from local_cloud.limits import Quotas
-from ops.capacity import predict
+from ops.capacity import api_throttle, load_template, predict, template_figures
+from stacks.order_constructs.throttle import LARGE_REGIONS, ServiceQuotas
+from tests.infra.conftest import synth_pipeline
 
 PEAK = 50_000 / 60  # the seeds' day, orders per second
 
@@ -43,3 +49,32 @@ def test_capacity_transition_quota_slows_executions_when_starts_are_raised() -> 
     assert p["predicted_peak_backlog"] == 0  # starts keep up: the queue does not grow
     assert p["execution_slowdown"] == round(PEAK * 6 / 1_500, 2)
     assert p["predicted_terminal_after_seconds"] > 0  # but orders end at 1,500 / 6 a second
+
+
+# -- the product's quota table and throttle agree with the emulator's ------------------------------------
+@pytest.mark.parametrize("region", ["us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-2"])
+def test_capacity_product_quota_table_agrees_with_the_emulators(region: str) -> None:
+    """stacks/order_constructs/throttle.py owns the quotas the API throttle is sized by; every one is
+    the emulator's figure for the region's class (local_cloud.limits)."""
+    product = ServiceQuotas.for_region(region)
+    emulator = Quotas.for_region_class("large" if region in LARGE_REGIONS else "other")
+    assert LARGE_REGIONS == EMULATOR_LARGE_REGIONS
+    for field in dataclasses.fields(ServiceQuotas):
+        assert getattr(product, field.name) == getattr(emulator, field.name), field.name
+
+
+@pytest.fixture(scope="module")
+def dev_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-dev"), stage="dev").outdir
+
+
+def test_capacity_api_throttle_of_the_template_is_what_ops_capacity_computes(dev_assembly: Path) -> None:
+    """The stage's throttle is ``ops capacity``'s figure, read from the synthesized template with the
+    emulator's quotas."""
+    figures = template_figures(load_template(dev_assembly))
+    expected = dict(zip(("rate_per_second", "burst"), api_throttle(Quotas(), figures), strict=True))
+    assert predict(1.0, 1, Quotas(), figures)["api_throttle"] == expected == {"rate_per_second": 300, "burst": 1300}
+    template = json.loads((dev_assembly / "OrderPipeline-dev.template.json").read_text())
+    (stage,) = (r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage")
+    for setting in stage["MethodSettings"]:
+        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (300, 1300), setting

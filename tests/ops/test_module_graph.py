@@ -167,13 +167,6 @@ def test_module_graph_product_tests_and_tools_import_nothing_of_the_emulator() -
     assert offenders == {}
 
 
-def test_module_graph_the_sandbox_server_the_handler_tests_use_needs_no_emulator() -> None:
-    """tests/handlers serve the sandbox over HTTP with ops.local.provider_server: it imports nothing of
-    local_cloud (the local run hands it the emulator's call scope as ``request_scope``)."""
-    source = (OPS_LOCAL / "provider_server.py").read_text()
-    assert not {m for m in imported_modules(source, typing_too=True) if _top(m) == "local_cloud"}
-
-
 def sys_path_uses(source: str) -> list[int]:
     """Lines where code reads or edits ``sys.path`` (``sys.path`` itself, or ``from sys import path``)."""
     lines = []

@@ -1,9 +1,17 @@
-"""What the whole bill (ops.local.costs_all_in) takes from the prod template rather than from a run."""
+"""What the whole bill (ops.local.costs_all_in) takes from the prod template rather than from a run (a harness
+test: the product's tests import nothing of ops/)."""
 
 from __future__ import annotations
 
+import pytest
+
 from ops.local.costs_all_in import KMS_KEYED_RESOURCES
-from tests.infra.conftest import SynthResult
+from tests.infra.conftest import PROD_CONTEXT, SynthResult, synth_pipeline
+
+
+@pytest.fixture(scope="module")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
+    return synth_pipeline(tmp_path_factory.mktemp("cdk-prod"), **PROD_CONTEXT)
 
 
 def test_bill_inputs_kms_keyed_resources_match_the_prod_template(prod: SynthResult) -> None:
