@@ -36,9 +36,12 @@ FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:existing-fn"
 TOPIC_ARN = ACCOUNT_ARN.format(service="sns", name="existing-topic")
 ROLE_ARN = "arn:aws:iam::123456789012:role/existing-role"
 #: Every module of constructs_lib (the order constructs live in stacks/order_constructs).
-GENERIC_MODULES = tuple(sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "constructs_lib").glob("*.py")))
-#: Modules whose subject is the saga pattern itself (the word is generic there).
-SAGA_PATTERN_MODULES = ("__init__", "generic_saga")
+CONSTRUCTS_LIB = Path(__file__).resolve().parents[2] / "constructs_lib"
+GENERIC_MODULES = tuple(
+    sorted(str(p.relative_to(CONSTRUCTS_LIB).with_suffix("")) for p in CONSTRUCTS_LIB.rglob("*.py"))
+)
+#: Modules whose subject is the saga pattern itself (the word is generic there): the construct and its parts.
+SAGA_PATTERN_MODULES = ("__init__", "generic_saga", *(m for m in GENERIC_MODULES if m.startswith("saga/")))
 
 
 @pytest.fixture
@@ -488,7 +491,7 @@ def test_function_alarms_rejects_throttles_description_without_throttles(stack: 
 @pytest.mark.parametrize("module", GENERIC_MODULES)
 def test_generic_construct_module_holds_no_app_vocabulary(module: str) -> None:
     """Alarm texts, metric names and titles in generic constructs come from props: no app words."""
-    source = (Path(__file__).resolve().parents[2] / "constructs_lib" / f"{module}.py").read_text()
+    source = (CONSTRUCTS_LIB / f"{module}.py").read_text()
     words = "orders?|sweeper|sandbox|payment|inventory" + ("" if module in SAGA_PATTERN_MODULES else "|saga")
     found = re.findall(rf"\b({words})\b", source, flags=re.IGNORECASE)
     assert found == [], f"constructs_lib/{module}.py: {sorted(set(found))}"

@@ -1,0 +1,35 @@
+"""The saga's execution timeout: the longest path with every attempt of every task timing out."""
+
+from __future__ import annotations
+
+from constructs_lib.saga.props import SagaProps
+from constructs_lib.saga.tasks import RetryPolicy, SagaTask
+
+
+def _task_worst(policy: RetryPolicy, task: SagaTask, where: str, latency: float) -> float:
+    """One task at its worst: every attempt a failed Init (Lambda), its timeout and the state latency."""
+    return policy.worst_case_seconds(task.attempt_seconds(where), task.init_seconds() + latency)
+
+
+def budget_seconds(props: SagaProps) -> float:
+    """The execution timeout: the longest path with every attempt of every task timing out.
+
+    Each attempt counts its timeout, a failed Lambda Init phase (:data:`LAMBDA_INIT_SECONDS`, Lambda
+    tasks only) and ``state_latency``. The path: every forward step (its retry policy exhausted),
+    every compensation once (each runs either in the compensation chain or in the park chain, never
+    both), the slower of the completed / compensated recorders (it may fail and park), the parked
+    recorder, the last resort, plus the margin. An upper bound: no path runs every one of these.
+    """
+    latency = props.state_latency.to_seconds()
+    total = 0.0
+    for step in props.steps:
+        total += _task_worst(step.retry or props.forward_retry, step.forward, step.name, latency)
+        if step.compensation is not None:
+            policy = step.compensation_retry or props.compensation_retry
+            total += _task_worst(policy, step.compensation, step.undo_name, latency)
+    outcome = [r for r in (props.completed, props.compensated) if r is not None]
+    total += max((_task_worst(props.forward_retry, r.task, r.name, latency) for r in outcome), default=0.0)
+    for recorder in (props.parked, props.last_resort):
+        if recorder is not None:
+            total += _task_worst(props.forward_retry, recorder.task, recorder.name, latency)
+    return total + props.timeout_margin.to_seconds()

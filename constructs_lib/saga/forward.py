@@ -1,0 +1,41 @@
+"""The saga's forward path: each step, then the next; a failure goes to the compensations (the first
+step's ``refused_input_errors`` fail at once, its ``compensate_all_on`` undo everything)."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from constructs_lib.saga.compensation import CompensateFrom
+from constructs_lib.saga.park import SagaStates
+from constructs_lib.saga.tasks import STATES_ALL, TaskState
+
+
+def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed: TaskState | None) -> TaskState:
+    """Build the forward steps (the last one followed by ``completed``, if any); return the first."""
+    props = states.props
+    steps = list(props.steps)
+    forward: list[TaskState] = []
+    for i, step in enumerate(steps):
+        task = step.forward.build(states.scope, step.name, result_path=step.result_path or f"$.{step.name}")
+        states.states[step.name] = task
+        retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
+        (step.retry or props.forward_retry).apply(task, retry_on)
+        if i == 0 and props.refused_input_errors:
+            refused = sfn.Fail(
+                states.scope, props.refused_state_name, error=props.refused_state_name, cause=props.refused_cause
+            )
+            states.states[props.refused_state_name] = refused
+            task.add_catch(refused, errors=list(props.refused_input_errors), result_path=props.error_path)
+        if i == 0 and props.compensate_all_on:
+            task.add_catch(
+                compensate_from(len(steps) - 1), errors=list(props.compensate_all_on), result_path=props.error_path
+            )
+        if step.skip_compensation_on:
+            task.add_catch(compensate_from(i - 1), errors=list(step.skip_compensation_on), result_path=props.error_path)
+        task.add_catch(compensate_from(i), errors=[STATES_ALL], result_path=props.error_path)
+        if forward:
+            forward[-1].next(task)
+        forward.append(task)
+    if completed is not None:
+        forward[-1].next(completed)
+    return forward[0]
