@@ -19,6 +19,7 @@ Each finding is an error annotation on the offending resource, so ``cdk synth`` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsii
@@ -146,6 +147,115 @@ def _check_delivery(
                 Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
 
 
+@dataclass
+class _StackResources:
+    """The resources of one stack the checks read (nested stacks are visited on their own)."""
+
+    queues: dict[str, sqs.CfnQueue] = field(default_factory=dict)
+    alarms: list[cloudwatch.CfnAlarm] = field(default_factory=list)
+    functions: dict[str, lambda_.CfnFunction] = field(default_factory=dict)
+    mappings: list[lambda_.CfnEventSourceMapping] = field(default_factory=list)
+    machines: dict[str, sfn.CfnStateMachine] = field(default_factory=dict)
+    topic_ids: set[str] = field(default_factory=set)
+    topics: dict[str, sns.CfnTopic] = field(default_factory=dict)
+    topic_policies: dict[str, list[Any]] = field(default_factory=dict)
+    keys: dict[str, kms.CfnKey] = field(default_factory=dict)
+
+
+def _collect(stack: Stack) -> _StackResources:
+    found = _StackResources()
+    for child in stack.node.find_all():
+        if isinstance(child, sqs.CfnQueue):
+            found.queues[stack.get_logical_id(child)] = child
+        elif isinstance(child, cloudwatch.CfnAlarm):
+            found.alarms.append(child)
+        elif isinstance(child, lambda_.CfnFunction):
+            found.functions[stack.get_logical_id(child)] = child
+        elif isinstance(child, lambda_.CfnEventSourceMapping):
+            found.mappings.append(child)
+        elif isinstance(child, sfn.CfnStateMachine):
+            found.machines[stack.get_logical_id(child)] = child
+        elif isinstance(child, sns.CfnTopic):
+            found.topic_ids.add(stack.get_logical_id(child))
+            found.topics[stack.get_logical_id(child)] = child
+        elif isinstance(child, sns.CfnTopicPolicy):
+            for ref in stack.resolve(child.topics) or []:
+                found.topic_policies.setdefault(str(_ref_target(ref)), []).append(stack.resolve(child.policy_document))
+        elif isinstance(child, kms.CfnKey):
+            found.keys[stack.get_logical_id(child)] = child
+    # Only resources of this stack (nested stacks are visited on their own).
+    found.queues = {k: v for k, v in found.queues.items() if Stack.of(v) is stack}
+    found.functions = {k: v for k, v in found.functions.items() if Stack.of(v) is stack}
+    found.machines = {k: v for k, v in found.machines.items() if Stack.of(v) is stack}
+    return found
+
+
+def _check_dlqs(stack: Stack, queues: dict[str, sqs.CfnQueue]) -> set[str]:
+    """An error on each queue that is not a DLQ and has no redrive policy; the DLQs' logical IDs."""
+    dlq_ids: set[str] = set()
+    for queue in queues.values():
+        policy = stack.resolve(queue.redrive_policy) if queue.redrive_policy is not None else None
+        target = _ref_target(_get(policy, "deadLetterTargetArn")) if isinstance(policy, dict) else None
+        if target:
+            dlq_ids.add(target)
+    for logical_id, queue in queues.items():
+        if logical_id in dlq_ids:
+            continue
+        policy = stack.resolve(queue.redrive_policy) if queue.redrive_policy is not None else None
+        if not policy:
+            Annotations.of(queue).add_error(MISSING_DLQ)
+    return dlq_ids
+
+
+def _check_dlq_alarms(stack: Stack, found: _StackResources, dlq_ids: set[str]) -> None:
+    """An error on each DLQ without a first-occurrence alarm (period <= 60 s) on its visible messages."""
+    alarmed: set[str] = set()
+    for alarm in found.alarms:
+        if alarm.metric_name != "ApproximateNumberOfMessagesVisible" or alarm.namespace != "AWS/SQS":
+            continue
+        period = stack.resolve(alarm.period)
+        if not _fires_on_first(stack, alarm) or period is None or int(period) > 60 or not alarm.alarm_actions:
+            continue
+        for dim in stack.resolve(alarm.dimensions) or []:
+            if _get(dim, "name") == "QueueName":
+                target = _ref_target(_get(dim, "value"))
+                if target:
+                    alarmed.add(target)
+    for dlq_id in sorted(dlq_ids - alarmed):
+        if dlq_id in found.queues:
+            Annotations.of(found.queues[dlq_id]).add_error(MISSING_ALARM)
+
+
+def _check_visibility(stack: Stack, found: _StackResources) -> None:
+    """An error on each consumed queue whose visibility timeout is under 6x its consumer's timeout."""
+    for mapping in found.mappings:
+        source = _ref_target(stack.resolve(mapping.event_source_arn))
+        function_id = _ref_target(stack.resolve(mapping.function_name))
+        if source not in found.queues or function_id not in found.functions:
+            continue
+        queue = found.queues[source]
+        visibility = stack.resolve(queue.visibility_timeout)
+        visibility_s = int(visibility) if visibility is not None else SQS_DEFAULT_VISIBILITY_SECONDS
+        timeout = stack.resolve(found.functions[function_id].timeout)
+        timeout_s = int(timeout) if timeout is not None else LAMBDA_DEFAULT_TIMEOUT_SECONDS
+        if visibility_s < VISIBILITY_TO_TIMEOUT_RATIO * timeout_s:
+            Annotations.of(queue).add_error(
+                f"{SHORT_VISIBILITY}: {visibility_s} s < {VISIBILITY_TO_TIMEOUT_RATIO} x {timeout_s} s"
+            )
+
+
+def _check_failure_alarms(stack: Stack, found: _StackResources) -> None:
+    """An error on each function and state machine without a failure alarm acting on a topic."""
+    alarmed_functions = _alarmed_targets(stack, found.alarms, found.topic_ids, FUNCTION_FAILURE_METRIC)
+    for logical_id, function in found.functions.items():
+        if logical_id not in alarmed_functions:
+            Annotations.of(function).add_error(MISSING_FUNCTION_ALARM)
+    alarmed_machines = _alarmed_targets(stack, found.alarms, found.topic_ids, STATE_MACHINE_FAILURE_METRIC)
+    for logical_id, machine in found.machines.items():
+        if logical_id not in alarmed_machines:
+            Annotations.of(machine).add_error(MISSING_STATE_MACHINE_ALARM)
+
+
 @jsii.implements(IAspect)
 class ResilienceChecks:
     """Fails synth when a queue has no DLQ, a DLQ has no alarm, visibility < 6x consumer timeout,
@@ -155,90 +265,9 @@ class ResilienceChecks:
         if not isinstance(node, Stack):
             return
         stack = node
-        queues: dict[str, sqs.CfnQueue] = {}
-        alarms: list[cloudwatch.CfnAlarm] = []
-        functions: dict[str, lambda_.CfnFunction] = {}
-        mappings: list[lambda_.CfnEventSourceMapping] = []
-        machines: dict[str, sfn.CfnStateMachine] = {}
-        topic_ids: set[str] = set()
-        topics: dict[str, sns.CfnTopic] = {}
-        topic_policies: dict[str, list[Any]] = {}
-        keys: dict[str, kms.CfnKey] = {}
-        for child in stack.node.find_all():
-            if isinstance(child, sqs.CfnQueue):
-                queues[stack.get_logical_id(child)] = child
-            elif isinstance(child, cloudwatch.CfnAlarm):
-                alarms.append(child)
-            elif isinstance(child, lambda_.CfnFunction):
-                functions[stack.get_logical_id(child)] = child
-            elif isinstance(child, lambda_.CfnEventSourceMapping):
-                mappings.append(child)
-            elif isinstance(child, sfn.CfnStateMachine):
-                machines[stack.get_logical_id(child)] = child
-            elif isinstance(child, sns.CfnTopic):
-                topic_ids.add(stack.get_logical_id(child))
-                topics[stack.get_logical_id(child)] = child
-            elif isinstance(child, sns.CfnTopicPolicy):
-                for ref in stack.resolve(child.topics) or []:
-                    topic_policies.setdefault(str(_ref_target(ref)), []).append(stack.resolve(child.policy_document))
-            elif isinstance(child, kms.CfnKey):
-                keys[stack.get_logical_id(child)] = child
-        # Only resources of this stack (nested stacks are visited on their own).
-        queues = {k: v for k, v in queues.items() if Stack.of(v) is stack}
-        functions = {k: v for k, v in functions.items() if Stack.of(v) is stack}
-        machines = {k: v for k, v in machines.items() if Stack.of(v) is stack}
-
-        dlq_ids: set[str] = set()
-        for queue in queues.values():
-            policy = stack.resolve(queue.redrive_policy) if queue.redrive_policy is not None else None
-            target = _ref_target(_get(policy, "deadLetterTargetArn")) if isinstance(policy, dict) else None
-            if target:
-                dlq_ids.add(target)
-        for logical_id, queue in queues.items():
-            if logical_id in dlq_ids:
-                continue
-            policy = stack.resolve(queue.redrive_policy) if queue.redrive_policy is not None else None
-            if not policy:
-                Annotations.of(queue).add_error(MISSING_DLQ)
-
-        alarmed: set[str] = set()
-        for alarm in alarms:
-            if alarm.metric_name != "ApproximateNumberOfMessagesVisible" or alarm.namespace != "AWS/SQS":
-                continue
-            period = stack.resolve(alarm.period)
-            if not _fires_on_first(stack, alarm) or period is None or int(period) > 60 or not alarm.alarm_actions:
-                continue
-            for dim in stack.resolve(alarm.dimensions) or []:
-                if _get(dim, "name") == "QueueName":
-                    target = _ref_target(_get(dim, "value"))
-                    if target:
-                        alarmed.add(target)
-        for dlq_id in sorted(dlq_ids - alarmed):
-            if dlq_id in queues:
-                Annotations.of(queues[dlq_id]).add_error(MISSING_ALARM)
-
-        for mapping in mappings:
-            source = _ref_target(stack.resolve(mapping.event_source_arn))
-            function_id = _ref_target(stack.resolve(mapping.function_name))
-            if source not in queues or function_id not in functions:
-                continue
-            queue = queues[source]
-            visibility = stack.resolve(queue.visibility_timeout)
-            visibility_s = int(visibility) if visibility is not None else SQS_DEFAULT_VISIBILITY_SECONDS
-            timeout = stack.resolve(functions[function_id].timeout)
-            timeout_s = int(timeout) if timeout is not None else LAMBDA_DEFAULT_TIMEOUT_SECONDS
-            if visibility_s < VISIBILITY_TO_TIMEOUT_RATIO * timeout_s:
-                Annotations.of(queue).add_error(
-                    f"{SHORT_VISIBILITY}: {visibility_s} s < {VISIBILITY_TO_TIMEOUT_RATIO} x {timeout_s} s"
-                )
-
-        _check_delivery(stack, alarms, topics, topic_policies, keys)
-
-        alarmed_functions = _alarmed_targets(stack, alarms, topic_ids, FUNCTION_FAILURE_METRIC)
-        for logical_id, function in functions.items():
-            if logical_id not in alarmed_functions:
-                Annotations.of(function).add_error(MISSING_FUNCTION_ALARM)
-        alarmed_machines = _alarmed_targets(stack, alarms, topic_ids, STATE_MACHINE_FAILURE_METRIC)
-        for logical_id, machine in machines.items():
-            if logical_id not in alarmed_machines:
-                Annotations.of(machine).add_error(MISSING_STATE_MACHINE_ALARM)
+        found = _collect(stack)
+        dlq_ids = _check_dlqs(stack, found.queues)
+        _check_dlq_alarms(stack, found, dlq_ids)
+        _check_visibility(stack, found)
+        _check_delivery(stack, found.alarms, found.topics, found.topic_policies, found.keys)
+        _check_failure_alarms(stack, found)

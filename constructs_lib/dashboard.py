@@ -157,44 +157,10 @@ class PipelineDashboard(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: PipelineDashboardProps) -> None:
         super().__init__(scope, construct_id)
-        one_minute = Duration.minutes(1)
-        third = GRID_WIDTH // 3
-
-        def graph(title: str, metrics: Sequence[cloudwatch.IMetric], label: str) -> cloudwatch.GraphWidget:
-            return cloudwatch.GraphWidget(
-                title=title,
-                left=list(metrics),
-                left_y_axis=cloudwatch.YAxisProps(min=0, label=label, show_units=False),
-                width=third,
-                height=WIDGET_HEIGHT,
-            )
-
-        queue_depth = [
-            q.queue.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum", label=q.label)
-            for q in props.queues
-        ]
-        dlq_depth = [
-            q.dlq.metric_approximate_number_of_messages_visible(
-                period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
-            )
-            for q in props.queues
-            if q.dlq is not None
-        ]
-        oldest_age: list[cloudwatch.IMetric] = []
-        for q in props.queues:
-            oldest_age.append(
-                q.queue.metric_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum", label=q.label)
-            )
-            if q.dlq is not None:
-                oldest_age.append(
-                    q.dlq.metric_approximate_age_of_oldest_message(
-                        period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
-                    )
-                )
-        idempotency = [self._sum_over_services(props, name, prefix) for name, prefix in IDEMPOTENCY_METRICS]
         titles = props.titles
+        idempotency = [self._sum_over_services(props, name, prefix) for name, prefix in IDEMPOTENCY_METRICS]
         counts: list[cloudwatch.IWidget] = [
-            graph(titles.idempotency.format(services=len(props.services)), idempotency, "count")
+            _graph(titles.idempotency.format(services=len(props.services)), idempotency, "count")
         ]
         machine = props.state_machine
         if machine is not None:
@@ -203,35 +169,22 @@ class PipelineDashboard(Construct):
                 machine.metric_failed(period=props.period, statistic="Sum", label="Failed"),
                 machine.metric_timed_out(period=props.period, statistic="Sum", label="Timed out"),
             ]
-            counts.append(graph(titles.executions, executions, "executions"))
-        counts.extend(graph(g.title, g.metrics, g.label) for g in props.extra_graphs)
-
+            counts.append(_graph(titles.executions, executions, "executions"))
+        counts.extend(_graph(g.title, g.metrics, g.label) for g in props.extra_graphs)
+        rows: list[list[cloudwatch.IWidget]] = [
+            _queue_graphs(props),
+            *(counts[i : i + 3] for i in range(0, len(counts), 3)),
+        ]
         alarms = [alarm for q in props.queues for alarm in q.alarms]
-
-        queue_graphs: list[cloudwatch.IWidget] = [graph(titles.queue_depth, queue_depth, "messages")]
-        if dlq_depth:
-            queue_graphs.append(graph(titles.dlq_depth, dlq_depth, "messages"))
-        queue_graphs.append(graph(titles.oldest_message_age, oldest_age, "seconds"))
-        rows: list[list[cloudwatch.IWidget]] = [queue_graphs, *(counts[i : i + 3] for i in range(0, len(counts), 3))]
-        if alarms:
-            rows.append(
-                [
-                    cloudwatch.AlarmStatusWidget(
-                        title=titles.queue_alarms, alarms=alarms, width=GRID_WIDTH, height=WIDGET_HEIGHT // 2
-                    )
-                ]
-            )
-        if props.alarms:
-            rows.append(
-                [
-                    cloudwatch.AlarmStatusWidget(
-                        title=titles.other_alarms,
-                        alarms=list(props.alarms),
-                        width=GRID_WIDTH,
-                        height=WIDGET_HEIGHT // 2,
-                    )
-                ]
-            )
+        for title, listed in ((titles.queue_alarms, alarms), (titles.other_alarms, list(props.alarms))):
+            if listed:
+                rows.append(
+                    [
+                        cloudwatch.AlarmStatusWidget(
+                            title=title, alarms=listed, width=GRID_WIDTH, height=WIDGET_HEIGHT // 2
+                        )
+                    ]
+                )
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
@@ -259,3 +212,47 @@ class PipelineDashboard(Construct):
             label=metric_name,
             period=props.period,
         )
+
+
+def _graph(title: str, metrics: Sequence[cloudwatch.IMetric], label: str) -> cloudwatch.GraphWidget:
+    """A third of the grid's width, from zero, labelled ``label``."""
+    return cloudwatch.GraphWidget(
+        title=title,
+        left=list(metrics),
+        left_y_axis=cloudwatch.YAxisProps(min=0, label=label, show_units=False),
+        width=GRID_WIDTH // 3,
+        height=WIDGET_HEIGHT,
+    )
+
+
+def _queue_graphs(props: PipelineDashboardProps) -> list[cloudwatch.IWidget]:
+    """The first row: queue depth, DLQ depth (if any DLQ) and the oldest message's age, per minute."""
+    one_minute = Duration.minutes(1)
+    queue_depth = [
+        q.queue.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum", label=q.label)
+        for q in props.queues
+    ]
+    dlq_depth = [
+        q.dlq.metric_approximate_number_of_messages_visible(
+            period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
+        )
+        for q in props.queues
+        if q.dlq is not None
+    ]
+    oldest_age: list[cloudwatch.IMetric] = []
+    for q in props.queues:
+        oldest_age.append(
+            q.queue.metric_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum", label=q.label)
+        )
+        if q.dlq is not None:
+            oldest_age.append(
+                q.dlq.metric_approximate_age_of_oldest_message(
+                    period=one_minute, statistic="Maximum", label=f"{q.label} DLQ"
+                )
+            )
+    titles = props.titles
+    graphs: list[cloudwatch.IWidget] = [_graph(titles.queue_depth, queue_depth, "messages")]
+    if dlq_depth:
+        graphs.append(_graph(titles.dlq_depth, dlq_depth, "messages"))
+    graphs.append(_graph(titles.oldest_message_age, oldest_age, "seconds"))
+    return graphs

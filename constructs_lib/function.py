@@ -143,6 +143,19 @@ class PipelineFunctionProps:
         return check_overrides(lambda_.Function, self.function_props, what="function_props", owned=_FUNCTION_OWNED)
 
 
+#: What every function gets unless ``function_props`` overrides it.
+FUNCTION_DEFAULTS: dict[str, Any] = {
+    "runtime": DEFAULT_RUNTIME,
+    "tracing": lambda_.Tracing.ACTIVE,
+    "logging_format": lambda_.LoggingFormat.JSON,
+    "application_log_level_v2": lambda_.ApplicationLogLevel.INFO,
+    # INFO: Lambda's START and REPORT records (Init Duration of each cold start) reach the log
+    # group (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html);
+    # `ops cold-starts` reads them after a deploy. About 0.6 KB per invocation (decision 0022).
+    "system_log_level_v2": lambda_.SystemLogLevel.INFO,
+}
+
+
 class PipelineFunction(Construct):
     """A Lambda function with the project's defaults.
 
@@ -189,20 +202,10 @@ class PipelineFunction(Construct):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             **props.environment,
         }
-        defaults: dict[str, Any] = {
-            "runtime": DEFAULT_RUNTIME,
-            "tracing": lambda_.Tracing.ACTIVE,
-            "logging_format": lambda_.LoggingFormat.JSON,
-            "application_log_level_v2": lambda_.ApplicationLogLevel.INFO,
-            # INFO: Lambda's START and REPORT records (Init Duration of each cold start) reach the log
-            # group (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html);
-            # `ops cold-starts` reads them after a deploy. About 0.6 KB per invocation (decision 0022).
-            "system_log_level_v2": lambda_.SystemLogLevel.INFO,
-        }
         self.function = lambda_.Function(
             self,
             "Function",
-            **{**defaults, **props.function_overrides()},
+            **{**FUNCTION_DEFAULTS, **props.function_overrides()},
             handler=props.handler,
             code=lambda_.Code.from_asset(str(props.code_dir), exclude=["__pycache__", "*.pyc"]),
             timeout=props.timeout,

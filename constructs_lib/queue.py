@@ -126,6 +126,11 @@ class ResilientQueueProps:
                 "existing_dead_letter_queue and dead_letter_queue_props are mutually exclusive: "
                 "the DLQ is not created here, so its props cannot apply"
             )
+        self._check_ranges()
+        self._check_overrides()
+
+    def _check_ranges(self) -> None:
+        """Counts and sizes within what SQS and the event source mapping accept."""
         if self.max_receive_count is not None and not 1 <= self.max_receive_count <= 1000:
             raise ValueError(f"max_receive_count must be within 1..1000, got {self.max_receive_count}")
         if not 1 <= self.batch_size <= 10000:
@@ -139,6 +144,9 @@ class ResilientQueueProps:
             raise ValueError(
                 f"max_message_size_bytes must be within {SQS_MIN_MESSAGE_BYTES}..{SQS_MAX_MESSAGE_BYTES}, got {size}"
             )
+
+    def _check_overrides(self) -> None:
+        """The queue and DLQ overrides neither weaken transport or encryption nor break the pairing."""
         queue = self.queue_overrides()
         dlq = self.dead_letter_queue_overrides()
         for name, values in (("queue_props", queue), ("dead_letter_queue_props", dlq)):
@@ -217,15 +225,7 @@ class ResilientQueue(Construct):
             "enforce_ssl": True,
             "removal_policy": props.removal_policy,
         }
-        self.dlq: sqs.IQueue
-        if props.existing_dead_letter_queue is not None:
-            self.dlq = props.existing_dead_letter_queue
-        else:
-            dlq_defaults: dict[str, Any] = {"retention_period": DLQ_RETENTION, **secure}
-            if props.max_message_size_bytes is not None:  # holds any accepted message + dead-letter attributes
-                dlq_defaults["max_message_size_bytes"] = SQS_MAX_MESSAGE_BYTES
-            self.dlq = sqs.Queue(self, "Dlq", **{**dlq_defaults, **props.dead_letter_queue_overrides()})
-
+        self.dlq: sqs.IQueue = self._dead_letter_queue(props, secure)
         self.queue: sqs.IQueue
         self.max_receive_count: int | None
         if props.existing_queue is not None:
@@ -233,21 +233,7 @@ class ResilientQueue(Construct):
             self.max_receive_count = None
         else:
             self.max_receive_count = props.max_receive_count or DEFAULT_MAX_RECEIVE_COUNT
-            if props.visibility_timeout is not None:
-                visibility = props.visibility_timeout
-            elif props.consumer_timeout is not None:
-                visibility = Duration.seconds(props.consumer_timeout.to_seconds() * VISIBILITY_TO_TIMEOUT_RATIO)
-            else:
-                visibility = DEFAULT_VISIBILITY_WITHOUT_CONSUMER
-            queue_defaults = {
-                "visibility_timeout": visibility,
-                "retention_period": props.retention_period or DEFAULT_RETENTION,
-                "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=self.max_receive_count),
-                **secure,
-            }
-            if props.max_message_size_bytes is not None:
-                queue_defaults["max_message_size_bytes"] = props.max_message_size_bytes
-            self.queue = sqs.Queue(self, "Queue", **{**queue_defaults, **props.queue_overrides()})
+            self.queue = self._new_queue(props, secure)
 
         self.dlq_alarm = self._depth_alarm(
             "DlqDepthAlarm",
@@ -264,25 +250,7 @@ class ResilientQueue(Construct):
                 props.alarm_topic,
                 props.queue_alarm_description or f"{construct_id}: messages waiting in the queue",
             )
-
-        self.age_alarm: cloudwatch.Alarm | None = None
-        if props.max_message_age is not None:
-            self.age_alarm = cloudwatch.Alarm(
-                self,
-                "OldestMessageAgeAlarm",
-                alarm_description=f"{construct_id}: the oldest message waits longer than "
-                f"{int(props.max_message_age.to_seconds())} s (a stalled or starved consumer)",
-                metric=self.queue.metric_approximate_age_of_oldest_message(
-                    period=Duration.minutes(1), statistic="Maximum"
-                ),
-                threshold=props.max_message_age.to_seconds(),
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-            self.age_alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
-            self.age_alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
-
+        self.age_alarm: cloudwatch.Alarm | None = self._age_alarm(construct_id, props)
         self.event_source: sources.SqsEventSource | None = None
         if props.consumer is not None:
             self.event_source = sources.SqsEventSource(
@@ -294,6 +262,50 @@ class ResilientQueue(Construct):
             )
             props.consumer.add_event_source(self.event_source)
             keep_sqs_event_source_id(props.consumer, self.queue)
+
+    def _dead_letter_queue(self, props: ResilientQueueProps, secure: dict[str, Any]) -> sqs.IQueue:
+        if props.existing_dead_letter_queue is not None:
+            return props.existing_dead_letter_queue
+        dlq_defaults: dict[str, Any] = {"retention_period": DLQ_RETENTION, **secure}
+        if props.max_message_size_bytes is not None:  # holds any accepted message + dead-letter attributes
+            dlq_defaults["max_message_size_bytes"] = SQS_MAX_MESSAGE_BYTES
+        return sqs.Queue(self, "Dlq", **{**dlq_defaults, **props.dead_letter_queue_overrides()})
+
+    def _new_queue(self, props: ResilientQueueProps, secure: dict[str, Any]) -> sqs.Queue:
+        if props.visibility_timeout is not None:
+            visibility = props.visibility_timeout
+        elif props.consumer_timeout is not None:
+            visibility = Duration.seconds(props.consumer_timeout.to_seconds() * VISIBILITY_TO_TIMEOUT_RATIO)
+        else:
+            visibility = DEFAULT_VISIBILITY_WITHOUT_CONSUMER
+        queue_defaults = {
+            "visibility_timeout": visibility,
+            "retention_period": props.retention_period or DEFAULT_RETENTION,
+            "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=self.max_receive_count),
+            **secure,
+        }
+        if props.max_message_size_bytes is not None:
+            queue_defaults["max_message_size_bytes"] = props.max_message_size_bytes
+        return sqs.Queue(self, "Queue", **{**queue_defaults, **props.queue_overrides()})
+
+    def _age_alarm(self, construct_id: str, props: ResilientQueueProps) -> cloudwatch.Alarm | None:
+        """The oldest message waits longer than ``max_message_age`` (none without it)."""
+        if props.max_message_age is None:
+            return None
+        alarm = cloudwatch.Alarm(
+            self,
+            "OldestMessageAgeAlarm",
+            alarm_description=f"{construct_id}: the oldest message waits longer than "
+            f"{int(props.max_message_age.to_seconds())} s (a stalled or starved consumer)",
+            metric=self.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(1), statistic="Maximum"),
+            threshold=props.max_message_age.to_seconds(),
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
+        alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
+        return alarm
 
     def _depth_alarm(self, name: str, queue: sqs.IQueue, topic: sns.ITopic, description: str) -> cloudwatch.Alarm:
         """Alarm when ``queue`` has a visible message in any 1-minute period; notify ``topic``."""

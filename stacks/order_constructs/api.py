@@ -7,24 +7,19 @@ the order's status, attempts and timestamps with DynamoDB ``GetItem`` (a project
 never leaves the table). Both methods take IAM (SigV4) authorization. Decision 0018 has the design,
 its sources and what is not confirmed against AWS.
 
-The mapping templates are the ``api_templates/*.vtl`` files (``@NAME@`` markers are filled in at
-synth). They use, besides ``$input``/``$util``/``$context``, the Java string methods ``matches``
-(full match, Java regex), ``split`` and array indexing (``$parts[0]``), and hyphenated references
-(``$context.responseOverride.header.X-Correlation-Id``, as AWS's Velocity parses them): a local data
-plane has to offer the same (:data:`VTL_STRING_METHODS`).
+The construct is here; the body model (draft 4) is :mod:`.api_model`, the mapping templates and
+edge rules :mod:`.api_mapping`, the throttle :mod:`.throttle`.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Token
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -39,218 +34,26 @@ from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope
 from constructs_lib.monitoring import Monitoring
-from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
-from order_domain.model import MAX_BODY_BYTES, ORDER_ID_PATTERN, ORDER_SCHEMA
-from stacks.order_constructs.grants import grant_items, grant_queue
-from stacks.order_constructs.throttle import api_throttle_for
-
-TEMPLATES_DIR = Path(__file__).resolve().parent / "api_templates"
-#: The Java string methods (and Velocity features) the templates call, for a local data plane.
-VTL_STRING_METHODS = ("matches", "split")
-
-#: JSON Schema draft 4, the only draft API Gateway models support
-#: (https://docs.aws.amazon.com/apigateway/latest/developerguide/models-mappings-models.html).
-DRAFT_04 = "http://json-schema.org/draft-04/schema#"
-#: Every keyword draft 4 defines (https://json-schema.org/draft-04/json-schema-validation and the
-#: core spec); ``ORDER_SCHEMA`` may use no other (``const``, ``contains``, ``if`` ... are draft 6+).
-DRAFT_04_KEYWORDS = frozenset(
-    {
-        "$schema", "id", "$ref", "title", "description", "default", "format",
-        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-        "maxLength", "minLength", "pattern",
-        "additionalItems", "items", "maxItems", "minItems", "uniqueItems",
-        "maxProperties", "minProperties", "required", "additionalProperties", "definitions",
-        "properties", "patternProperties", "dependencies",
-        "enum", "type", "allOf", "anyOf", "oneOf", "not",
-    }
-)  # fmt: skip
-#: Keywords whose value is one subschema, a list of them, or a map of them.
-_SUBSCHEMA = frozenset({"additionalItems", "additionalProperties", "not", "items"})
-_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "items"})
-_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions", "dependencies"})
-
-#: The characters the edge lets through in a correlation ID and an idempotency key: nothing that can
-#: end a JSON string (``"``, ``\\``), separate fields (``,``) or break a log line; ``+/=`` for
-#: ``$context.extendedRequestId`` (the minted correlation ID), ``:`` in keys only (``<order>:<attempt>``).
-CORRELATION_ID_CHARS = "A-Za-z0-9._~+/=-"
-IDEMPOTENCY_KEY_CHARS = "A-Za-z0-9._~+/=:-"
-#: The draft's keys are UUIDs in practice; 255 leaves room for any client's scheme.
-MAX_IDEMPOTENCY_KEY_LENGTH = 255
-#: The correlation IDs the edge carries verbatim (any other gets ``$context.extendedRequestId``).
-#: Every one of them passes intake's rule (``lambda_resilience.correlation.is_acceptable``).
-CORRELATION_ID_PATTERN = f"^[{CORRELATION_ID_CHARS}]{{1,{MAX_CORRELATION_ID_LENGTH}}}$"
-#: The Idempotency-Key the edge accepts (bare, or as a Structured Field string in double quotes,
-#: draft-ietf-httpapi-idempotency-key-header); any other is refused with 400.
-IDEMPOTENCY_KEY_PATTERN = f"^[{IDEMPOTENCY_KEY_CHARS}]{{1,{MAX_IDEMPOTENCY_KEY_LENGTH}}}$"
-#: The SQS action a refused request names: SQS has no such action and answers 400 ``InvalidAction``
-#: without enqueuing anything; the 400 integration response then answers from the request's overrides.
-REFUSED_ACTION = "RefusedAtTheEdge"
-#: The content types POST /orders takes, each with the same model and template: AWS documents no
-#: media-type parameter matching for ``RequestTemplates`` / ``RequestModels`` keys, so the spellings
-#: common clients send (``; charset=utf-8``, with and without the space, either case) are listed.
-JSON_CONTENT_TYPES = (
-    "application/json",
-    "application/json; charset=utf-8",
-    "application/json; charset=UTF-8",
-    "application/json;charset=utf-8",
-    "application/json;charset=UTF-8",
+from order_domain.model import ORDER_ID_PATTERN, ORDER_SCHEMA
+from stacks.order_constructs.api_mapping import (
+    ACCESS_LOG_FIELDS,
+    JSON_CONTENT_TYPES,
+    ORDER_ACCESS_ATTRIBUTES,
+    ORDER_STATUS_ATTRIBUTES,
+    PROBLEM_JSON,
+    RETRY_AFTER_THROTTLED_SECONDS,
+    RETRY_AFTER_UNAVAILABLE_SECONDS,
+    THROTTLED_PATTERN,
+    correlation_snippets,
+    gateway_problem,
+    load_template,
+    method_responses,
+    post_values,
+    static_problem,
 )
-#: W3C Trace Context version 00, trace and parent IDs not all zero (https://www.w3.org/TR/trace-context/).
-TRACEPARENT_PATTERN = "^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$"
-#: Share of orders (percent) whose trace is sampled when the stage sets no ``traceSamplePercent`` stage
-#: variable: decided once by the request template, from the trace ID (decisions 0019, 0022).
-TRACE_SAMPLE_PERCENT = 5
-#: SQS refuses a message over the queue's MaximumMessageSize with 400 InvalidParameterValue,
-#: "... Message must be shorter than N bytes." (decision 0018, "SQS's own limits").
-TOO_LONG_PATTERN = "(?s).*(shorter than|too long).*"
-#: DynamoDB throttling answers HTTP 400 with these error types
-#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html).
-THROTTLED_PATTERN = "(?s).*(ThrottlingException|ProvisionedThroughputExceededException|RequestLimitExceeded).*"
-#: Seconds a caller waits before retrying a 429 (the token bucket refills every second) or a 503.
-RETRY_AFTER_THROTTLED_SECONDS = 1
-RETRY_AFTER_UNAVAILABLE_SECONDS = 5
-
-#: What ``GET /orders/{id}`` reads (the orders item, lambdas/order_domain/orders.py): status,
-#: attempts and timestamps. Never ``order`` (the message: token, name, address) nor ``last_error``.
-ORDER_STATUS_ATTRIBUTES = ("order_id", "status", "payment_attempt", "created_at", "updated_at", "attempts", "history")
-#: Also read, to decide who sees the order (decision 0018, "Trust model"): the caller that placed it,
-#: the callers whose messages for its ID were refused, and the last refusal (shown to its own caller).
-ORDER_ACCESS_ATTRIBUTES = ("owner", "refused_callers", "last_refusal")
-
-#: API Gateway's account-level defaults per Region: 10,000 requests/s, burst 5,000; a stage or
-#: method limit above them has no effect ("Throttle requests to your REST APIs",
-#: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html).
-ACCOUNT_RATE_LIMIT = 10_000
-ACCOUNT_BURST_LIMIT = 5_000
-
-PROBLEM_JSON = "application/problem+json"
-#: The access log: one JSON line per request, never the body (no ``$input``, no request or response
-#: body variable). Correlation ID, idempotency key and order ID are the request template's path
-#: overrides. ``$context.error.validationErrorString`` is left out: a schema validator's message may
-#: quote the offending value (a name, an address line); the caller gets it in the 400 body instead.
-ACCESS_LOG_FIELDS = {
-    "requestId": "$context.requestId",
-    "extendedRequestId": "$context.extendedRequestId",
-    "requestTime": "$context.requestTime",
-    "httpMethod": "$context.httpMethod",
-    "resourcePath": "$context.resourcePath",
-    "status": "$context.status",
-    "protocol": "$context.protocol",
-    "responseLength": "$context.responseLength",
-    "responseLatency": "$context.responseLatency",
-    "integrationStatus": "$context.integrationStatus",
-    "integrationLatency": "$context.integrationLatency",
-    "errorType": "$context.error.responseType",
-    "errorMessage": "$context.error.message",
-    "correlationId": "$context.requestOverride.path.correlation_id",
-    "idempotencyKey": "$context.requestOverride.path.idempotency_key",
-    "orderId": "$context.requestOverride.path.order_id",
-    "caller": "$context.identity.userArn",
-}
-
-
-def draft04_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with ``$schema`` set to draft 4; ``ValueError`` naming any keyword draft 4 lacks."""
-    unknown = sorted(_keywords_outside_draft04(schema, "#"))
-    if unknown:
-        raise ValueError(f"ORDER_SCHEMA uses keywords JSON Schema draft 4 lacks: {', '.join(unknown)}")
-    model = copy.deepcopy(dict(schema))
-    model["$schema"] = DRAFT_04
-    return model
-
-
-def _keywords_outside_draft04(schema: Any, where: str) -> set[str]:
-    if not isinstance(schema, Mapping):
-        return set()
-    found = {f"{key} (at {where})" for key in schema if key not in DRAFT_04_KEYWORDS}
-    for key in ("exclusiveMaximum", "exclusiveMinimum"):
-        if key in schema and not isinstance(schema[key], bool):  # draft 6+: a number; draft 4: a flag
-            found.add(f"{key} as a number (at {where})")
-    for key, value in schema.items():
-        if key in _SUBSCHEMA and isinstance(value, Mapping):
-            found |= _keywords_outside_draft04(value, f"{where}/{key}")
-        if key in _SUBSCHEMA_LISTS and isinstance(value, list):
-            for i, item in enumerate(value):
-                found |= _keywords_outside_draft04(item, f"{where}/{key}/{i}")
-        if key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
-            for name, item in value.items():
-                found |= _keywords_outside_draft04(item, f"{where}/{key}/{name}")
-    return found
-
-
-def load_template(name: str, **values: str) -> str:
-    """``api_templates/<name>.vtl`` with its ``@NAME@`` markers filled; ``ValueError`` if one is left.
-
-    A snippet marker (``@CORRELATION@``) stands alone on its line: the snippet ends in a ``##``
-    comment, which would swallow anything after it on the same line."""
-    # No trailing newline: in the SQS form it would end the last attribute's value.
-    text = (TEMPLATES_DIR / f"{name}.vtl").read_text().rstrip("\n")
-    for marker, value in values.items():
-        text = text.replace(f"@{marker}@", value)
-    left = sorted(set(re.findall(r"@[A-Z_]+@", text)))
-    if left:
-        raise ValueError(f"template {name}: markers left unfilled: {', '.join(left)}")
-    return text
-
-
-def header_lookup(variable: str, name: str) -> str:
-    """VTL setting ``$<variable>`` to the request header ``name`` (any case), else ``""``.
-
-    Not ``$input.params('name')``: it looks in the path, then the query string, then the headers, so
-    ``?name=`` would override the header the validator checked."""
-    return (
-        f'#set(${variable} = "")'
-        f"#foreach($h in $input.params().header.keySet())"
-        f"#if($h.equalsIgnoreCase('{name}'))#set(${variable} = $input.params().header.get($h))#end#end##"
-    )
-
-
-def _correlation_snippets() -> dict[str, str]:
-    correlation = load_template(
-        "correlation",
-        MAX_CID=str(MAX_CORRELATION_ID_LENGTH),
-        CID_PATTERN=CORRELATION_ID_PATTERN,
-        CID_CHARS=CORRELATION_ID_CHARS,
-        HEADER_CID=header_lookup("cid", "X-Correlation-Id"),
-    )
-    return {
-        "CORRELATION": correlation,
-        "RESPONSE_CORRELATION": load_template("response_correlation", CORRELATION=correlation),
-        "CALLER": load_template("caller"),
-    }
-
-
-def edge_model_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The body model: ``schema`` as draft 4 without its top-level ``required``, which the request
-    template checks instead so that the 400 names the missing property in valid JSON (a gateway
-    response cannot escape ``$context.error.validationErrorString``, decision 0018)."""
-    model = draft04_schema(schema)
-    model.pop("required", None)
-    return model
-
-
-@dataclass(frozen=True)
-class OrderApiThrottle:
-    """Steady rate (requests/s) and burst (token bucket size) of the stage, ``POST /orders`` and the
-    usage plan; checked against API Gateway's account-level defaults."""
-
-    rate_limit: float
-    burst_limit: int
-
-    def __post_init__(self) -> None:
-        if not 0 < self.rate_limit <= ACCOUNT_RATE_LIMIT:
-            raise ValueError(f"rate_limit must be in (0, {ACCOUNT_RATE_LIMIT}], got {self.rate_limit}")
-        if not 1 <= self.burst_limit <= ACCOUNT_BURST_LIMIT:
-            raise ValueError(f"burst_limit must be in [1, {ACCOUNT_BURST_LIMIT}], got {self.burst_limit}")
-
-    @classmethod
-    def from_capacity(cls, figures: Mapping[str, Any], *, region: str) -> OrderApiThrottle:
-        """Sized by :func:`~stacks.order_constructs.throttle.api_throttle` (the rate the pipeline
-        sustains, and what it absorbs at once; ``ops capacity`` runs the same model) from intake's
-        ``figures`` plus ``workflow``, with AWS's default quotas of ``region``'s class; the large
-        regions' when the region is unknown at synth."""
-        rate, burst = api_throttle_for(figures, None if Token.is_unresolved(region) else region)
-        return cls(rate_limit=rate, burst_limit=burst)
+from stacks.order_constructs.api_model import draft04_schema, edge_model_schema
+from stacks.order_constructs.grants import grant_items, grant_queue
+from stacks.order_constructs.throttle import OrderApiThrottle
 
 
 @dataclass(frozen=True)
@@ -420,14 +223,17 @@ class OrderApi(TransparentScope):
         )
 
     def _post_orders(self, orders: apigw.IResource, props: OrderApiProps) -> apigw.Method:
-        snippets = _correlation_snippets()
+        values = {
+            **correlation_snippets(),
+            **post_values(props.order_schema.get("required", []), props.max_message_bytes),
+        }
 
         def response(status: str, pattern: str | None, template: str, **headers: str) -> apigw.IntegrationResponse:
             return apigw.IntegrationResponse(
                 status_code=status,
                 selection_pattern=pattern,
                 response_parameters={f"method.response.header.{k}": v for k, v in headers.items()},
-                response_templates={"application/json": load_template(template, **snippets, **_post_values(props))},
+                response_templates={"application/json": load_template(template, **values)},
             )
 
         problem = f"'{PROBLEM_JSON}'"
@@ -442,9 +248,7 @@ class OrderApi(TransparentScope):
                     "integration.request.header.Content-Type": "'application/x-www-form-urlencoded'",
                     "integration.request.header.Accept": "'application/json'",
                 },
-                request_templates=dict.fromkeys(
-                    JSON_CONTENT_TYPES, load_template("post_request", **snippets, **_post_values(props))
-                ),
+                request_templates=dict.fromkeys(JSON_CONTENT_TYPES, load_template("post_request", **values)),
                 integration_responses=[
                     response("202", r"2\d{2}", "post_accepted", **{"Content-Type": "'application/json'"}),
                     response("400", "400", "post_refused", **{"Content-Type": problem}),
@@ -470,7 +274,7 @@ class OrderApi(TransparentScope):
                 JSON_CONTENT_TYPES, apigw.Model.from_model_name(self, "ApiOrderModelRef", self.order_model.ref)
             ),
             request_validator=self.validator,
-            method_responses=_method_responses(
+            method_responses=method_responses(
                 {"202": ("X-Correlation-Id", "Location"), "400": ("X-Correlation-Id",), "413": ("X-Correlation-Id",)},
                 {"500": ("X-Correlation-Id",), "503": ("X-Correlation-Id", "Retry-After")},
             ),
@@ -516,7 +320,7 @@ class OrderApi(TransparentScope):
                     apigw.IntegrationResponse(
                         status_code="500",
                         response_parameters={"method.response.header.Content-Type": f"'{PROBLEM_JSON}'"},
-                        response_templates={"application/json": _static_problem(500, "the order could not be read")},
+                        response_templates={"application/json": static_problem(500, "the order could not be read")},
                     ),
                 ],
             ),
@@ -526,7 +330,7 @@ class OrderApi(TransparentScope):
             integration,
             request_parameters={"method.request.path.id": True},
             request_validator=self.validator,
-            method_responses=_method_responses(
+            method_responses=method_responses(
                 {"200": (), "400": (), "403": (), "404": (), "409": ()}, {"500": (), "503": ("Retry-After",)}
             ),
         )
@@ -582,45 +386,3 @@ class OrderApi(TransparentScope):
             )
         )
         return alarm
-
-
-def _post_values(props: OrderApiProps) -> dict[str, str]:
-    return {
-        "HEADER_TP": header_lookup("tp", "traceparent"),
-        "HEADER_KEY": header_lookup("key", "Idempotency-Key"),
-        "KEY_PATTERN": IDEMPOTENCY_KEY_PATTERN,
-        "KEY_CHARS": IDEMPOTENCY_KEY_CHARS,
-        "MAX_KEY": str(MAX_IDEMPOTENCY_KEY_LENGTH),
-        "MAX_BODY_BYTES": str(MAX_BODY_BYTES),
-        "REQUIRED": ", ".join(f"'{name}'" for name in props.order_schema.get("required", [])),
-        "REFUSED_ACTION": REFUSED_ACTION,
-        "TRACEPARENT_PATTERN": TRACEPARENT_PATTERN,
-        "TRACE_SAMPLE_PERCENT": str(TRACE_SAMPLE_PERCENT),
-        "TOO_LONG_PATTERN": TOO_LONG_PATTERN,
-        "MAX_MESSAGE_BYTES": str(props.max_message_bytes),
-    }
-
-
-def gateway_problem(detail: str, status: str | None) -> str:
-    """A problem+json body (RFC 9457) for a gateway response; ``detail`` is a JSON value."""
-    status_member = f'"status":{status},' if status else ""
-    return (
-        '{"type":"about:blank","title":"$context.error.responseType",'
-        f'{status_member}"detail":{detail},"request_id":"$context.requestId"}}'
-    )
-
-
-def _static_problem(status: int, detail: str) -> str:
-    return json.dumps({"type": "about:blank", "status": status, "detail": detail, "request_id": "$context.requestId"})
-
-
-def _method_responses(*groups: Mapping[str, tuple[str, ...]]) -> list[apigw.MethodResponse]:
-    """Method responses declaring ``Content-Type`` and the named headers for each status code."""
-    return [
-        apigw.MethodResponse(
-            status_code=status,
-            response_parameters={f"method.response.header.{h}": False for h in ("Content-Type", *headers)},
-        )
-        for group in groups
-        for status, headers in group.items()
-    ]

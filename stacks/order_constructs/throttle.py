@@ -20,6 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from aws_cdk import Token
+
+#: API Gateway's account-level defaults per Region: 10,000 requests/s, burst 5,000; a stage or
+#: method limit above them has no effect ("Throttle requests to your REST APIs",
+#: https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html).
+ACCOUNT_RATE_LIMIT = 10_000
+ACCOUNT_BURST_LIMIT = 5_000
 #: Assumed intake batch duration in seconds (the spike's and ``ops capacity``'s model use the same).
 BATCH_SECONDS = 1.0
 #: The regions with the larger Step Functions quotas ("Step Functions service quotas",
@@ -113,3 +120,27 @@ def api_throttle(quotas: QueueQuotas, figures: Mapping[str, Any]) -> tuple[float
 def api_throttle_for(figures: Mapping[str, Any], region: str | None = None) -> tuple[float, int]:
     """:func:`api_throttle` with AWS's default quotas of ``region``'s class (the large regions' when unknown)."""
     return api_throttle(ServiceQuotas.for_region(region), figures)
+
+
+@dataclass(frozen=True)
+class OrderApiThrottle:
+    """Steady rate (requests/s) and burst (token bucket size) of the stage, ``POST /orders`` and the
+    usage plan; checked against API Gateway's account-level defaults."""
+
+    rate_limit: float
+    burst_limit: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate_limit <= ACCOUNT_RATE_LIMIT:
+            raise ValueError(f"rate_limit must be in (0, {ACCOUNT_RATE_LIMIT}], got {self.rate_limit}")
+        if not 1 <= self.burst_limit <= ACCOUNT_BURST_LIMIT:
+            raise ValueError(f"burst_limit must be in [1, {ACCOUNT_BURST_LIMIT}], got {self.burst_limit}")
+
+    @classmethod
+    def from_capacity(cls, figures: Mapping[str, Any], *, region: str) -> OrderApiThrottle:
+        """Sized by :func:`~stacks.order_constructs.throttle.api_throttle` (the rate the pipeline
+        sustains, and what it absorbs at once; ``ops capacity`` runs the same model) from intake's
+        ``figures`` plus ``workflow``, with AWS's default quotas of ``region``'s class; the large
+        regions' when the region is unknown at synth."""
+        rate, burst = api_throttle_for(figures, None if Token.is_unresolved(region) else region)
+        return cls(rate_limit=rate, burst_limit=burst)

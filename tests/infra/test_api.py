@@ -17,17 +17,16 @@ from constructs_lib.monitoring import Monitoring
 from lambda_resilience.correlation import is_acceptable
 from order_domain.logs import SENSITIVE_KEYS
 from order_domain.model import ORDER_SCHEMA
-from stacks.order_constructs.api import (
+from stacks.order_constructs.api import OrderApi, OrderApiProps
+from stacks.order_constructs.api_mapping import CORRELATION_ID_PATTERN
+from stacks.order_constructs.api_model import DRAFT_04, draft04_schema
+from stacks.order_constructs.throttle import (
     ACCOUNT_BURST_LIMIT,
     ACCOUNT_RATE_LIMIT,
-    CORRELATION_ID_PATTERN,
-    DRAFT_04,
-    OrderApi,
-    OrderApiProps,
     OrderApiThrottle,
-    draft04_schema,
+    ServiceQuotas,
+    api_throttle_for,
 )
-from stacks.order_constructs.throttle import ServiceQuotas, api_throttle_for
 from tests.infra.conftest import SynthResult, cfn, join_to_string
 
 #: Fields of an order message that are not customer data: the ID and the attempt number.

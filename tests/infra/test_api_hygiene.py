@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from stacks.order_constructs.api import JSON_CONTENT_TYPES
+from stacks.order_constructs.api_mapping import JSON_CONTENT_TYPES
 from tests.infra.conftest import SynthResult, join_to_string, synth_pipeline
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from local_cloud.apigateway.vtl import java_values, render, substitute, template_variables
 from order_domain.model import ORDER_ID_PATTERN
-from stacks.order_constructs.api import (
+from stacks.order_constructs.api_mapping import (
     ORDER_ACCESS_ATTRIBUTES,
     ORDER_STATUS_ATTRIBUTES,
     TRACE_SAMPLE_PERCENT,

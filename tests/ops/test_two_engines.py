@@ -16,7 +16,7 @@ import pytest
 
 from local_cloud.apigateway.vtl import java_values, render, substitute, template_variables
 from order_domain.model import MAX_BODY_BYTES
-from stacks.order_constructs.api import JSON_CONTENT_TYPES
+from stacks.order_constructs.api_mapping import JSON_CONTENT_TYPES
 from tests.infra.conftest import SynthResult, join_to_string, synth_pipeline
 from tests.ops.velocity_engine import Case, compile_engine, render_all
 
