@@ -141,29 +141,7 @@ class InventoryService:
                     continue  # a reserve just landed: release it
             if existing["status"] == RELEASED:
                 return {"status": "already_released"}
-            actions: list[dict[str, Any]] = [
-                {
-                    "Update": {
-                        "TableName": self.table_name,
-                        "Key": reservation_key(order_id, attempt),
-                        "UpdateExpression": "SET #s = :released",
-                        "ConditionExpression": "#s = :reserved",
-                        "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": to_item({":released": RELEASED, ":reserved": RESERVED}),
-                    }
-                }
-            ]
-            for sku, qty in sorted(existing.get("items", {}).items()):
-                actions.append(
-                    {
-                        "Update": {
-                            "TableName": self.table_name,
-                            "Key": sku_key(sku),
-                            "UpdateExpression": "SET available = available + :q",
-                            "ExpressionAttributeValues": to_item({":q": int(qty)}),
-                        }
-                    }
-                )
+            actions = self._release_actions(order_id, attempt, existing.get("items", {}))
             try:
                 self.client.transact_write_items(TransactItems=actions)
                 return {"status": "released", "items": existing.get("items", {})}
@@ -174,3 +152,30 @@ class InventoryService:
                     raise _transient(exc, f"order {order_id}: release") from exc
         # Three races in a row: never claim a release that did not happen; let the saga retry.
         raise ProviderUnavailable(f"order {order_id}: reservation kept changing while releasing it")
+
+    def _release_actions(self, order_id: str, attempt: int, items: dict[str, Any]) -> list[dict[str, Any]]:
+        """One transaction: the reservation RESERVED -> RELEASED, and each SKU's quantity given back."""
+        actions: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": reservation_key(order_id, attempt),
+                    "UpdateExpression": "SET #s = :released",
+                    "ConditionExpression": "#s = :reserved",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": to_item({":released": RELEASED, ":reserved": RESERVED}),
+                }
+            }
+        ]
+        for sku, qty in sorted(items.items()):
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self.table_name,
+                        "Key": sku_key(sku),
+                        "UpdateExpression": "SET available = available + :q",
+                        "ExpressionAttributeValues": to_item({":q": int(qty)}),
+                    }
+                }
+            )
+        return actions

@@ -267,23 +267,27 @@ class OrderRepository:
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
-            old = exc.response.get("Item")
-            if not old:
-                raise UnknownOrder(f"order {order_id} not found") from exc
-            old_item = from_item(old)
-            current = OrderStatus(old_item["status"])
-            current_attempt = int(old_item.get("payment_attempt", 1))
-            if attempt is not None and current_attempt > attempt:
-                return "stale"  # a newer payment attempt owns the order now
-            if attempt is not None and current_attempt < attempt:
-                raise StaleAttempt(
-                    f"order {order_id}: attempt {attempt} is not recorded (current {current_attempt})"
-                ) from exc
-            if current == to:
-                return "already"
-            if current in TERMINAL or to in predecessors(current):
-                return "stale"
-            raise InvalidTransition(f"order {order_id}: {current.value} -> {to.value} is not allowed") from exc
+            return _refused_move(exc, order_id, to, attempt)
+
+
+def _refused_move(exc: ClientError, order_id: str, to: OrderStatus, attempt: int | None) -> str:
+    """Why :meth:`OrderRepository.transition`'s condition failed, from the item as it was (``ALL_OLD``):
+    ``"stale"``, ``"already"``, or raised (unknown order, unrecorded attempt, a skip)."""
+    old = exc.response.get("Item")
+    if not old:
+        raise UnknownOrder(f"order {order_id} not found") from exc
+    old_item = from_item(old)
+    current = OrderStatus(old_item["status"])
+    current_attempt = int(old_item.get("payment_attempt", 1))
+    if attempt is not None and current_attempt > attempt:
+        return "stale"  # a newer payment attempt owns the order now
+    if attempt is not None and current_attempt < attempt:
+        raise StaleAttempt(f"order {order_id}: attempt {attempt} is not recorded (current {current_attempt})") from exc
+    if current == to:
+        return "already"
+    if current in TERMINAL or to in predecessors(current):
+        return "stale"
+    raise InvalidTransition(f"order {order_id}: {current.value} -> {to.value} is not allowed") from exc
 
 
 def compensating(orders: OrderRepository, order_id: str, attempt: int, payload: dict[str, Any]) -> str:
