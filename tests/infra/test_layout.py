@@ -1,6 +1,8 @@
 """The layout rules of the infrastructure code, checked on its source (AST scans).
 
-- No function in ``stacks/`` (the stack, its constructs) is longer than 60 lines.
+- No product module (``app.py``, ``stacks/``, ``constructs_lib/``, ``lambdas/``, ``packages/lambda_resilience``)
+  is longer than 400 lines, and none of its functions longer than 60. Complexity (branches, statements,
+  returns, McCabe) is ruff's rule in ``make lint`` (pyproject.toml), over the same code.
 - The order functions' environment variable names are written once, in ``lambdas/order_domain/env.py``:
   every other module (the app, stacks, constructs, Lambda code, packages, ops, tools, examples and
   the tests) uses its constants.
@@ -18,6 +20,11 @@ import order_domain.env as env_names
 from tests.infra.conftest import REPO_ROOT
 
 MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 400
+#: The product's code (its tests are not held to the length rules).
+PRODUCT_CODE = tuple(
+    REPO_ROOT / name for name in ("app.py", "stacks", "constructs_lib", "lambdas", "packages/lambda_resilience/src")
+)
 ENV_SCAN = tuple(
     REPO_ROOT / name
     for name in ("app.py", "stacks", "constructs_lib", "lambdas", "packages", "ops", "tools", "examples", "tests")
@@ -44,15 +51,29 @@ def test_layout_env_names_known() -> None:
     assert {env_names.ORDERS_TABLE_NAME, env_names.STATE_MACHINE_ARN, env_names.REPLAY_TARGETS} <= ENV_NAMES
 
 
-@pytest.mark.parametrize("path", _python_files(REPO_ROOT / "stacks"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
-def test_layout_stack_functions_at_most_60_lines(path: Path) -> None:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    long = {
-        f"{f.name} (line {f.lineno})": (f.end_lineno or f.lineno) - f.lineno + 1
-        for f in _functions(tree)
-        if (f.end_lineno or f.lineno) - f.lineno + 1 > MAX_FUNCTION_LINES
+def _long_functions(source: str) -> dict[str, int]:
+    return {
+        f"{f.name} (line {f.lineno})": lines
+        for f in _functions(ast.parse(source))
+        if (lines := (f.end_lineno or f.lineno) - f.lineno + 1) > MAX_FUNCTION_LINES
     }
-    assert long == {}, f"{path.relative_to(REPO_ROOT)}: functions over {MAX_FUNCTION_LINES} lines"
+
+
+def test_layout_product_modules_at_most_400_lines_and_functions_at_most_60() -> None:
+    files = _python_files(*PRODUCT_CODE)
+    assert REPO_ROOT / "constructs_lib" / "generic_saga.py" in files and len(files) > 100
+    long_modules = {
+        str(p.relative_to(REPO_ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    long_functions = {str(p.relative_to(REPO_ROOT)): f for p in files if (f := _long_functions(p.read_text()))}
+    assert long_modules == {}, f"modules over {MAX_MODULE_LINES} lines"
+    assert long_functions == {}, f"functions over {MAX_FUNCTION_LINES} lines"
+
+
+def test_layout_length_check_can_fail() -> None:
+    body = "\n".join(f"    x = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(f"def f():\n{body}\n") == {"f (line 1)": MAX_FUNCTION_LINES + 1}
+    assert _long_functions("def g():\n    return 1\n") == {}
 
 
 def test_layout_env_names_written_only_in_env_module() -> None:
