@@ -167,3 +167,23 @@ def test_docs_coverage_decision_record_has_context_decision_consequences(record:
     assert {"context", "decision", "consequences"} <= anchors(record)
     assert re.search(r"^- \*\*Date\*\*: \d{4}-\d{2}-\d{2}", text, re.MULTILINE), "a dated record"
     assert re.search(r"\]\(\.\./\.\./[^)]+\)", text), "a link to the code it concerns"
+
+
+def test_docs_coverage_design_opens_with_map_graph_and_glossary() -> None:
+    """A newcomer's first two screens (100 lines) of docs/design.md: the map, the saga's graph, the glossary."""
+    lines = (ROOT / "docs" / "design.md").read_text().splitlines()
+    headings = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    first = [lines[i] for i in headings[:4]]
+    assert first[:3] == [
+        "## Map: the product, the harness, and what may import what",
+        "## The saga's state graph",
+        "## Glossary",
+    ]
+    assert headings[3] <= 100, "the glossary ends past the second screen"
+
+
+def test_docs_coverage_decision_0018_is_a_record() -> None:
+    """0018 reads in a minute (its research is a note under docs/research/); its title promises no tracing (0019)."""
+    record = (DECISIONS / "0018-order-api-front-door.md").read_text()
+    assert len(record.splitlines()) <= 80
+    assert "trac" not in record.splitlines()[0].lower()

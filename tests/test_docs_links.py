@@ -51,3 +51,45 @@ def test_docs_links_resolve(document: Path) -> None:
 
 def test_docs_links_readme_is_for_newcomers() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+#: A code reference: a path in backticks from the repository root (``stacks/app_builder.py``,
+#: ``tests/infra/test_api.py::test_x``, ``ops/local/``); placeholders (``lambdas/<function>/``,
+#: ``api_templates/*.vtl``) are not checked.
+CODE_REF = re.compile(r"`([^`\s]+)`")
+ROOT_ENTRIES = ("app.py", "stacks/", "constructs_lib/", "lambdas/", "packages/", "ops/", "tools/", "tests/", "docs/",
+                "examples/", "Makefile", "pyproject.toml", "cdk.json", "requirements")  # fmt: skip
+PLACEHOLDER = re.compile(r"[<>*{}$\[\]]|\.\.\.")
+
+
+def code_references(text: str) -> list[str]:
+    """The repository paths ``text`` names in backticks (code blocks included: a command names real files)."""
+    found = []
+    for ref in CODE_REF.findall(text):
+        path = re.sub(r"(::[\w.\[\]-]+|:\d+(-\d+)?|#.*)$", "", ref).rstrip(",.;:)")
+        if path.startswith(ROOT_ENTRIES) and not PLACEHOLDER.search(path):
+            found.append(path)
+    return found
+
+
+def test_docs_links_code_reference_scanner_sees_paths() -> None:
+    refs = code_references("see `stacks/app.py`, `tests/infra/test_api.py::test_x`, `lambdas/<fn>/handler.py`, `x.py`")
+    assert refs == ["stacks/app.py", "tests/infra/test_api.py"]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_links_code_references_exist(document: Path) -> None:
+    """Every file or folder a document names in backticks exists (no reference to a file that was moved)."""
+    missing = sorted({ref for ref in code_references(document.read_text()) if not (ROOT / ref).exists()})
+    assert not missing, f"{document.relative_to(ROOT)}: no such file: {', '.join(missing)}"
+
+
+def test_docs_links_readme_diagrams_fit_120_columns() -> None:
+    """A code block (the pipeline diagram, commands) reads without horizontal scrolling."""
+    wide = [
+        line
+        for block in FENCE.findall((ROOT / "README.md").read_text())
+        for line in block.splitlines()
+        if len(line) > 120
+    ]
+    assert wide == []

@@ -5,6 +5,11 @@ we resolve them from the template itself to well-formed placeholder values (an A
 a name per resource type, no deployment) so ``asl-validator`` can check the document.
 
 Usage: ``python -m tools.export_asl <cdk.out dir> <stack name> <output dir>``; prints the files.
+
+``python -m tools.export_asl --mermaid <cdk.out dir> <stack name> <markdown file>``: the state graph of
+the stack's (one) state machine as a Mermaid flowchart, written between the file's
+``<!-- state-graph:begin -->`` and ``<!-- state-graph:end -->`` markers (docs/design.md; a test checks
+that the checked-in graph is the synthesized one's).
 """
 
 from __future__ import annotations
@@ -71,8 +76,67 @@ def export(outdir: Path, stack: str, target: Path) -> list[Path]:
     return written
 
 
+GRAPH_BEGIN, GRAPH_END = "<!-- state-graph:begin -->", "<!-- state-graph:end -->"
+
+
+def _edge_label(errors: list[str]) -> str:
+    return "any error" if errors == ["States.ALL"] else ", ".join(errors)
+
+
+def mermaid(definition: dict[str, Any]) -> str:
+    """The definition's states and transitions as a Mermaid flowchart: ``Next`` and ``Default`` solid,
+    ``Catch`` dotted and labelled with its errors; Fail and Succeed states rounded. Retries are not drawn."""
+    states: dict[str, Any] = definition["States"]
+    lines = ["flowchart TD", f"    start((start)) --> {definition['StartAt']}"]
+    for name, state in states.items():
+        kind = state["Type"]
+        if kind in ("Fail", "Succeed"):  # a task is a plain box, named by its ID
+            lines.append(f'    {name}(["{name}: {kind.lower()}"])')
+    for name, state in states.items():
+        for target in (state.get("Next"), state.get("Default")):
+            if target:
+                lines.append(f"    {name} --> {target}")
+        for choice in state.get("Choices", []):
+            lines.append(f"    {name} --> {choice['Next']}")
+        if state.get("End"):
+            lines.append(f"    {name} --> done((end))")
+        for catch in state.get("Catch", []):
+            lines.append(f'    {name} -.->|"{_edge_label(catch["ErrorEquals"])}"| {catch["Next"]}')
+    return "\n".join(lines) + "\n"
+
+
+def definitions(outdir: Path, stack: str) -> dict[str, dict[str, Any]]:
+    """Each state machine's definition in the stack's template, resolved, by logical ID."""
+    template = json.loads((outdir / f"{stack}.template.json").read_text())
+    resources: dict[str, Any] = template.get("Resources", {})
+    return {
+        logical_id: json.loads(resolve(body["Properties"]["DefinitionString"], resources))
+        for logical_id, body in resources.items()
+        if body["Type"] == "AWS::StepFunctions::StateMachine"
+    }
+
+
+def graph_block(document: str) -> str:
+    """The Mermaid source between the markers of ``document`` (without the fence)."""
+    start, end = document.index(GRAPH_BEGIN), document.index(GRAPH_END)
+    block = document[start + len(GRAPH_BEGIN) : end].strip()
+    return block.removeprefix("```mermaid").removesuffix("```").lstrip("\n")
+
+
+def write_graph(outdir: Path, stack: str, markdown: Path) -> None:
+    """Replace the graph between ``markdown``'s markers by the stack's state machine's."""
+    (definition,) = definitions(outdir, stack).values()
+    text = markdown.read_text()
+    start, end = text.index(GRAPH_BEGIN) + len(GRAPH_BEGIN), text.index(GRAPH_END)
+    markdown.write_text(f"{text[:start]}\n```mermaid\n{mermaid(definition)}```\n{text[end:]}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    if len(args) == 4 and args[0] == "--mermaid":
+        write_graph(Path(args[1]), args[2], Path(args[3]))
+        raise SystemExit(0)
+    if len(args) != 3:
         raise SystemExit(__doc__)
-    for p in export(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])):
+    for p in export(Path(args[0]), args[1], Path(args[2])):
         print(p)
