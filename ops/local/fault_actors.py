@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ops.local.fault_inject import FaultPlan
 
 #: Wall seconds an actor or a held request waits at most for what it waits for.
-WAIT_CAP_SECONDS = 20.0
+WAIT_CAP_SECONDS = 30.0
 #: The compensation that follows each provider action's state (where an in-flight request may still
 #: be answered 409 before it is let go).
 COMPENSATION_OF = {
@@ -117,7 +117,7 @@ def run_race(plan: FaultPlan, actors: Actors, rule: Rule, order_id: str) -> None
         actors.orders[order_id] = (message, cid)
     before = actors.delivered.get(order_id, 0)
     actors.send(message, cid)
-    processed = _wait(lambda: actors.delivered.get(order_id, 0) > before, cap=5.0)
+    processed = _wait(lambda: actors.delivered.get(order_id, 0) > before, cap=WAIT_CAP_SECONDS)
     actors.note(order_id, f"{rule.error} {'processed' if processed else 'sent'} inside {rule.state}")
 
 
