@@ -34,17 +34,15 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
 from ops.local.fault_cells import Rule
+from ops.local.fault_inject import FaultPlan, find_order_id, provider_call
 from ops.local.orders import MARKER_HEX
-
-if TYPE_CHECKING:
-    from ops.local.fault_inject import FaultPlan
 
 #: Wall seconds an actor or a held request waits at most for what it waits for.
 WAIT_CAP_SECONDS = 30.0
@@ -88,6 +86,14 @@ class Actors:
     def note(self, order_id: str, text: str) -> None:
         with self.lock:
             self.notes.setdefault(order_id, []).append(text)
+
+    def race(self, plan: FaultPlan, rule: Rule, order_id: str) -> None:
+        """The ``race`` rule's actor, now (:func:`run_race`)."""
+        run_race(plan, self, rule, order_id)
+
+    def hooks(self, plan: FaultPlan) -> AbstractContextManager[None]:
+        """The duplicate-invocation, in-flight and ListExecutions hooks (:func:`inject_actors`)."""
+        return inject_actors(plan, self)
 
 
 def next_attempt(order: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +145,6 @@ def _duplicates(plan: FaultPlan, actors: Actors) -> Iterator[None]:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
     from local_cloud.lambda_runtime import LocalFunction
-    from ops.local.fault_inject import find_order_id
 
     original_invoke = LocalFunction.invoke
     original_save = BasePersistenceLayer.save_inprogress
@@ -209,8 +214,6 @@ def expire_record(layer: Any, data: Any, actors: Actors) -> None:
     stays)."""
     from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-    from ops.local.fault_inject import find_order_id
-
     order_id = find_order_id(data)
     if order_id is None or order_id not in actors.expired:
         return
@@ -247,7 +250,6 @@ def _in_flight(plan: FaultPlan, actors: Actors) -> Iterator[None]:
     provider; the caller's read times out; what follows with the key is answered 409 by the provider."""
     import urllib3
 
-    from ops.local.fault_inject import provider_call
     from ops.local.provider_server import holding
 
     pool_class = urllib3.connectionpool.HTTPConnectionPool

@@ -300,9 +300,6 @@ def generate_cells(definition: Mapping[str, Any]) -> list[Cell]:
                 rule = Rule(state_name, "ambiguous", kind, persistence, count, action=action)
                 cells.append(Cell(state_name, f"ambiguous-{action}-{kind}", persistence, (*route, rule)))
     cells.extend(repair_cells(states, start, routes))
-    from ops.local.fault_races import race_cells  # imports this module's Cell and Rule
-
-    cells.extend(race_cells(states, routes))
     return cells
 
 

@@ -31,13 +31,6 @@ from local_cloud.lambda_runtime import SimulatedCrash
 from local_cloud.template import ACCOUNT, REGION
 from ops.local.fault_cells import Rule
 
-
-def run_race(plan: FaultPlan, actors: Any, rule: Rule, order_id: str) -> None:
-    from ops.local.fault_actors import run_race as run
-
-    run(plan, actors, rule, order_id)
-
-
 _PROVIDER_ROUTES = (
     ("POST", "/payment/charges", "charge"),
     ("POST", "/payment/refunds", "refund"),
@@ -55,7 +48,8 @@ class FaultPlan:
     _first_execution: dict[str, str] = field(default_factory=dict)
     _current: dict[str, tuple[str, str]] = field(default_factory=dict)  # order -> (state, execution)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    #: The concurrent actors' means (ops.local.fault_actors.Actors), for ``race`` rules.
+    #: The concurrent actors (ops.local.fault_actors.Actors: ``race(plan, rule, order_id)`` and
+    #: ``hooks(plan)``), for ``race``, ``duplicate`` and ``inflight`` rules.
     actors: Any = None
 
     def add(self, order_id: str, rules: list[Rule]) -> None:
@@ -193,13 +187,13 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
         plan.enter(order_id, self.name, str(execution.get("Name", "")))
         race = plan.fire(order_id, self.name, ("race",)) if plan.actors is not None else None
         if race is not None and race.timing == "before":
-            run_race(plan, plan.actors, race, order_id)
+            plan.actors.race(plan, race, order_id)
         rule = plan.fire(order_id, self.name, ("error",))
         if rule is not None and rule.timing == "before":
             raise InjectedFailure(rule.error)
         original_eval(self, env)
         if race is not None and race.timing == "after":
-            run_race(plan, plan.actors, race, order_id)
+            plan.actors.race(plan, race, order_id)
         if rule is not None:  # after acting: the effect happened, the answer is lost
             raise InjectedFailure(rule.error)
         if plan.fire(order_id, self.name, ("stop",)):
@@ -254,9 +248,7 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
         stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", save_success))
         stack.enter_context(mock.patch.object(pool_class, "_make_request", make_request))
         if plan.actors is not None:
-            from ops.local.fault_actors import inject_actors
-
-            stack.enter_context(inject_actors(plan, plan.actors))
+            stack.enter_context(plan.actors.hooks(plan))
         yield plan
 
 

@@ -22,9 +22,10 @@ from local_cloud.clients import aws
 from local_cloud.tables import scan_all
 from ops.errors import OpsError
 from ops.local.fault_actors import Actors
-from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, generate_cells, render
+from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, render
 from ops.local.fault_inject import FaultPlan, inject_plan
 from ops.local.fault_phases import after_drain, race_actors, race_repair
+from ops.local.fault_races import all_cells
 from ops.local.options import RunOptions
 from ops.local.orders import make_order
 from ops.local.pipeline import PipelineRun, local_pipeline
@@ -71,7 +72,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
     with local_pipeline(run_options) as run:
         deployed = time.monotonic()
         definition = deployed_definition(run)
-        cells = select(generate_cells(definition), options)
+        cells = select(all_cells(definition), options)
         if cells_filter is not None:
             cells = [c for c in cells if cells_filter(c)]
         rng = random.Random(options.seed)

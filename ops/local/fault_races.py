@@ -21,8 +21,20 @@ Rows:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from ops.local.fault_cells import AMBIGUOUS_ACTIONS, REPAIR_ACTIONS, Cell, Persistence, Rule, TaskState, first_only
+from ops.local.fault_cells import (
+    AMBIGUOUS_ACTIONS,
+    REPAIR_ACTIONS,
+    Cell,
+    Persistence,
+    Rule,
+    TaskState,
+    first_only,
+    generate_cells,
+    route_to,
+    task_states,
+)
 
 #: The compensation states (attempt N+1 arrives while one of them runs).
 COMPENSATIONS = ("RefundPayment", "CancelShipment", "ReleaseInventory")
@@ -36,6 +48,14 @@ TIME_SETUPS = {
     "record-and-key-expired-before-redrive": ("expire-both", ("redrive",)),
 }
 REPAIR_RACES = ("sweep-inside-repair", "repair-inside-sweep")
+
+
+def all_cells(definition: Mapping[str, Any]) -> list[Cell]:
+    """The whole matrix: :func:`~ops.local.fault_cells.generate_cells` and the cells of this module."""
+    states = task_states(definition)
+    start = str(definition["StartAt"])
+    routes = {name: route_to(states, start, name) for name in states}
+    return [*generate_cells(definition), *race_cells(states, routes)]
 
 
 def race_cells(states: Mapping[str, TaskState], routes: Mapping[str, list[Rule] | None]) -> list[Cell]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ops.local.fault_actors import next_attempt
-from ops.local.fault_cells import generate_cells
+from ops.local.fault_races import all_cells
 from ops.local.orders import PII_PATTERN
 
 from .test_fault_cells import saga
 
 
 def test_race_cells_cover_each_actor_at_each_lambda_state() -> None:
-    keys = {c.key for c in generate_cells(saga())}
+    keys = {c.key for c in all_cells(saga())}
     for state in ("Reserve", "ChargePayment", "RefundPayment"):
         assert {f"{state}|sweeper-during-execution|listed", f"{state}|sweeper-during-execution|lagging",
                 f"{state}|duplicate-invocation|first-answer", f"{state}|duplicate-invocation|outlives-retries",
@@ -25,7 +25,7 @@ def test_race_cells_cover_each_actor_at_each_lambda_state() -> None:
 
 
 def test_race_cells_send_attempt_2_after_each_terminal_outcome_and_race_the_sweeper() -> None:
-    cells = {c.key: c for c in generate_cells(saga())}
+    cells = {c.key: c for c in all_cells(saga())}
     for setup in ("completed", "parked", "declined"):
         assert cells[f"attempt2@{setup}|payment-attempt-2|once"].after_drain == "attempt2"
     race = cells["race@stop@ChargePayment|sweep-inside-repair-compensate|lagging"]
@@ -34,7 +34,7 @@ def test_race_cells_send_attempt_2_after_each_terminal_outcome_and_race_the_swee
 
 
 def test_race_cells_the_attempt_2_during_compensation_meets_no_fault_of_attempt_1() -> None:
-    cell = next(c for c in generate_cells(saga()) if c.key == "RefundPayment|attempt-2-during-compensation|once")
+    cell = next(c for c in all_cells(saga()) if c.key == "RefundPayment|attempt-2-during-compensation|once")
     assert all(r.first_execution_only for r in cell.rules)
 
 
