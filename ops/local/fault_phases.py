@@ -5,7 +5,6 @@ provider's key window passing, our idempotency records expiring), and a repair r
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,8 +112,9 @@ def _before_lease(act: Any) -> Iterator[None]:
 def _after_listing(act: Any) -> Iterator[None]:
     """Run ``act`` once, right after the sweeper listed the RUNNING executions (the sweeper
     function's own module, as its handler loaded it)."""
-    module = importlib.import_module("order_domain.sweeper")
-    original = module.running_execution_names
+    import order_domain.sweeper  # the module the sweeper function's handler loaded (shared sys.modules)
+
+    original = order_domain.sweeper.running_execution_names
     done: list[bool] = []
 
     def listed(*args: Any, **kwargs: Any) -> set[str]:
@@ -124,7 +124,7 @@ def _after_listing(act: Any) -> Iterator[None]:
             act()
         return names
 
-    with mock.patch.object(module, "running_execution_names", listed):
+    with mock.patch.object(order_domain.sweeper, "running_execution_names", listed):
         yield
 
 
