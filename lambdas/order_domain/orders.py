@@ -199,7 +199,11 @@ class OrderRepository:
         return found
 
     def for_step(self, order_id: str, attempt: int) -> dict[str, Any]:
-        """The order message a forward step works on: :class:`UnknownOrder` if the table does not
+        """The order message a forward step works on (see :meth:`step_item`)."""
+        return dict(self.step_item(order_id, attempt)["order"])
+
+    def step_item(self, order_id: str, attempt: int) -> dict[str, Any]:
+        """The order item a forward step works on: :class:`UnknownOrder` if the table does not
         know the order, :class:`StaleAttempt` if a newer payment attempt replaced this one or if
         the attempt already ended (COMPLETED, COMPENSATED, or parked NEEDS_ATTENTION: e.g. the
         sweeper parked an order whose saga never started, and a late redelivery starts it now).
@@ -211,7 +215,7 @@ class OrderRepository:
             raise StaleAttempt(f"order {order_id}: attempt {attempt} was replaced by attempt {current}")
         if item.get("status") in TERMINAL:
             raise StaleAttempt(f"order {order_id}: attempt {attempt} already ended {item['status']}")
-        return dict(item["order"])
+        return item
 
     def transition(
         self,

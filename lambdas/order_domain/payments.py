@@ -55,9 +55,19 @@ class PaymentService:
     def charge(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Charge this attempt's total with its token (both read from the orders table)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        order = self.orders.for_step(order_id, attempt)
+        item = self.orders.step_item(order_id, attempt)
+        order = dict(item["order"])
+        key = business_key(order_id, CHARGE, attempt)
+        if recorded(item, OrderStatus.PAYMENT_CHARGED, attempt):
+            # Our own record says this attempt captured (a rerun after its idempotency record expired
+            # or was lost): never send the charge again, the provider may have forgotten the key by now
+            # and would take it for a new charge. Its answer by lookup, else our record's.
+            found = self.provider.find_charge(key)
+            if found is not None and found.status == CAPTURED:
+                return {"status": CAPTURED, "payment_id": found.payment_id, "amount_cents": found.amount_cents}
+            return {"status": CAPTURED, "payment_id": None, "amount_cents": order_total_cents(order)}
         result = self.provider.charge(
-            business_key(order_id, CHARGE, attempt),
+            key,
             order_id=order_id,
             amount_cents=order_total_cents(order),
             currency=order["currency"],

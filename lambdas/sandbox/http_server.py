@@ -50,6 +50,28 @@ def _no_hold(provider: str, request: dict[str, Any]) -> None:
     del provider, request
 
 
+#: Holds every live server also calls (the fault matrix's in-flight cells: :func:`holding`).
+_EXTRA_HOLDS: list[Hold] = []
+#: The servers now serving (the fault matrix's :func:`forget_keys`).
+_LIVE: list[_Server] = []
+
+
+@contextmanager
+def holding(hold: Hold) -> Iterator[None]:
+    """While active, every served sandbox also calls ``hold`` inside each request's processing."""
+    _EXTRA_HOLDS.append(hold)
+    try:
+        yield
+    finally:
+        _EXTRA_HOLDS.remove(hold)
+
+
+def forget_keys(prefix: str) -> int:
+    """Every live server forgets the keys it has seen that start with ``prefix``, as if their window
+    had passed (a lookup answers 404, a POST is a new request); returns how many were forgotten."""
+    return sum(server.forget(prefix) for server in list(_LIVE))
+
+
 @dataclass(frozen=True)
 class ProviderEndpoints:
     """Where the served sandbox answers, and the API key it expects."""
@@ -126,6 +148,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._answer(409, {"error": "idempotency_key_in_use"})
                 return
             self.server.hold(provider, request)
+            for extra in list(_EXTRA_HOLDS):
+                extra(provider, request)
             seen = self.server.windowed(provider, request)
             if seen is None:  # the key's window passed: the provider no longer knows it
                 self._answer(404, {"error": "not_found"})
@@ -173,6 +197,7 @@ class _Server(ThreadingHTTPServer):
         self.key_window_seconds, self.now = key_window
         self._first_seen: dict[tuple[str, str], float] = {}
         self._generation: dict[tuple[str, str], int] = {}
+        self._forgotten: set[tuple[str, str]] = set()
         self.request_scope = request_scope
         self.hold = hold
         self._in_flight: set[tuple[str, str]] = set()
@@ -214,17 +239,25 @@ class _Server(ThreadingHTTPServer):
         """The request as the ledger sees it under the key window: a key seen longer ago than the
         window is forgotten (a lookup: None, answered 404; a POST: a new key generation, a new op)."""
         key = request.get("idempotency_key")
-        if self.key_window_seconds is None or not key:
+        if not key:
             return request
         slot, now = (provider, str(key)), self.now()
         first = self._first_seen.setdefault(slot, now)
-        if now - first > self.key_window_seconds:
+        window = self.key_window_seconds
+        if slot in self._forgotten or (window is not None and now - first > window):
             if request.get("action") == "get":
                 return None
+            self._forgotten.discard(slot)
             self._first_seen[slot] = now
             self._generation[slot] = self._generation.get(slot, 0) + 1
         generation = self._generation.get(slot, 0)
         return {**request, "idempotency_key": f"{key}#after-window-{generation}"} if generation else request
+
+    def forget(self, prefix: str) -> int:
+        """Treat the keys seen so far that start with ``prefix`` as past their window."""
+        slots = {slot for slot in self._first_seen if slot[1].startswith(prefix)}
+        self._forgotten |= slots
+        return len(slots)
 
     def dispatch(self, provider: str, request: dict[str, Any]) -> dict[str, Any]:
         logger = self._loggers[provider]
@@ -267,10 +300,12 @@ def serve_sandbox(
     server = _Server(ledger_table, key, request_scope, hold, (key_window_seconds, now))
     thread = threading.Thread(target=server.serve_forever, name="sandbox-http", daemon=True)
     thread.start()
+    _LIVE.append(server)
     origin = f"http://{HOST}:{server.server_address[1]}"
     try:
         yield ProviderEndpoints(payment_url=f"{origin}/payment", carrier_url=f"{origin}/carrier", api_key=key)
     finally:
+        _LIVE.remove(server)
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

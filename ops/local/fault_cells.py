@@ -24,8 +24,13 @@ Fault names are the ones Step Functions reports for each integration:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from ops.local.fault_judge import Effects as Effects
+from ops.local.fault_judge import OrderFacts as OrderFacts
+from ops.local.fault_judge import classify as classify
+from ops.local.fault_judge import facts_from_records as facts_from_records
 
 Integration = Literal["lambda", "dynamodb", "sqs", "other"]
 Persistence = Literal["once", "retries", "forever"]
@@ -176,12 +181,15 @@ class Rule:
     kind: ``error`` (the task fails with ``error``), ``crash`` (the function dies after its side
     effect, before its idempotency record completes), ``stop`` (StopExecution), ``timeout`` (the
     execution times out), ``ambiguous`` (the provider's answer for ``action`` is lost after it acted:
-    ``error`` is the transport kind). ``first_execution_only``: a stop, a timeout, or a setup that an
-    operator's repair comes after (the outage is over when they repair).
+    ``error`` is the transport kind), ``race`` (run the actor ``error`` inside the state, ``timing``
+    before or after it acted, variant ``action``), ``duplicate`` (a second live invocation of the step,
+    variant ``action``), ``inflight`` (the provider keeps ``action``'s first request in flight and
+    answers its retries 409): :mod:`ops.local.fault_actors`. ``first_execution_only``: a stop, a
+    timeout, or a setup that an operator's repair comes after (the outage is over when they repair).
     """
 
     state: str
-    kind: Literal["error", "crash", "stop", "timeout", "ambiguous"]
+    kind: Literal["error", "crash", "stop", "timeout", "ambiguous", "race", "duplicate", "inflight"]
     error: str = ""
     persistence: Persistence = "forever"
     count: int = 0  # attempts that fail: 1 (once), the retrier's MaxAttempts (retries), or 0 (forever)
@@ -204,6 +212,11 @@ class Cell:
     rules: tuple[Rule, ...]
     repair: str = ""  # the ops repair action to run once the first execution has ended
     setup: str = ""  # repair cells: what brought the order where the repair finds it
+    #: Once the first execution ended, before the repairs (ops.local.fault_races): ``attempt2``,
+    #: ``forget-keys``, ``expire-records``, ``expire-both``.
+    after_drain: str = ""
+    #: A repair racing the sweeper: ``sweep-inside-repair`` or ``repair-inside-sweep``.
+    race: str = ""
 
     @property
     def key(self) -> str:
@@ -315,103 +328,7 @@ def first_only(rule: Rule) -> Rule:
     return Rule(rule.state, rule.kind, rule.error, rule.persistence, rule.count, rule.timing, rule.action, True)
 
 
-# -- classification -------------------------------------------------------------------------------
-
-
-@dataclass
-class OrderFacts:
-    """What the tables, the sandbox ledger, the needs-attention queue and the alarms say of one order."""
-
-    order_id: str
-    status: str | None
-    captures: int = 0
-    refunds: int = 0
-    live_shipments: int = 0
-    reserved: bool = False  # a reservation still RESERVED
-    released: bool = False
-    attention_messages: int = 0
-    attention_alarm: bool = False
-    executions: dict[str, int] = field(default_factory=dict)  # status -> count
-
-
-def facts_from_records(
-    order_ids: Iterable[str],
-    statuses: Mapping[str, Mapping[str, Any]],
-    ledger: Iterable[Mapping[str, Any]],
-    inventory: Iterable[Mapping[str, Any]],
-) -> dict[str, OrderFacts]:
-    """Each order's status, provider side effects (sandbox ledger ops) and reservations (inventory table)."""
-    facts = {oid: OrderFacts(order_id=oid, status=statuses.get(oid, {}).get("status")) for oid in order_ids}
-    for op in ledger:
-        f = facts.get(str(op.get("order_id")))
-        if f is None or op.get("sk") != "op":
-            continue
-        action, status = op.get("action"), op.get("status")
-        if action == "charge" and status in ("captured", "partially_captured"):
-            f.captures += 1
-        elif action == "refund" and status == "refunded":
-            f.refunds += 1
-        elif action == "ship" and status == "shipped":
-            f.live_shipments += 1
-    for item in inventory:
-        f = facts.get(str(item.get("order_id")))
-        if f is None or not str(item.get("pk", "")).startswith("reservation#"):
-            continue
-        f.reserved = f.reserved or item.get("status") == "RESERVED"
-        f.released = f.released or item.get("status") == "RELEASED"
-    return facts
-
-
-def classify(f: OrderFacts) -> tuple[str, list[str]]:
-    """``(outcome, what disagrees)``: COMPLETED / COMPENSATED / NEEDS_ATTENTION, or VIOLATION with reasons."""
-    problems: list[str] = []
-    if f.captures > 1:
-        problems.append(f"{f.captures} captures")
-    if f.live_shipments > 1:
-        problems.append(f"{f.live_shipments} live shipments")
-    if f.refunds > f.captures:
-        problems.append(f"{f.refunds} refunds for {f.captures} captures")
-    completed = f.captures == 1 and f.refunds == 0 and f.live_shipments == 1 and not f.released
-    compensated = f.refunds >= f.captures and f.live_shipments == 0 and not f.reserved
-    harm = _parked_harm(f)
-    if not problems and f.status == "COMPLETED" and completed:
-        return "COMPLETED", []
-    if not problems and f.status == "COMPENSATED" and compensated:
-        return "COMPENSATED", []
-    if not problems and not harm and f.attention_messages and f.attention_alarm:
-        return "NEEDS_ATTENTION", []
-    if f.status == "COMPLETED":
-        problems.append(_disagrees("COMPLETED", f))
-    elif f.status == "COMPENSATED":
-        problems.append(_disagrees("COMPENSATED", f))
-    elif f.attention_messages and not f.attention_alarm:
-        problems.append("announced but the needs-attention alarm is not in ALARM")
-    else:
-        problems.append(f"status {f.status} and nothing on the needs-attention queue")
-    problems.extend(harm)
-    if f.executions:
-        problems.append("executions " + ",".join(f"{k}={v}" for k, v in sorted(f.executions.items())))
-    return "VIOLATION", problems
-
-
-def _parked_harm(f: OrderFacts) -> list[str]:
-    """Money and parcel read for a parked or announced order too (issue 28): announcing does not make
-    harm a success. Money given back for a parcel that left, or a COMPLETED order whose money went
-    back or whose parcel was recalled (a compensation that ran on a finished order), is a violation."""
-    harm = []
-    if f.refunds and f.live_shipments:
-        harm.append(f"refunded ({f.refunds}) with a live shipment")
-    if f.status == "COMPLETED" and f.attention_messages and (f.refunds or not f.live_shipments):
-        harm.append(f"COMPLETED but refunds={f.refunds} live_shipments={f.live_shipments}")
-    return harm
-
-
-def _disagrees(status: str, f: OrderFacts) -> str:
-    return (
-        f"{status} but captures={f.captures} refunds={f.refunds} live_shipments={f.live_shipments} "
-        f"reserved={f.reserved} released={f.released}, not announced"
-    )
-
+# -- classification (ops.local.fault_judge; re-exported here for its callers) ---------------------
 
 # -- the matrix ------------------------------------------------------------------------------------
 

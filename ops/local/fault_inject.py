@@ -48,6 +48,9 @@ class FaultPlan:
     _first_execution: dict[str, str] = field(default_factory=dict)
     _current: dict[str, tuple[str, str]] = field(default_factory=dict)  # order -> (state, execution)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The concurrent actors (ops.local.fault_actors.Actors: ``race(plan, rule, order_id)`` and
+    #: ``hooks(plan)``), for ``race``, ``duplicate`` and ``inflight`` rules.
+    actors: Any = None
 
     def add(self, order_id: str, rules: list[Rule]) -> None:
         self.rules[order_id] = list(rules)
@@ -182,10 +185,15 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
         assert order_id is not None
         execution = _context(env)
         plan.enter(order_id, self.name, str(execution.get("Name", "")))
+        race = plan.fire(order_id, self.name, ("race",)) if plan.actors is not None else None
+        if race is not None and race.timing == "before":
+            plan.actors.race(plan, race, order_id)
         rule = plan.fire(order_id, self.name, ("error",))
         if rule is not None and rule.timing == "before":
             raise InjectedFailure(rule.error)
         original_eval(self, env)
+        if race is not None and race.timing == "after":
+            plan.actors.race(plan, race, order_id)
         if rule is not None:  # after acting: the effect happened, the answer is lost
             raise InjectedFailure(rule.error)
         if plan.fire(order_id, self.name, ("stop",)):
@@ -239,6 +247,8 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
         stack.enter_context(mock.patch.object(ExecutionState, "_evaluate_with_timeout", evaluate))
         stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", save_success))
         stack.enter_context(mock.patch.object(pool_class, "_make_request", make_request))
+        if plan.actors is not None:
+            stack.enter_context(plan.actors.hooks(plan))
         yield plan
 
 

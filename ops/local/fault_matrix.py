@@ -21,8 +21,11 @@ import order_domain.env as env_names
 from local_cloud.clients import aws
 from local_cloud.tables import scan_all
 from ops.errors import OpsError
-from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, generate_cells, render
+from ops.local.fault_actors import Actors
+from ops.local.fault_cells import Cell, OrderFacts, classify, facts_from_records, render
 from ops.local.fault_inject import FaultPlan, inject_plan
+from ops.local.fault_phases import after_drain, race_actors, race_repair
+from ops.local.fault_races import all_cells
 from ops.local.options import RunOptions
 from ops.local.orders import make_order
 from ops.local.pipeline import PipelineRun, local_pipeline
@@ -69,11 +72,14 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
     with local_pipeline(run_options) as run:
         deployed = time.monotonic()
         definition = deployed_definition(run)
-        cells = select(generate_cells(definition), options)
+        cells = select(all_cells(definition), options)
         if cells_filter is not None:
             cells = [c for c in cells if cells_filter(c)]
         rng = random.Random(options.seed)
         plan = FaultPlan()
+        threshold = sweeper_threshold(run)
+        actors = race_actors(run, threshold + SWEEP_MARGIN_SECONDS)
+        plan.actors = actors
         orders: list[tuple[dict[str, Any], str | None]] = []
         by_order: dict[str, Cell] = {}
         for index, cell in enumerate(cells):
@@ -81,13 +87,14 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
             orders.append((order, f"cid-fm-{index:05d}"))
             by_order[order["order_id"]] = cell
             plan.add(order["order_id"], list(cell.rules))
+            actors.orders[order["order_id"]] = orders[-1]
         repairs: dict[str, dict[str, Any]] = {}
         with inject_plan(plan):
             run.submit(orders)
             run.drain()
-            repairs = run_repairs(run, by_order)
+            after_drain(run, actors, by_order)
+            repairs = run_repairs(run, by_order, actors)
             run.drain()
-            threshold = sweeper_threshold(run)
             run.clock.advance(threshold + SWEEP_MARGIN_SECONDS)
             run.sweep()
             run.drain()
@@ -95,9 +102,10 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         facts = order_facts(run, list(by_order), in_alarm)
         results = []
         for order_id, cell in by_order.items():
-            outcome, problems = judge(facts[order_id], repairs.get(order_id))
+            outcome, problems = judge(facts[order_id], repairs.get(order_id), raced=bool(cell.race or cell.after_drain))
             row = cell.row
-            if order_id in repairs:  # the row names the status the repair found, and how it got there
+            if order_id in repairs and not (cell.race or cell.after_drain):
+                # the row names the status the repair found, and how it got there
                 row = f"repair@{repairs[order_id]['status_before']} ({cell.setup})"
             result: dict[str, Any] = {
                 "cell": cell.key,
@@ -111,6 +119,8 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
             }
             if order_id in repairs:
                 result["repair"] = repairs[order_id]
+            if order_id in actors.notes:
+                result["races"] = actors.notes[order_id]
             results.append(result)
         totals = Counter(r["outcome"] for r in results)
         return {
@@ -126,7 +136,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         }
 
 
-def run_repairs(run: PipelineRun, by_order: dict[str, Cell]) -> dict[str, dict[str, Any]]:
+def run_repairs(run: PipelineRun, by_order: dict[str, Cell], actors: Actors | None = None) -> dict[str, dict[str, Any]]:
     """``ops repair`` (ops/repair.py's function, as the CLI calls it) for each repair cell's order.
 
     A refusal (the tool raises: the CLI prints one line and exits 2; or answers ``refused``) is
@@ -142,7 +152,10 @@ def run_repairs(run: PipelineRun, by_order: dict[str, Cell]) -> dict[str, dict[s
             continue
         before = snapshot(run, order_id)
         try:
-            answer = repair(target, order_id, cell.repair)  # type: ignore[arg-type]
+            if cell.race and actors is not None:
+                answer = race_repair(run, actors, cell, order_id)
+            else:
+                answer = repair(target, order_id, cell.repair)  # type: ignore[arg-type]
             result, said = str(answer.get("result")), ""
         except (OpsError, SystemExit) as exc:  # a refusal: the CLI prints it as one line and exits 2
             result, said = "refused", f"{type(exc).__name__}: {exc}"
@@ -162,12 +175,13 @@ def snapshot(run: PipelineRun, order_id: str) -> OrderFacts:
     )[order_id]
 
 
-def judge(facts: OrderFacts, repair: dict[str, Any] | None) -> tuple[str, list[str]]:
+def judge(facts: OrderFacts, repair: dict[str, Any] | None, *, raced: bool = False) -> tuple[str, list[str]]:
     """The cell's outcome: a refused repair that left the order as it was is ``REFUSED`` (fine);
-    a refusal that changed it is a violation; otherwise :func:`classify`."""
+    a refusal that changed it is a violation; otherwise :func:`classify`. ``raced``: another actor
+    moved the order meanwhile (a race or time cell), so a refusal is judged by how the order ended."""
     if repair and repair.get("result") == "error":
         return "VIOLATION", [f"repair failed: {repair.get('said')}"]
-    if repair and repair.get("result") == "refused":
+    if repair and repair.get("result") == "refused" and not raced:
         if repair.get("left_as_it_was"):
             return "REFUSED", []
         return "VIOLATION", [f"repair refused ({repair.get('said')}) but the order changed"]

@@ -51,6 +51,25 @@ APP_PATCHES: tuple[Patch, ...] = (
         "ops.local.fault_inject.inject_plan",
         "test_canary_urllib3_make_request_errors_are_retried_by_urlopen",
     ),
+    Patch(
+        "matrix_duplicate_invocation",
+        "aws_lambda_powertools.utilities.idempotency.persistence.base:BasePersistenceLayer.save_inprogress",
+        "fault-injection",
+        "The fault matrix holds a duplicate live invocation right after its IN_PROGRESS record is written, "
+        "while Step Functions' own invocation runs; and deletes an order's expired records once, as "
+        "DynamoDB's TTL would, before they are read (Powertools has no hook there).",
+        "ops.local.fault_actors.inject_actors",
+        "test_canary_powertools_save_inprogress_signature",
+    ),
+    Patch(
+        "matrix_list_executions_lag",
+        "moto.stepfunctions.models:StepFunctionBackend.list_executions",
+        "fault-injection",
+        "ListExecutions is eventually consistent on AWS; the fault matrix leaves an order's executions out of "
+        "it while a cell says so (moto's is strongly consistent).",
+        "ops.local.fault_actors.inject_actors",
+        "test_canary_moto_list_executions_answers_results_and_a_token",
+    ),
 )
 
 #: Every patch a local run applies: the emulator's, then the app's.

@@ -35,6 +35,14 @@ SLICE = {
     "repair": ("repair@stop@ShipOrder|compensate|once", "repair@parked|redrive|once"),
     "crash": ("ChargePayment|crash-before-marker|once",),
     "states_runtime": ("ReserveInventory|States.Runtime|once",),
+    # issue 28: actors that run while the execution is live, and time that passes
+    "concurrency": (
+        "ChargePayment|duplicate-invocation|outlives-retries",
+        "ChargePayment|in-flight-409-charge|forever",
+        "ChargePayment|sweeper-during-execution|lagging",
+        "race@stop@ShipOrder|sweep-inside-repair-compensate|lagging",
+    ),
+    "time": ("time@record-and-key-expired-before-redrive|redrive|once", "attempt2@compensated|payment-attempt-2|once"),
 }  # fmt: skip
 WANTED = {key for keys in SLICE.values() for key in keys}
 
@@ -69,6 +77,17 @@ def test_fault_matrix_slice_really_injected_each_kind(matrix: dict[str, Any]) ->
         assert injected.get(kind, 0) > 0, kind
     assert injected.get("ambiguous:read_timeout", 0) > 1 and injected.get("ambiguous:connection_reset") == 1
     assert injected.get("error:Lambda.ServiceException", 0) >= 3  # retries: every retry but the last fails
+    for kind in ("duplicate:duplicate", "inflight:409", "race:sweep"):
+        assert injected.get(kind, 0) == 1, kind
+
+
+def test_fault_matrix_slice_the_concurrent_actors_really_interleaved(matrix: dict[str, Any]) -> None:
+    """Each actor ran while the other was suspended mid-way, not after it (issue 28)."""
+    notes = {c["cell"]: " / ".join(c.get("races") or []) for c in matrix["cells"]}
+    assert "held at its IN_PROGRESS record" in notes["ChargePayment|duplicate-invocation|outlives-retries"]
+    assert "409 in flight for charge" in notes["ChargePayment|in-flight-409-charge|forever"]
+    assert "swept inside ChargePayment (lagging)" in notes["ChargePayment|sweeper-during-execution|lagging"]
+    assert "an idempotency record expired" in notes["time@record-and-key-expired-before-redrive|redrive|once"]
 
 
 @pytest.mark.parametrize("kind", list(SLICE))

@@ -53,7 +53,7 @@ OPS_LOCAL = REPO / "ops" / "local"
 #: The emulator package's sources (local_cloud) and the app's scenarios on it (ops/local).
 PATCHING_SOURCES = (REPO / "packages" / "local_cloud" / "src" / "local_cloud", OPS_LOCAL)
 #: Our own classes and modules the emulator patches (not third-party internals).
-OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock"}
+OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock", "ops.repair", "order_domain.sweeper"}
 
 
 def _params(fn: Any) -> list[str]:
@@ -253,6 +253,27 @@ def test_canary_powertools_save_success_signature() -> None:
 
     assert _params(BasePersistenceLayer.save_success) == ["self", "data", "result"]
     assert "persistence_store.save_success(" in inspect.getsource(handler_base)
+
+
+def test_canary_powertools_save_inprogress_signature() -> None:
+    from aws_lambda_powertools.utilities.idempotency import base as handler_base
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+    assert _params(BasePersistenceLayer.save_inprogress) == ["self", "data", "remaining_time_in_millis"]
+    assert "persistence_store.save_inprogress(" in inspect.getsource(handler_base)
+    assert _params(BasePersistenceLayer._get_hashed_idempotency_key) == ["self", "data"]
+    assert _params(BasePersistenceLayer._delete_record) == ["self", "data_record"]
+
+
+def test_canary_moto_list_executions_answers_results_and_a_token() -> None:
+    """fault_actors filters the backend's (executions, next token); the response reads it that way."""
+    from moto.stepfunctions.models import StepFunctionBackend
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    assert _params(StepFunctionBackend.list_executions)[:3] == ["self", "state_machine_arn", "status_filter"]
+    assert "results, next_token = self.stepfunction_backend.list_executions(" in inspect.getsource(
+        StepFunctionResponse.list_executions
+    )
 
 
 def test_canary_moto_backend_item_methods_signatures(aws: None) -> None:
