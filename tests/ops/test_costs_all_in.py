@@ -131,6 +131,11 @@ def test_billed_transitions_count_each_retry_as_a_transition() -> None:
     straight = [{"type": "ExecutionStarted"}, entered(), {"type": "LambdaFunctionScheduled"}]
 
     assert billed_transitions_per_execution([("a", retried), ("b", straight)]) == (5 + 1) / 2
+    # moto's in-process histories hold the event types as enums (str() is "HistoryEventType.<name>").
+    from moto.stepfunctions.parser.api import HistoryEventType
+
+    as_enums = [{"type": HistoryEventType(e["type"])} for e in retried]
+    assert billed_transitions_per_execution([("a", as_enums)]) == 5
 
 
 def test_line_capture_keeps_a_provider_stand_ins_lines_out_of_the_pipelines_lines() -> None:

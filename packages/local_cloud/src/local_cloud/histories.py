@@ -75,7 +75,7 @@ def billed_transitions_per_execution(histories: list[History], sample: int = 100
             kind = str(event["type"])
             if kind.endswith("StateEntered"):
                 total, attempted = total + 1, False
-            elif kind in _ATTEMPT_EVENTS:
+            elif kind.endswith(_ATTEMPT_EVENTS):  # the backend's events are enums: match the name's end
                 total += int(attempted)  # the first attempt is the entry's transition
                 attempted = True
     return total / len(chosen)
