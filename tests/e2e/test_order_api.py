@@ -8,6 +8,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,15 @@ def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> N
         assert value not in text
 
 
+def _execution(run: PipelineRun, order_id: str) -> dict[str, Any]:
+    """DescribeExecution of the order's (only) execution."""
+    sfn = aws("stepfunctions")
+    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn)["executions"]
+    described = [sfn.describe_execution(executionArn=e["executionArn"]) for e in executions]
+    (mine,) = [d for d in described if json.loads(d["input"]).get("order_id") == order_id]
+    return dict(mine)
+
+
 def _xray_root(last_hex: str) -> str:
     """An X-Ray trace ID whose last two hex digits (the edge's sampling bucket, 0-255) are ``last_hex``."""
     return f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:22]}{last_hex}"
@@ -137,6 +147,11 @@ def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
         handler = by_id[str(trace.parent_id(span))]  # the step function's invocation span
         assert handler.name.endswith(" handler") and trace.parent_id(handler) == trace.span_id(intake), step
     trace.assert_connected(root_parent)
+    # The execution joined the order's trace (StartExecution's traceHeader, intake's record span its parent):
+    # Step Functions' segments and the Lambda header of every task, so the layer's invocation spans, are in it.
+    assert _execution(run, order["order_id"])["traceHeader"] == (
+        f"Root=1-{trace_id[:8]}-{trace_id[8:]};Parent={trace.span_id(intake)};Sampled=1"
+    )
     view = json.loads(run.producer.api.get_order(order["order_id"]).body)
     assert view["status"] == "COMPLETED"
     dumped = repr([dict(s.attributes or {}) for s in trace.spans])
@@ -158,12 +173,11 @@ def test_order_api_sampled_out_at_the_edge_stays_sampled_out_to_the_last_step(ru
         run.drain()
         recorded = [s.name for s in exporter.get_finished_spans()]
     assert recorded == []
-    sfn = aws("stepfunctions")
-    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn)["executions"]
-    inputs = [json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions]
-    (mine,) = [i for i in inputs if i.get("order_id") == order["order_id"]]
+    execution = _execution(run, order["order_id"])
+    mine = json.loads(execution["input"])
     assert mine["traceparent"].startswith(f"00-{root[2:].replace('-', '')}-")
     assert mine["traceparent"].endswith("-00")
+    assert execution["traceHeader"].startswith(f"Root={root};") and execution["traceHeader"].endswith(";Sampled=0")
     assert json.loads(run.producer.api.get_order(order["order_id"]).body)["status"] == "COMPLETED"
 
 

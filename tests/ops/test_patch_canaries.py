@@ -778,3 +778,24 @@ def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
     with dynamodb_task_timeout():
         # ... AWS reports States.Timeout
         assert StateTaskServiceDynamoDB._from_error(task, env, TimeoutError()) is timed_out
+
+
+def test_canary_start_execution_keeps_the_trace_header() -> None:
+    """moto's StartExecution still drops ``traceHeader`` (else the patch is no longer needed); patched, the
+    execution keeps it as AWS does and a header over 256 characters is refused."""
+    from local_cloud.trace_header import start_execution_trace_header
+
+    definition = json.dumps({"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}})
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(name="m", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/r")[
+            "stateMachineArn"
+        ]
+        plain = sfn.start_execution(stateMachineArn=machine, name="plain", traceHeader=header)["executionArn"]
+        assert "traceHeader" not in sfn.describe_execution(executionArn=plain)
+        with start_execution_trace_header():
+            kept = sfn.start_execution(stateMachineArn=machine, name="kept", traceHeader=header)["executionArn"]
+            assert sfn.describe_execution(executionArn=kept)["traceHeader"] == header
+            with pytest.raises(ClientError, match="ValidationException"):
+                sfn.start_execution(stateMachineArn=machine, name="long", traceHeader="x" * 257)
