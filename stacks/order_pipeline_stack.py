@@ -168,6 +168,7 @@ class OrderPipelineStack(StableLogicalIdStack):
                 log_encryption_key=self.data_key,
                 log_level=stage.saga_log_level,
                 include_execution_data=stage.saga_execution_data,
+                log_group_class=stage.saga_log_class,
                 log_group_name=f"/aws/vendedlogs/states/{self.stack_name}-order-saga",
                 alarm_topic=self.alarm_topic,
                 monitoring=self.monitoring,

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code
-from lambda_resilience.tracing import TRACEPARENT, current_traceparent, new_traceparent
+from lambda_resilience.tracing import TRACEPARENT, current_traceparent, new_traceparent, xray_trace_header
 
 EXECUTION_PREFIX = "order-"
 
@@ -55,11 +55,15 @@ class SagaStarter:
     def start(self, order_id: str, attempt: int, correlation_id: str) -> dict[str, Any]:
         """Start (or find) the attempt's execution; an existing execution counts as success."""
         name = execution_name(order_id, attempt)
+        payload = saga_input(order_id, attempt, correlation_id)
+        # The order's trace as X-Ray's header: the execution joins it, sampled as the edge decided (0019).
+        header = xray_trace_header(payload[TRACEPARENT])
         try:
             response = self.client.start_execution(
                 stateMachineArn=self.state_machine_arn,
                 name=name,
-                input=json.dumps(saga_input(order_id, attempt, correlation_id)),
+                input=json.dumps(payload),
+                **({"traceHeader": header} if header else {}),
             )
             return {"execution_arn": response["executionArn"], "already_started": False}
         except ClientError as exc:

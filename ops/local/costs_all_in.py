@@ -7,7 +7,8 @@ Prices: us-east-1 list prices, read 2026-11-24, free tiers ignored:
 - API Gateway REST API: $3.50 per million requests, first 333 million a month
   (https://aws.amazon.com/api-gateway/pricing/).
 - CloudWatch Logs (https://aws.amazon.com/cloudwatch/pricing/): Standard ingestion $0.50 per GB; vended
-  logs (Step Functions' execution logs are vended logs) $0.50 per GB for the first 10 TB; storage $0.03
+  logs (Step Functions' execution logs are vended logs) $0.50 per GB for the first 10 TB; the Infrequent
+  Access class $0.25 per GB (custom and vended logs, first 10 TB); storage $0.03
   per GB-month, measured after gzip level 6 compression with 26 bytes of metadata per event (the pricing
   page's note). Ingested size: each event's UTF-8 message plus 26 bytes, as PutLogEvents counts a batch
   (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html).
@@ -37,6 +38,7 @@ from typing import Any
 
 API_PER_MILLION_REQUESTS = 3.50
 LOGS_INGEST_PER_GB = 0.50  # Standard log class and vended logs (first 10 TB) alike
+LOGS_INGEST_IA_PER_GB = 0.25  # Infrequent Access log class (first 10 TB)
 LOGS_STORAGE_PER_GB_MONTH = 0.03
 LOG_EVENT_OVERHEAD_BYTES = 26
 CUSTOM_METRIC_PER_MONTH = 0.30
@@ -66,6 +68,9 @@ class Levers:
 
     saga_log_level: str = "ERROR"  # ALL | ERROR | FATAL | OFF
     saga_execution_data: bool = False
+    #: The state machine log group's class: STANDARD | INFREQUENT_ACCESS (half the ingestion price; no
+    #: metric filters, EMF or Live Tail, none of which that group needs).
+    saga_log_class: str = "STANDARD"
     system_log_level: str = "INFO"  # INFO keeps START and REPORT (Init Duration); WARN drops them
     retention_months: float = 12.0
     #: Share of orders whose W3C trace (our spans, the layer's) is recorded: the sampled flag the edge
@@ -91,7 +96,12 @@ EDGE_RATE = 0.05
 #: As deployed (prod): state machine ERROR without data, REPORT records kept, one trace per order sampled
 #: once at the edge at 5%; X-Ray's default rule still records its own segments of 5% of the other orders
 #: (in the same trace ID, billed once) and one trace a second (reservoir).
-CHOSEN = Levers(trace_sample_rate=EDGE_RATE, xray_segment_traces=0.05 * (1 - EDGE_RATE), xray_reservoir_per_second=1.0)
+CHOSEN = Levers(
+    saga_log_class="INFREQUENT_ACCESS",
+    trace_sample_rate=EDGE_RATE,
+    xray_segment_traces=0.05 * (1 - EDGE_RATE),
+    xray_reservoir_per_second=1.0,
+)
 #: The further lever, not taken (decision 0022): the functions' INFO lines dropped in prod.
 WARN_APP_LOGS = Levers(**{**asdict(CHOSEN), "app_log_level": "WARN"})
 SECONDS_PER_MONTH = 30 * 24 * 3600
@@ -139,10 +149,12 @@ def _metric_series(lines: Iterable[str]) -> set[tuple[str, str, str]]:
     return series
 
 
-def _logs_usd(events: float, raw_bytes: float, compressed_bytes: float, levers: Levers) -> float:
+def _logs_usd(
+    events: float, raw_bytes: float, compressed_bytes: float, levers: Levers, ingest_per_gb: float = LOGS_INGEST_PER_GB
+) -> float:
     ingested = raw_bytes + events * LOG_EVENT_OVERHEAD_BYTES
     stored = compressed_bytes + events * LOG_EVENT_OVERHEAD_BYTES
-    return (ingested * LOGS_INGEST_PER_GB + stored * LOGS_STORAGE_PER_GB_MONTH * levers.retention_months) / GB
+    return (ingested * ingest_per_gb + stored * LOGS_STORAGE_PER_GB_MONTH * levers.retention_months) / GB
 
 
 def all_in(
@@ -181,7 +193,14 @@ def all_in(
         "pipeline": pipeline_usd,
         "api_gateway_rest": API_PER_MILLION_REQUESTS,  # one POST /orders per order
         "logs_functions": _logs_usd(fn_events, fn_bytes, fn_compressed, levers) * per_million,
-        "logs_state_machine": _logs_usd(len(saga_lines), saga_bytes, _gzip6(saga_lines), levers) * per_million,
+        "logs_state_machine": _logs_usd(
+            len(saga_lines),
+            saga_bytes,
+            _gzip6(saga_lines),
+            levers,
+            LOGS_INGEST_IA_PER_GB if levers.saga_log_class == "INFREQUENT_ACCESS" else LOGS_INGEST_PER_GB,
+        )
+        * per_million,
         "custom_metrics": monthly_fixed["custom_metrics"] * per_month_to_per_million,
         "traces": (levers.trace_sample_rate + levers.xray_segment_traces) * XRAY_PER_MILLION_TRACES
         + monthly_fixed["xray_reservoir"] * per_month_to_per_million,

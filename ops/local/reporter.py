@@ -10,7 +10,13 @@ from typing import Any
 
 from local_cloud.calls import CallCounter
 from local_cloud.clients import aws
-from local_cloud.histories import History, execution_histories, failure_summary, transitions_per_execution
+from local_cloud.histories import (
+    History,
+    billed_transitions_per_execution,
+    execution_histories,
+    failure_summary,
+    transitions_per_execution,
+)
 from ops.local.chaos import DeliveryPlan
 from ops.local.costs import dollars_per_million_orders, per_order
 from ops.local.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
@@ -236,7 +242,7 @@ def cost_report(
 ) -> dict[str, Any]:
     """Units per order, the pipeline's USD per million orders, and the whole bill (with the chosen
     levers, and as it was before them: decision 0022)."""
-    transitions = transitions_per_execution(histories)
+    transitions = billed_transitions_per_execution(histories)  # retries included, as AWS bills them
     lambda_invocations = sum(n for (service, _), n in calls.calls.items() if service == "lambda") + sum(
         p.stats.batches for p in run.pollers
     )
@@ -252,7 +258,7 @@ def cost_report(
         pipeline_usd=usd["standard_workflow"],
         orders=len(report["order_details"]),
         lambda_invocations=lambda_invocations,
-        log_lines=run.capture.lines,
+        log_lines=run.capture.pipeline_lines,  # a provider stand-in's lines are its own bill
         histories=histories,
         operations=calls.operations(),
     )

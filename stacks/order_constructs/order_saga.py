@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
@@ -123,6 +124,8 @@ class OrderSagaProps:
             CloudWatch Logs use it); default none.
         log_level, include_execution_data: execution logging; default ALL with execution data (dev);
             prod passes ERROR without data (:attr:`StageConfig.saga_log_level`, decision 0022).
+        log_group_class: the execution log group's class; default Standard. Prod passes Infrequent
+            Access (:attr:`StageConfig.saga_log_class`, decision 0022); a change replaces the log group.
         log_group_name: the execution log group's name; default none (generated). The stack passes
             ``/aws/vendedlogs/states/<stack>-order-saga`` (AWS's best practice for Step Functions).
         alarm_topic: SNS topic for the execution alarms (failed, timed out, aborted, throttled); default
@@ -154,6 +157,7 @@ class OrderSagaProps:
     log_level: sfn.LogLevel = sfn.LogLevel.ALL
     include_execution_data: bool = True
     log_group_name: str | None = None
+    log_group_class: logs.LogGroupClass = logs.LogGroupClass.STANDARD
     alarm_topic: sns.ITopic | None = None
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
     monitoring: Monitoring | None = None
@@ -254,6 +258,8 @@ class OrderSaga(Saga):
                 alarm_label="order saga",
             ),
         )
+        if props.log_group_class != logs.LogGroupClass.STANDARD:  # the generic saga has no such prop
+            cast(logs.CfnLogGroup, self.log_group.node.default_child).log_group_class = props.log_group_class.value
         # The last resort: SendMessage on the needs-attention queue only (no GetQueueUrl / attributes).
         self.state_machine.add_to_role_policy(
             iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[props.needs_attention_queue.queue_arn])

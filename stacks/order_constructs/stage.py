@@ -204,6 +204,13 @@ class StageConfig:
         return sfn.LogLevel.ERROR if self.is_prod else sfn.LogLevel.ALL
 
     @property
+    def saga_log_class(self) -> logs.LogGroupClass:
+        """The state machine log group's class: Infrequent Access in prod (half the ingestion price; its
+        ERROR events are read when an execution failed, by Logs Insights, which IA keeps; nothing extracts
+        metrics from it), Standard in dev (Live Tail). Decision 0022."""
+        return logs.LogGroupClass.INFREQUENT_ACCESS if self.is_prod else logs.LogGroupClass.STANDARD
+
+    @property
     def saga_execution_data(self) -> bool:
         """Inputs and outputs in the execution log: dev only (decision 0022)."""
         return not self.is_prod

@@ -8,16 +8,18 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lambda_resilience.testing import in_memory_tracing
 from local_cloud.clients import aws
-from local_cloud.template import CloudAssembly
+from local_cloud.otel_layer import LAYER_SCOPE
 from ops.local.api_client import idempotency_key
 from ops.local.orders import make_order
 from ops.local.pipeline import PipelineRun, local_pipeline
-from ops.local.run import RunOptions
+from ops.local.run import RunOptions, synthesize
 from tests.e2e.trace_tree import PARENT_ID, TRACE_ID, TRACEPARENT, order_trace
 
 pytestmark = pytest.mark.e2e
@@ -25,8 +27,14 @@ pytestmark = pytest.mark.e2e
 CUSTOMER_FIELDS = ("payment_token", "shipping_address", "name", "line1", "postcode")
 
 
+#: AWS's OpenTelemetry layer on every function, as prod deploys it (a well-formed version ARN: the local run
+#: fetches no layer; the emulator plays the layer's invocation span, local_cloud.otel_layer).
+OTEL_LAYER = "arn:aws:lambda:us-east-1:901920570463:layer:AWSOpenTelemetryDistroPython:18"
+
+
 @pytest.fixture(scope="module")
-def run(assembly: CloudAssembly) -> Iterator[PipelineRun]:
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PipelineRun]:
+    assembly = synthesize(Path(tmp_path_factory.mktemp("cdk.out")), "dev", {"otel_layer_arn": OTEL_LAYER})
     with local_pipeline(RunOptions(orders=1, via="api", assembly_dir=assembly.outdir), assembly) as pipeline:
         yield pipeline
 
@@ -95,6 +103,15 @@ def test_order_api_access_log_lines_hold_no_customer_data(run: PipelineRun) -> N
         assert value not in text
 
 
+def _execution(run: PipelineRun, order_id: str) -> dict[str, Any]:
+    """DescribeExecution of the order's (only) execution."""
+    sfn = aws("stepfunctions")
+    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn)["executions"]
+    described = [sfn.describe_execution(executionArn=e["executionArn"]) for e in executions]
+    (mine,) = [d for d in described if json.loads(d["input"]).get("order_id") == order_id]
+    return dict(mine)
+
+
 def _xray_root(last_hex: str) -> str:
     """An X-Ray trace ID whose last two hex digits (the edge's sampling bucket, 0-255) are ``last_hex``."""
     return f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:22]}{last_hex}"
@@ -105,9 +122,10 @@ def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     run: PipelineRun, caller_traceparent: bool
 ) -> None:
     """The trace starts at the API: the caller's ``traceparent``, or the stage's X-Ray trace (tracing is
-    on: its Root is the W3C trace ID, the API's segment the parent of intake's span); the saga's steps are
-    intake's children (decision 0019; MarkCompleted, the last state, is a direct DynamoDB write with no
-    span of ours). The X-Ray Root is the caller's (API Gateway continues it), chosen in the edge's
+    on: its Root is the W3C trace ID, the API's segment the parent of intake's span); the execution joins
+    it (``traceHeader``), so each task function's layer invocation span (parented on Lambda's X-Ray header)
+    is intake's child and our handler span the layer's (decision 0019; MarkCompleted, the last state, is a
+    direct DynamoDB write with no span). The X-Ray Root is the caller's (API Gateway continues it), chosen in the edge's
     sampled bucket at the default rate."""
     assert run.producer.api is not None
     order = make_order(f"order-api-traced-{caller_traceparent}", random.Random(3))
@@ -132,11 +150,20 @@ def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     by_id = {trace.span_id(s): s for s in trace.spans}
     intake_handler = by_id[str(trace.parent_id(intake))]
     assert intake_handler.name.endswith(" handler") and trace.parent_id(intake_handler) == root_parent
+    # Intake's own Lambda trace (SQS starts none: a new one, not sampled) is linked, not parented.
+    assert len(intake_handler.links) == 1
     for step in ("reserve-inventory", "charge-payment", "ship-order"):
         (span,) = trace.named(step)
-        handler = by_id[str(trace.parent_id(span))]  # the step function's invocation span
-        assert handler.name.endswith(" handler") and trace.parent_id(handler) == trace.span_id(intake), step
+        handler = by_id[str(trace.parent_id(span))]  # our handler span
+        layer = by_id[str(trace.parent_id(handler))]  # the layer's invocation span, on Lambda's X-Ray header
+        assert handler.name.endswith(" handler") and layer.instrumentation_scope.name == LAYER_SCOPE, step
+        assert trace.parent_id(layer) == trace.span_id(intake), step  # the execution's trace (traceHeader)
     trace.assert_connected(root_parent)
+    # The execution joined the order's trace (StartExecution's traceHeader, intake's record span its parent):
+    # Step Functions' segments and the Lambda header of every task, so the layer's invocation spans, are in it.
+    assert _execution(run, order["order_id"])["traceHeader"] == (
+        f"Root=1-{trace_id[:8]}-{trace_id[8:]};Parent={trace.span_id(intake)};Sampled=1"
+    )
     view = json.loads(run.producer.api.get_order(order["order_id"]).body)
     assert view["status"] == "COMPLETED"
     dumped = repr([dict(s.attributes or {}) for s in trace.spans])
@@ -158,12 +185,11 @@ def test_order_api_sampled_out_at_the_edge_stays_sampled_out_to_the_last_step(ru
         run.drain()
         recorded = [s.name for s in exporter.get_finished_spans()]
     assert recorded == []
-    sfn = aws("stepfunctions")
-    executions = sfn.list_executions(stateMachineArn=run.state_machine_arn)["executions"]
-    inputs = [json.loads(sfn.describe_execution(executionArn=e["executionArn"])["input"]) for e in executions]
-    (mine,) = [i for i in inputs if i.get("order_id") == order["order_id"]]
+    execution = _execution(run, order["order_id"])
+    mine = json.loads(execution["input"])
     assert mine["traceparent"].startswith(f"00-{root[2:].replace('-', '')}-")
     assert mine["traceparent"].endswith("-00")
+    assert execution["traceHeader"].startswith(f"Root={root};") and execution["traceHeader"].endswith(";Sampled=0")
     assert json.loads(run.producer.api.get_order(order["order_id"]).body)["status"] == "COMPLETED"
 
 

@@ -59,3 +59,42 @@ def test_expected_errors_counts_business_and_transient_only(
     with pytest.raises(surfaced):
         handler(saga_input(order_factory()), lambda_context)
     assert _expected_errors(capsys.readouterr().out) == expected
+
+
+@pytest.mark.parametrize(
+    ("raised", "surfaced", "traceback"),
+    [
+        (PaymentDeclined("declined"), PaymentDeclined, False),
+        (ShippingUnavailable("no route"), ShippingUnavailable, False),
+        (TimeoutError("provider timed out"), TransientStepError, True),
+        (KeyError("bug"), UnknownStepError, True),
+    ],
+)
+def test_expected_errors_business_outcome_is_logged_without_a_traceback(
+    raised: Exception,
+    surfaced: type[Exception],
+    traceback: bool,
+    pipeline_env: dict[str, str],
+    saga_input: Any,
+    order_factory: Any,
+    lambda_context: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A declined card is business: its ``failed`` line names the error and its category, without the
+    stack trace (a third of the functions' log bytes in the business mix, decision 0022); a transient
+    or unknown failure keeps its traceback."""
+
+    def action(payload: dict[str, Any]) -> dict[str, Any]:
+        raise raised
+
+    name = f"logged-{type(raised).__name__.lower()}"  # a logger per case: Powertools keeps its first stream
+    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": name}):
+        handler = build_step_handler(name, lambda settings: action)
+    capsys.readouterr()
+    with pytest.raises(surfaced):
+        handler(saga_input(order_factory()), lambda_context)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if f'"{name} failed"' in line]
+    assert len(lines) == 1
+    (line,) = lines
+    assert line["level"] == "ERROR" and line["error_type"] == type(raised).__name__
+    assert ("exception" in line) is traceback

@@ -215,6 +215,7 @@ def test_saga_starter_start_names_the_execution_and_sends_references_only(stepfu
             "input": json.dumps(
                 {"order_id": "o-1", "payment_attempt": 2, "correlation_id": "cid-1", "traceparent": TRACEPARENT}
             ),
+            "traceHeader": "Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1",
         },
     )
 
@@ -222,6 +223,33 @@ def test_saga_starter_start_names_the_execution_and_sends_references_only(stepfu
         started = SagaStarter(STATE_MACHINE, client=client).start("o-1", 2, "cid-1")
 
     assert started == {"execution_arn": arn, "already_started": False}
+
+
+@pytest.mark.parametrize("flag,sampled", [("01", "1"), ("00", "0")], ids=["sampled", "sampled-out"])
+def test_saga_starter_start_passes_the_orders_trace_as_the_xray_trace_header(stepfunctions, flag, sampled):
+    """The execution joins the order's trace (Step Functions' and the task functions' X-Ray segments, the
+    layer's invocation spans): ``traceHeader`` is the ``traceparent`` in X-Ray's format, the edge's sampling
+    decision kept (an order sampled out stays sampled out)."""
+    client, stubber = stepfunctions
+    traceparent = TRACEPARENT[:-2] + flag
+    stubber.add_response(
+        "start_execution",
+        {
+            "executionArn": STATE_MACHINE.replace(":stateMachine:", ":execution:") + ":order-o-1-attempt-1",
+            "startDate": 0,
+        },
+        {
+            "stateMachineArn": STATE_MACHINE,
+            "name": "order-o-1-attempt-1",
+            "input": json.dumps(
+                {"order_id": "o-1", "payment_attempt": 1, "correlation_id": "cid-1", "traceparent": traceparent}
+            ),
+            "traceHeader": f"Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled={sampled}",
+        },
+    )
+
+    with record_span("record", traceparent):
+        SagaStarter(STATE_MACHINE, client=client).start("o-1", 1, "cid-1")
 
 
 def test_saga_starter_existing_execution_counts_as_started(stepfunctions):

@@ -148,6 +148,15 @@ def test_state_machine_logs_errors_only_in_prod_under_vendedlogs(prod: SynthResu
         assert group["LogGroupName"] == f"/aws/vendedlogs/states/{synth.stack.stack_name}-order-saga"
 
 
+def test_state_machine_log_group_is_infrequent_access_in_prod(prod: SynthResult, dev: SynthResult) -> None:
+    """Prod's execution log (ERROR, read only when an execution failed, no metric filter on it) is in the
+    Infrequent Access class, half the ingestion price (decision 0022); dev keeps Standard (Live Tail)."""
+    group = prod.properties(prod.logical_id(prod.stack.saga.log_group))
+    assert group["LogGroupClass"] == "INFREQUENT_ACCESS"
+    assert dev.properties(dev.logical_id(dev.stack.saga.log_group)).get("LogGroupClass", "STANDARD") == "STANDARD"
+    assert not prod.of_type("AWS::Logs::MetricFilter") and not prod.of_type("AWS::Logs::SubscriptionFilter")
+
+
 def test_functions_send_start_and_report_records(prod: SynthResult) -> None:
     """System log level INFO: the REPORT record (Init Duration) reaches the log group, for `ops cold-starts`."""
     functions = list(prod.of_type("AWS::Lambda::Function").values())

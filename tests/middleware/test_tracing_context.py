@@ -29,6 +29,7 @@ from lambda_resilience.tracing import (
     step_span,
     traced,
     tracing_enabled,
+    xray_trace_header,
 )
 
 _CONTEXT = cast(LambdaContext, FakeLambdaContext())
@@ -253,3 +254,14 @@ def test_tracing_sampled_out_at_the_edge_stays_sampled_out_in_every_carrier():
     assert len(carried) == 2
     for value in carried:
         assert value is not None and value.startswith(f"00-{TRACE_ID}-") and value.endswith("-00")
+
+
+def test_tracing_xray_trace_header_is_the_context_in_scope_in_xrays_format():
+    """StartExecution's ``traceHeader``: Root from the W3C trace ID, Parent the span in scope, the flag kept."""
+    assert xray_trace_header(None) is None and xray_trace_header("not-a-traceparent") is None
+    assert xray_trace_header(f"00-{TRACE_ID}-{PARENT_ID}-00") == (
+        f"Root=1-{TRACE_ID[:8]}-{TRACE_ID[8:]};Parent={PARENT_ID};Sampled=0"
+    )
+    with in_memory_tracing(), step_span("intake", GIVEN) as own:
+        header = xray_trace_header(current_traceparent())
+    assert header == f"Root=1-{TRACE_ID[:8]}-{TRACE_ID[8:]};Parent={own[36:52]};Sampled=1"

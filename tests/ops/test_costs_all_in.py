@@ -102,3 +102,62 @@ def test_all_in_warn_application_logs_drop_info_lines_and_keep_emf_and_warnings(
     assert info["per_order"]["function_log_events"] - warn["per_order"]["function_log_events"] == 1  # 2 INFO / 2 orders
     assert warn["metric_series"] == info["metric_series"]  # EMF documents are kept: metrics unchanged
     assert warn["items"]["logs_functions"] < info["items"]["logs_functions"]
+
+
+def test_billed_transitions_count_each_retry_as_a_transition() -> None:
+    """AWS bills "each retry ... as an additional state transition" (https://aws.amazon.com/step-functions/pricing/):
+    a task state entered once and attempted three times is three transitions, not one."""
+    from local_cloud.histories import billed_transitions_per_execution
+
+    def entered(kind: str = "TaskStateEntered") -> dict[str, Any]:
+        return {"type": kind}
+
+    retried = [
+        {"type": "ExecutionStarted"},
+        entered(),
+        {"type": "LambdaFunctionScheduled"},
+        {"type": "LambdaFunctionFailed"},
+        {"type": "LambdaFunctionScheduled"},
+        {"type": "LambdaFunctionFailed"},
+        {"type": "LambdaFunctionScheduled"},
+        {"type": "LambdaFunctionSucceeded"},
+        {"type": "TaskStateExited"},
+        entered(),
+        {"type": "TaskScheduled"},
+        {"type": "TaskSucceeded"},
+        {"type": "TaskStateExited"},
+        entered("FailStateEntered"),
+    ]
+    straight = [{"type": "ExecutionStarted"}, entered(), {"type": "LambdaFunctionScheduled"}]
+
+    assert billed_transitions_per_execution([("a", retried), ("b", straight)]) == (5 + 1) / 2
+    # moto's in-process histories hold the event types as enums (str() is "HistoryEventType.<name>").
+    from moto.stepfunctions.parser.api import HistoryEventType
+
+    as_enums = [{"type": HistoryEventType(e["type"])} for e in retried]
+    assert billed_transitions_per_execution([("a", as_enums)]) == 5
+
+
+def test_line_capture_keeps_a_provider_stand_ins_lines_out_of_the_pipelines_lines() -> None:
+    """The sandbox providers are not deployed in prod (real processors are someone else's bill): their
+    log lines are captured (PII scans read every line) but not billed as the functions' logs."""
+    from local_cloud.calls import outside_the_pipeline
+    from local_cloud.capture import LineCapture
+
+    capture = LineCapture()
+    capture.write(_LOG + "\n")
+    with outside_the_pipeline():
+        capture.write('{"service": "sandbox-payment"}\n')
+
+    assert capture.lines == [_LOG, '{"service": "sandbox-payment"}']
+    assert capture.pipeline_lines == [_LOG]
+
+
+def test_all_in_infrequent_access_halves_the_state_machine_logs_ingestion() -> None:
+    """Infrequent Access: $0.25 per GB ingested instead of $0.50, storage unchanged
+    (https://aws.amazon.com/cloudwatch/pricing/)."""
+    everything = Levers(saga_log_level="ALL", saga_execution_data=True, retention_months=0.0)
+    standard = _bill(everything)["items"]["logs_state_machine"]
+    infrequent = _bill(Levers(**{**vars(everything), "saga_log_class": "INFREQUENT_ACCESS"}))
+    assert standard > 0.1 and abs(infrequent["items"]["logs_state_machine"] - standard / 2) <= 0.01
+    assert CHOSEN.saga_log_class == "INFREQUENT_ACCESS" and BEFORE.saga_log_class == "STANDARD"

@@ -799,3 +799,75 @@ def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
     with dynamodb_task_timeout():
         # ... AWS reports States.Timeout
         assert StateTaskServiceDynamoDB._from_error(task, env, TimeoutError()) is timed_out
+
+
+def test_canary_start_execution_keeps_the_trace_header() -> None:
+    """moto's StartExecution still drops ``traceHeader`` (else the patch is no longer needed); patched, the
+    execution keeps it as AWS does and a header over 256 characters is refused."""
+    from local_cloud.trace_header import start_execution_trace_header
+
+    definition = json.dumps({"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}})
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(name="m", definition=definition, roleArn=f"arn:aws:iam::{ACCOUNT}:role/r")[
+            "stateMachineArn"
+        ]
+        plain = sfn.start_execution(stateMachineArn=machine, name="plain", traceHeader=header)["executionArn"]
+        assert "traceHeader" not in sfn.describe_execution(executionArn=plain)
+        with start_execution_trace_header():
+            kept = sfn.start_execution(stateMachineArn=machine, name="kept", traceHeader=header)["executionArn"]
+            assert sfn.describe_execution(executionArn=kept)["traceHeader"] == header
+            with pytest.raises(ClientError, match="ValidationException"):
+                sfn.start_execution(stateMachineArn=machine, name="long", traceHeader="x" * 257)
+
+
+def test_canary_lambda_task_invocation_gets_the_executions_trace_header(tmp_path: Path) -> None:
+    """moto passes no trace to a Lambda task's invocation; patched, the invocation sees the execution's
+    ``traceHeader`` (as Lambda's X-Ray header on AWS), and none for an execution started without one."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    from local_cloud.trace_header import (
+        execution_trace_header_to_tasks,
+        start_execution_trace_header,
+        task_trace_header,
+    )
+
+    assert _params(lambda_eval_utils.execute_lambda_function_integration) == [
+        "env",
+        "parameters",
+        "region",
+        "state_credentials",
+    ]
+    (tmp_path / "h.py").write_text("def handler(event, context):\n    return {}\n")
+    fn = LocalFunction("Fn", "local-fn", tmp_path, "h.handler", {}, 3.0, 128, [], SimClock())
+    seen: list[str | None] = []
+    original = fn.invoke
+
+    def invoke(event: Any) -> tuple[str, bool]:
+        seen.append(task_trace_header())
+        return original(event)
+
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        lam = boto3.client("lambda", region_name=REGION)
+        arn = lam.create_function(
+            FunctionName="local-fn", Runtime="python3.12", Role=role, Handler="h.handler", Code={"ZipFile": b"PK"}
+        )["FunctionArn"]
+        definition = json.dumps({"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": arn, "End": True}}})
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(name="m", definition=definition, roleArn=role)["stateMachineArn"]
+        with (
+            mock.patch.object(fn, "invoke", invoke),
+            route_invocations({"local-fn": fn}),
+            start_execution_trace_header(),
+            execution_trace_header_to_tasks(),
+        ):
+            for name, kwargs in (("traced", {"traceHeader": header}), ("plain", {})):
+                execution = sfn.start_execution(stateMachineArn=machine, name=name, **kwargs)["executionArn"]
+                deadline = time.monotonic() + 10
+                while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING":
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+    assert seen == [header, None]

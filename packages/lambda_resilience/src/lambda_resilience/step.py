@@ -91,8 +91,12 @@ def step_handler(
                 return result
             except Exception as exc:
                 category = classify(exc)
-                logger.exception(
-                    f"{operation} failed", extra={**known, "error_type": type(exc).__name__, "category": category}
+                # A business outcome (a declined card) is routed by name, not debugged: its line names the
+                # error and category without the stack trace (decision 0022); any other failure keeps it.
+                logger.error(
+                    f"{operation} failed",
+                    exc_info=not isinstance(exc, BusinessOutcome),
+                    extra={**known, "error_type": type(exc).__name__, "category": category},
                 )
                 if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
                     metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)

@@ -96,6 +96,17 @@ def new_traceparent() -> str:
     return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
 
 
+def xray_trace_header(traceparent: object) -> str | None:
+    """The X-Ray trace header of a W3C ``traceparent`` (``Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=<0|1>``),
+    or None for a malformed one: StartExecution's ``traceHeader``, so that the execution (Step Functions'
+    and its task functions' segments, the layer's invocation spans) joins the order's trace, sampled
+    exactly as the edge decided (https://docs.aws.amazon.com/xray/latest/devguide/xray-concepts.html#xray-concepts-tracingheader)."""
+    if not is_traceparent(traceparent):
+        return None
+    trace_id, parent, flags = traceparent[3:35], traceparent[36:52], int(traceparent[53:55], 16)
+    return f"Root=1-{trace_id[:8]}-{trace_id[8:]};Parent={parent};Sampled={flags & 1}"
+
+
 def traceparent_from_sqs_record(record: Mapping[str, Any]) -> str | None:
     """The ``traceparent`` message attribute of an SQS record (Lambda event shape), or None."""
     attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None

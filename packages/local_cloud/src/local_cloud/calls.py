@@ -26,6 +26,11 @@ def outside_the_pipeline() -> Iterator[None]:
         _outside.active = previous
 
 
+def outside_active() -> bool:
+    """Whether this thread is in :func:`outside_the_pipeline` (a provider stand-in's work)."""
+    return bool(getattr(_outside, "active", False))
+
+
 class CallCounter:
     """The pipeline's AWS calls by (service, operation); a provider stand-in's calls apart."""
 

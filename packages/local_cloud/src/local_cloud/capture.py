@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 from unittest import mock
 
+from local_cloud.calls import outside_active
+
 
 class LineCapture(io.TextIOBase):
     """A thread-safe text stream that keeps complete lines (each thread buffers its own partial line)."""
@@ -19,6 +21,9 @@ class LineCapture(io.TextIOBase):
     def __init__(self, echo: TextIO | None = None) -> None:
         super().__init__()
         self.lines: list[str] = []
+        #: The lines not written by a provider stand-in (:func:`local_cloud.calls.outside_the_pipeline`):
+        #: the deployment's own, which its log groups would bill.
+        self.pipeline_lines: list[str] = []
         self._echo = echo
         self._lock = threading.Lock()
         # Parsed so far (records() is called repeatedly on a growing capture: parse each line once).
@@ -36,8 +41,11 @@ class LineCapture(io.TextIOBase):
         *complete, rest = buffer.split("\n")
         self._partial.text = rest
         if complete:
+            kept = [line for line in complete if line.strip()]
             with self._lock:
-                self.lines.extend(line for line in complete if line.strip())
+                self.lines.extend(kept)
+                if not outside_active():
+                    self.pipeline_lines.extend(kept)
                 if self._echo is not None:
                     self._echo.write("\n".join(complete) + "\n")
         return len(text)

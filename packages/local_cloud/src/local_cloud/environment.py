@@ -33,6 +33,7 @@ from local_cloud.moto_patches import (
 from local_cloud.patches import enabled
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
+from local_cloud.trace_header import execution_trace_header_to_tasks, start_execution_trace_header
 
 FAKE_ENV = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -81,6 +82,10 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(states_all_excludes_terminal_errors())
         # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
         stack.enter_context(dynamodb_task_timeout())
+        # StartExecution keeps its traceHeader (the execution joins the caller's X-Ray trace), as on AWS.
+        stack.enter_context(start_execution_trace_header())
+        # ... and its Lambda tasks' invocations get that trace (Lambda's X-Ray header), as on AWS.
+        stack.enter_context(execution_trace_header_to_tasks())
         for name, speed_patch in SPEED_PATCHES:
             if enabled(name):
                 stack.enter_context(speed_patch())

@@ -57,6 +57,30 @@ def transitions_per_execution(histories: list[History], sample: int = 100) -> fl
     return total / len(chosen)
 
 
+#: History events of one attempt of a task state (a retry is another one within the same state entry).
+_ATTEMPT_EVENTS = ("LambdaFunctionScheduled", "TaskScheduled", "ActivityScheduled")
+
+
+def billed_transitions_per_execution(histories: list[History], sample: int = 100) -> float:
+    """Average state transitions per execution as Step Functions bills them: every state entered, plus
+    every retry of a task ("each retry will be charged as an additional state transition",
+    https://aws.amazon.com/step-functions/pricing/), over the first ``sample`` executions."""
+    chosen = histories[:sample]
+    if not chosen:
+        return 0.0
+    total = 0
+    for _, events in chosen:
+        attempted = False
+        for event in events:
+            kind = str(event["type"])
+            if kind.endswith("StateEntered"):
+                total, attempted = total + 1, False
+            elif kind.endswith(_ATTEMPT_EVENTS):  # the backend's events are enums: match the name's end
+                total += int(attempted)  # the first attempt is the entry's transition
+                attempted = True
+    return total / len(chosen)
+
+
 def failure_summary(arn: str, events: list[dict[str, Any]], limit: int = 300) -> dict[str, Any]:
     """What an execution did last and why it failed: state names, error names, causes cut to ``limit``.
 

@@ -31,6 +31,8 @@ from unittest import mock
 
 from local_cloud.capture import LineCapture, point_powertools_loggers_at
 from local_cloud.clock import SimClock
+from local_cloud.otel_layer import layer_invocation
+from local_cloud.trace_header import task_trace_header
 
 _env_lock = threading.RLock()
 _counter = itertools.count()
@@ -176,7 +178,8 @@ class LocalFunction:
         )
         with self._lock:
             self.invocations += 1
-        result, errored = invoke_json(fn, event, context)
+        with layer_invocation(self.env, self.handler, task_trace_header()):
+            result, errored = invoke_json(fn, event, context)
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices.
             self.clock.advance(context.get_remaining_time_in_millis() / 1000)

@@ -78,6 +78,27 @@ PATCHES: tuple[Patch, ...] = (
         "test_canary_lambda_invoke_reaches_the_in_process_function",
     ),
     Patch(
+        "sfn_trace_header",
+        "moto.stepfunctions.responses:StepFunctionResponse.{start_execution,describe_execution}",
+        "emulation",
+        "moto's StartExecution drops traceHeader; AWS keeps it (DescribeExecution answers it, the execution joins "
+        "that X-Ray trace). Passed to the parser backend, which stores it; over 256 characters or not ASCII: "
+        "ValidationException, as AWS.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_start_execution_keeps_the_trace_header",
+    ),
+    Patch(
+        "sfn_task_trace_header",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:"
+        "execute_lambda_function_integration",
+        "emulation",
+        "On AWS a Lambda task's invocation carries the execution's X-Ray trace (the layer's invocation span "
+        "is parented on it); moto passes none. The execution's traceHeader is the header of the Lambda "
+        "invocations its tasks make (local_cloud.otel_layer).",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_lambda_task_invocation_gets_the_executions_trace_header",
+    ),
+    Patch(
         "iam_api_call",
         "botocore.client:BaseClient._make_api_call",
         "emulation",
