@@ -144,6 +144,12 @@ class MetricStore:
         else:
             points.append((at, value))
 
+    def last_before(self, key: MetricKey, at: float) -> float | None:
+        """The timestamp of the latest datapoint before ``at`` (None: there is none)."""
+        points = self.points.get(key, [])
+        i = bisect.bisect_left(points, (at, float("-inf")))
+        return points[i - 1][0] if i else None
+
     def window(self, key: MetricKey, start: float, end: float) -> list[float]:
         """Values with ``start <= timestamp < end``."""
         points = self.points.get(key, [])
