@@ -17,7 +17,7 @@ FUNCTION = {
     "AlarmName": "charge",
     "Metrics": [{"Id": "errors", "MetricStat": {"Metric": {"MetricName": "Errors"}}}, {"Id": "e", "Expression": "x"}],
 }
-ALARMS = {"dlq": DLQ, "charge": FUNCTION}
+ALARMS: dict[str, Any] = {"dlq": DLQ, "charge": FUNCTION}
 
 
 class _Actions:
@@ -94,7 +94,7 @@ def test_pager_dlq_arrivals_alarm_is_a_dlq_page() -> None:
         "MetricName": "ApproximateNumberOfMessagesVisible",
         "Dimensions": [{"Name": "QueueName", "Value": "q-dlq"}],
     }
-    arrivals = {"AlarmName": "arrivals", "Metrics": [{"Id": "depth", "MetricStat": {"Metric": depth}}]}
+    arrivals: dict[str, Any] = {"AlarmName": "arrivals", "Metrics": [{"Id": "depth", "MetricStat": {"Metric": depth}}]}
     section = pager_section(
         _Actions(_page("arrivals")),  # type: ignore[arg-type]
         {**ALARMS, "arrivals": arrivals},

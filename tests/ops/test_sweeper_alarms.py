@@ -19,7 +19,7 @@ from local_cloud.metrics import MetricStore, metric_key
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:pages"
 DIMS = [{"Name": "service", "Value": "sweeper"}]
-HEARTBEAT = {
+HEARTBEAT: dict[str, Any] = {
     "AlarmName": "heartbeat",
     "Namespace": "OrderPipeline",
     "MetricName": "SweeperRuns",
@@ -34,7 +34,7 @@ HEARTBEAT = {
     "OKActions": [TOPIC],
     "InsufficientDataActions": [TOPIC],
 }
-PARKED = {
+PARKED: dict[str, Any] = {
     **HEARTBEAT,
     "AlarmName": "parked",
     "MetricName": "ParkedOrders",
@@ -76,9 +76,9 @@ def sweeper_alarms() -> Iterator[tuple[SimClock, MetricStore, AlarmEvaluator, _P
             {"heartbeat": HEARTBEAT, "parked": PARKED},
             {},
             capture,
-            pager,
+            pager,  # type: ignore[arg-type]
             store=store,
-            clock=clock,  # type: ignore[arg-type]
+            clock=clock,
         )
         yield clock, store, evaluator, pager
 
