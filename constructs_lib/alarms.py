@@ -209,8 +209,9 @@ class TransientShareAlarm(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: TransientShareAlarmProps) -> None:
         super().__init__(scope, construct_id)
         using: dict[str, cloudwatch.IMetric] = {}
-        for i, (function, service) in enumerate(props.functions):
-            using[f"calls{i}"] = function.metric_invocations(period=props.period, statistic="Sum")
+        # The failures first (in order and by name): a tool that keeps one metric of a metric-math alarm
+        # keeps the first (tools/rehearse.py), and TransientFailures > floor is the nearer stand-in.
+        for i, (_, service) in enumerate(props.functions):
             using[f"failed{i}"] = cloudwatch.Metric(
                 namespace=props.namespace,
                 metric_name=TRANSIENT_FAILURES_METRIC,
@@ -218,8 +219,10 @@ class TransientShareAlarm(Construct):
                 statistic="Sum",
                 period=props.period,
             )
+        for i, (function, _) in enumerate(props.functions):
+            using[f"invoked{i}"] = function.metric_invocations(period=props.period, statistic="Sum")
         failed = " + ".join(f"FILL(failed{i}, 0)" for i in range(len(props.functions)))
-        calls = " + ".join(f"FILL(calls{i}, 0)" for i in range(len(props.functions)))
+        calls = " + ".join(f"FILL(invoked{i}, 0)" for i in range(len(props.functions)))
         self.alarm = cloudwatch.Alarm(
             self,
             "Alarm",

@@ -8,12 +8,12 @@ import pytest
 
 from local_cloud.alarms import _expression
 
-EXPRESSION = "(FILL(failed0, 0) + FILL(failed1, 0)) - 0.5 * (FILL(calls0, 0) + FILL(calls1, 0))"
+EXPRESSION = "(FILL(failed0, 0) + FILL(failed1, 0)) - 0.5 * (FILL(invoked0, 0) + FILL(invoked1, 0))"
 THRESHOLD = 5
 
 
 @pytest.mark.parametrize(
-    ("failed0", "calls0", "pages"),
+    ("failed0", "invoked0", "pages"),
     [
         (60, 60, True),  # an outage: every call of the minute failed (and was retried)
         (4, 100, False),  # flaky refunds that recover on retry
@@ -22,7 +22,7 @@ THRESHOLD = 5
     ],
 )
 def test_outage_expression_pages_on_a_share_not_a_count(
-    failed0: float | None, calls0: float | None, pages: bool
+    failed0: float | None, invoked0: float | None, pages: bool
 ) -> None:
-    value = _expression(EXPRESSION, {"failed0": failed0, "calls0": calls0})
+    value = _expression(EXPRESSION, {"failed0": failed0, "invoked0": invoked0})
     assert (value is not None and value > THRESHOLD) is pages
