@@ -209,7 +209,7 @@ class TransientShareAlarm(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: TransientShareAlarmProps) -> None:
         super().__init__(scope, construct_id)
         using: dict[str, cloudwatch.IMetric] = {}
-        # The failures first (in order and by name): a tool that keeps one metric of a metric-math alarm
+        # The failures first (inserted first, and first by name): a tool that keeps one metric of a metric-math alarm
         # keeps the first (tools/rehearse.py), and TransientFailures > floor is the nearer stand-in.
         for i, (_, service) in enumerate(props.functions):
             using[f"failed{i}"] = cloudwatch.Metric(
