@@ -39,6 +39,31 @@ def first_occurrence_alarm(
     return alarm
 
 
+def arrivals_alarm(
+    scope: Construct, construct_id: str, depth: cloudwatch.Metric, description: str, topic: sns.ITopic
+) -> cloudwatch.Alarm:
+    """An alarm on ``DIFF(depth) > 0``: the queue's visible messages grew in the last period.
+
+    A depth alarm already in ALARM says nothing about the next message (CloudWatch notifies on a state
+    change only: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html);
+    this one returns to OK the period after an arrival, so each later arrival pages again
+    (docs/decisions/0023). ``NumberOfMessagesSent`` cannot replace it on a DLQ: a message moved there
+    by a redrive policy is not counted in it
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)."""
+    return first_occurrence_alarm(
+        scope,
+        construct_id,
+        cloudwatch.MathExpression(
+            expression="DIFF(depth)",
+            using_metrics={"depth": depth},
+            period=depth.period,
+            label="messages arrived (visible messages grew)",
+        ),
+        description,
+        topic,
+    )
+
+
 @dataclass(frozen=True)
 class FunctionAlarmsProps:
     """Props for :class:`FunctionAlarms`.
@@ -127,3 +152,91 @@ class FunctionAlarms(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, props: FunctionAlarmsProps) -> None:
         super().__init__(scope, construct_id)
         self.errors_alarm, self.throttles_alarm = add_function_alarms(self, props, construct_id)
+
+
+#: CloudWatch allows at most 10 metrics in a metric-math alarm
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create-alarm-on-metric-math-expression.html):
+#: two per function (its invocations and its transient failures).
+MAX_OUTAGE_FUNCTIONS = 5
+TRANSIENT_FAILURES_METRIC = "TransientFailures"
+
+
+@dataclass(frozen=True)
+class TransientShareAlarmProps:
+    """Props for :class:`TransientShareAlarm`.
+
+    Attributes:
+        functions: ``(function, Powertools service name)`` of each function calling what may go down
+            (1..5); its ``TransientFailures`` (the step middleware's EMF count, dimension ``service``)
+            and its ``AWS/Lambda Invocations`` are summed.
+        namespace: the functions' metric namespace.
+        alarm_topic: notified on ALARM and OK.
+        description: what an outage of those functions' dependency means.
+        share: pages when transient failures exceed this share of the invocations; default 0.5.
+        floor: ... plus this many (a quiet minute's one or two retried failures never page); default 5.
+        period: default 1 minute (one evaluation period: an outage pages within a minute).
+    """
+
+    functions: tuple[tuple[lambda_.IFunction, str], ...]
+    namespace: str
+    alarm_topic: sns.ITopic
+    description: str
+    share: float = 0.5
+    floor: int = 5
+    period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.functions) <= MAX_OUTAGE_FUNCTIONS:
+            raise ValueError(f"functions: 1..{MAX_OUTAGE_FUNCTIONS} (10 metrics per alarm), got {len(self.functions)}")
+        if not 0 < self.share < 1:
+            raise ValueError(f"share must be within (0, 1), got {self.share}")
+        if self.floor < 0:
+            raise ValueError(f"floor must be >= 0, got {self.floor}")
+        if self.period.to_seconds() < 60 or self.period.to_seconds() % 60:
+            raise ValueError("period must be a whole number of minutes (at least 1)")
+
+
+class TransientShareAlarm(Construct):
+    """An outage of what some functions call, as a rate: pages when, in one period, their transient
+    (retried) failures exceed ``share`` of their invocations plus ``floor``
+    (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
+    workflow retries it; docs/decisions/0020), a high share of them is not (docs/decisions/0023).
+
+    Attributes:
+        alarm: the alarm.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: TransientShareAlarmProps) -> None:
+        super().__init__(scope, construct_id)
+        using: dict[str, cloudwatch.IMetric] = {}
+        # The failures first (inserted first, and first by name): a tool that keeps one metric of a metric-math alarm
+        # keeps the first (tools/rehearse.py), and TransientFailures > floor is the nearer stand-in.
+        for i, (_, service) in enumerate(props.functions):
+            using[f"failed{i}"] = cloudwatch.Metric(
+                namespace=props.namespace,
+                metric_name=TRANSIENT_FAILURES_METRIC,
+                dimensions_map={"service": service},
+                statistic="Sum",
+                period=props.period,
+            )
+        for i, (function, _) in enumerate(props.functions):
+            using[f"invoked{i}"] = function.metric_invocations(period=props.period, statistic="Sum")
+        failed = " + ".join(f"FILL(failed{i}, 0)" for i in range(len(props.functions)))
+        calls = " + ".join(f"FILL(invoked{i}, 0)" for i in range(len(props.functions)))
+        self.alarm = cloudwatch.Alarm(
+            self,
+            "Alarm",
+            alarm_description=props.description,
+            metric=cloudwatch.MathExpression(
+                expression=f"({failed}) - {props.share:g} * ({calls})",
+                using_metrics=using,
+                period=props.period,
+                label="transient failures beyond their share of invocations",
+            ),
+            threshold=props.floor,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
+        self.alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))

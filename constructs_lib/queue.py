@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from constructs_lib.alarms import first_occurrence_alarm
+from constructs_lib.alarms import arrivals_alarm, first_occurrence_alarm
 from constructs_lib.logical_ids import keep_sqs_event_source_id
 from constructs_lib.overrides import PassThrough, check_overrides
 
@@ -94,6 +94,9 @@ class ResilientQueueProps:
             ``"<id>: messages in the dead-letter queue (each failed processing; triage, then replay)"``.
         queue_alarm_description: the queue-depth alarm's description; default
             ``"<id>: messages waiting in the queue"``.
+        announce_each_arrival: beside each depth alarm, an arrivals alarm (``DIFF(depth) > 0`` over 1
+            minute) that pages for every new message even while the depth alarm is already in ALARM
+            (:func:`constructs_lib.alarms.arrivals_alarm`); default True.
     """
 
     alarm_topic: sns.ITopic
@@ -115,6 +118,7 @@ class ResilientQueueProps:
     max_message_age: Duration | None = None
     dlq_alarm_description: str | None = None
     queue_alarm_description: str | None = None
+    announce_each_arrival: bool = True
 
     def __post_init__(self) -> None:
         if (self.consumer is None) != (self.consumer_timeout is None):
@@ -214,6 +218,8 @@ class ResilientQueue(Construct):
         dlq: its dead-letter queue (created, or ``existing_dead_letter_queue``).
         dlq_alarm: the DLQ depth alarm.
         queue_alarm: the queue-depth alarm (``alarm_on_queue_depth``), else None.
+        dlq_arrivals_alarm, queue_arrivals_alarm: the arrivals alarms (``announce_each_arrival``; the
+            queue's with ``alarm_on_queue_depth`` only), else None.
         event_source: the SQS event source (``None`` without consumer).
         max_receive_count: the redrive policy's maxReceiveCount (None with ``existing_queue``).
     """
@@ -250,6 +256,10 @@ class ResilientQueue(Construct):
                 props.alarm_topic,
                 props.queue_alarm_description or f"{construct_id}: messages waiting in the queue",
             )
+        self.dlq_arrivals_alarm: cloudwatch.Alarm | None = None
+        self.queue_arrivals_alarm: cloudwatch.Alarm | None = None
+        if props.announce_each_arrival:
+            self._arrivals_alarms(construct_id, props)
         self.age_alarm: cloudwatch.Alarm | None = self._age_alarm(construct_id, props)
         self.event_source: sources.SqsEventSource | None = None
         if props.consumer is not None:
@@ -307,12 +317,28 @@ class ResilientQueue(Construct):
         alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
         return alarm
 
+    def _arrivals_alarms(self, construct_id: str, props: ResilientQueueProps) -> None:
+        """Each new message in the DLQ (and the queue, with its depth alarm) pages again (decision 0023)."""
+        self.dlq_arrivals_alarm = arrivals_alarm(
+            self,
+            "DlqArrivalsAlarm",
+            self._depth(self.dlq),
+            f"{construct_id}: another message reached the dead-letter queue",
+            props.alarm_topic,
+        )
+        if props.alarm_on_queue_depth:
+            self.queue_arrivals_alarm = arrivals_alarm(
+                self,
+                "QueueArrivalsAlarm",
+                self._depth(self.queue),
+                f"{construct_id}: another message is waiting in the queue",
+                props.alarm_topic,
+            )
+
+    @staticmethod
+    def _depth(queue: sqs.IQueue) -> cloudwatch.Metric:
+        return queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum")
+
     def _depth_alarm(self, name: str, queue: sqs.IQueue, topic: sns.ITopic, description: str) -> cloudwatch.Alarm:
         """Alarm when ``queue`` has a visible message in any 1-minute period; notify ``topic``."""
-        return first_occurrence_alarm(
-            self,
-            name,
-            queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(1), statistic="Maximum"),
-            description,
-            topic,
-        )
+        return first_occurrence_alarm(self, name, self._depth(queue), description, topic)

@@ -149,6 +149,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.reserve, self.charge, self.ship = steps.reserve, steps.charge, steps.ship
         self.cancel_shipment, self.refund, self.release = steps.cancel_shipment, steps.refund, steps.release
         self.finalize = steps.finalize
+        self.provider_outage_alarm = steps.provider_outage_alarm
         self.saga = OrderSaga(
             self,
             "OrderSaga",
@@ -223,6 +224,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.sweeper, self.sweep_rule = sweeper.function, sweeper.sweep_rule
         self.stuck_alarm, self.mismatch_alarm = sweeper.stuck_alarm, sweeper.mismatch_alarm
         self.sweeper_errors_alarm = sweeper.errors_alarm
+        self.sweeper_heartbeat_alarm, self.parked_alarm = sweeper.heartbeat_alarm, sweeper.parked_alarm
         self.intake_capacity_figures = intake.capacity_figures
 
     def _api(self, stage: StageConfig) -> None:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from lambda_resilience.correlation import correlation_scope, new_correlation_id
 from lambda_resilience.tracing import traced
 from order_domain.logs import get_logger
+from order_domain.parked import count_parked
 from order_domain.settings import load
 from order_domain.settings.sweeper import SweeperSettings
 from order_domain.wiring import sweeper_service
@@ -34,6 +35,9 @@ METRICS = {
     "SweepDeferred": "deferred",
 }
 
+#: One per run (the heartbeat), and the NEEDS_ATTENTION orders counted at the end of the run.
+HEARTBEAT_METRIC, PARKED_METRIC = "SweeperRuns", "ParkedOrders"
+
 
 class SweepIncomplete(Exception):
     """Some orders could not be handled (logged each under its correlation ID): the function's
@@ -51,6 +55,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         result = sweeper.sweep(scope, lambda: context.get_remaining_time_in_millis() / 1000)
         for name, attribute in METRICS.items():
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=len(getattr(result, attribute)))
+        # The heartbeat (its alarm treats missing data as breaching: a sweeper that stopped pages) and the
+        # parked-orders gauge (announced for as long as they are parked); docs/decisions/0023.
+        metrics.add_metric(name=HEARTBEAT_METRIC, unit=MetricUnit.Count, value=1)
+        parked = count_parked(settings.orders_table, client=sweeper.orders.client)
+        metrics.add_metric(name=PARKED_METRIC, unit=MetricUnit.Count, value=parked)
         summary = {k: len(v) for k, v in vars(result).items()}
         logger.info("sweep done", extra={**summary, "threshold_seconds": settings.stuck_after_seconds})
         if result.errors:

@@ -13,6 +13,9 @@ from typing import Any
 
 from local_cloud.alarm_actions import AlarmActions, Notice
 
+#: Notifications that are pages: ALARM, and INSUFFICIENT_DATA for the alarms that notify on it (a heartbeat
+#: whose metric stopped: docs/decisions/0023).
+PAGE_STATES = ("ALARM", "INSUFFICIENT_DATA")
 #: Injected faults an operator must hear about -> the alarm kinds that announce them.
 HARMFUL: dict[str, tuple[str, ...]] = {
     "malformed": ("dlq",),
@@ -21,6 +24,11 @@ HARMFUL: dict[str, tuple[str, ...]] = {
     "stop": ("executions_aborted",),
     "status_write_error": ("executions_failed", "needs_attention", "function", "stuck"),
     "park_failure": ("needs_attention", "function", "executions_failed", "stuck"),
+    # Fault families of docs/decisions/0023 (recall counts them once a run injects them).
+    "throttle_sfn": ("throttled",),
+    "provider_outage": ("provider_outage", "needs_attention", "executions_failed", "stuck"),
+    "sweeper_stopped": ("sweeper_stopped",),
+    "api_5xx": ("api",),
 }
 #: Faults whose harm depends on getting past the edge -> the report's count of those that did. A malformed order
 #: the order API refused (400) told its caller at once: no incident, no page; one dead-lettered is an incident.
@@ -37,13 +45,20 @@ def page_line(notice: Notice) -> str:
 
 
 def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
-    """What an alarm announces: dlq, needs_attention, age, function, executions_<status>, throttled, api, stuck,
-    other."""
+    """What an alarm announces: dlq, needs_attention, age, function, function_throttled, executions_<status>,
+    throttled, api, sweeper_stopped, provider_outage, stuck, other."""
     metric = alarm.get("MetricName")
-    if metric is None:
-        names = {q["MetricStat"]["Metric"]["MetricName"] for q in alarm.get("Metrics", []) if "MetricStat" in q}
-        return "function" if "Errors" in names else "other"
     dims = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+    if metric is None:  # metric math: what its metrics watch (a DLQ's arrivals alarm reads the DLQ's depth)
+        watched = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q]
+        names = {m["MetricName"] for m in watched}
+        if "Errors" in names:
+            return "function"
+        if "TransientFailures" in names:
+            return "provider_outage"
+        if names != {"ApproximateNumberOfMessagesVisible"}:
+            return "other"
+        metric, dims = "ApproximateNumberOfMessagesVisible", {d["Name"]: d["Value"] for d in watched[0]["Dimensions"]}
     if metric == "ApproximateAgeOfOldestMessage":
         return "age"
     if metric == "ApproximateNumberOfMessagesVisible":
@@ -58,6 +73,12 @@ def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
         return "api"
     if metric == "Errors":
         return "function"
+    if metric == "SweeperRuns":
+        return "sweeper_stopped"
+    if metric == "ParkedOrders":
+        return "needs_attention"
+    if metric == "Throttles":
+        return "function_throttled"
     return "stuck" if "Stuck" in metric or "Mismatch" in metric else "other"
 
 
@@ -89,8 +110,17 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
         return "orders left mid-way by injected status-write, park or stop faults"
     if kind == "age" and any(families.get(f) for f in ("crash", "throttle_dynamodb", "throttle_sqs")):
         return "orders waited over the age threshold behind injected crashes (visibility timeouts) and throttling"
-    if kind == "throttled" and families.get("throttle_sfn"):
-        return "state machine throttled"
+    throttles = report.get("throttles") or {}
+    if kind == "throttled" and (families.get("throttle_sfn") or throttles.get("stepfunctions:StateTransition")):
+        return f"state transitions throttled ({throttles.get('stepfunctions:StateTransition', 0)})"
+    if kind == "function_throttled" and throttles.get("lambda:Invoke"):
+        return f"{throttles['lambda:Invoke']} invocations throttled (concurrency exhausted)"
+    if kind == "api" and (report.get("api_server_errors") or families.get("api_5xx")):
+        return f"the order API answered {report.get('api_server_errors', 0)} 5XX"
+    if kind == "provider_outage" and families.get("provider_outage"):
+        return f"provider outage injected ({families['provider_outage']} failed calls)"
+    if kind == "sweeper_stopped" and families.get("sweeper_stopped"):
+        return "the sweeper's schedule stopped (injected)"
     return None
 
 
@@ -105,7 +135,7 @@ def pager_section(
     faults: Mapping[str, int] = report.get("faults_injected") or {}
     pages: list[dict[str, Any]] = []
     for n in actions.history if actions else []:
-        if n.state != "ALARM":
+        if n.state not in PAGE_STATES:
             continue
         kind = alarm_kind(alarms[n.alarm], dlq_names)
         pages.append(
@@ -176,5 +206,5 @@ def pages(actions: AlarmActions | None) -> list[dict[str, Any]]:
     return [
         {"alarm": n.alarm, "at": round(n.at, 3), "reason": n.reason, "delivered": n.delivered, "refusal": n.refusal}
         for n in (actions.history if actions else [])
-        if n.state == "ALARM"
+        if n.state in PAGE_STATES
     ]

@@ -109,6 +109,10 @@ def report(run: RunView, wall_seconds: float) -> dict[str, Any]:
         "metrics": metric_totals(emf),
         "event_sources": {p.spec.function.name: vars(p.stats) for p in run.pollers},
         "throttles": dict(run.limits.throttles),
+        # 5XX answers of the local order API (AWS/ApiGateway 5XXError datapoints): what explains an API page.
+        "api_server_errors": int(
+            sum(v for _, name, _, _, v in run.deployment.service_metrics.since(0)[0] if name == "5XXError")
+        ),
         "iam": explain(run.deployment.iam.report()) if run.deployment.iam else {},
         "elapsed": {
             "wall_seconds": round(wall_seconds, 3),

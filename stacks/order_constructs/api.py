@@ -374,7 +374,7 @@ class OrderApi(TransparentScope):
         alarm = first_occurrence_alarm(
             self,
             "ApiServerErrorsAlarm",
-            self.api.deployment_stage.metric_server_error(period=Duration.minutes(5), statistic="Sum"),
+            self.api.deployment_stage.metric_server_error(period=Duration.minutes(1), statistic="Sum"),
             "the order API answered 5XX: the orders queue or table failed behind it, or its configuration",
             props.alarm_topic,
         )

@@ -116,7 +116,7 @@ class OrderIntake(TransparentScope):
             self.orders_queue.queue,
             label="OrdersQueue",
             dlq=self.orders_queue.dlq,
-            alarms=(self.orders_queue.dlq_alarm, self.orders_queue.age_alarm),
+            alarms=(self.orders_queue.dlq_alarm, self.orders_queue.dlq_arrivals_alarm, self.orders_queue.age_alarm),
         )
         self._wire_queue(props)
         self.capacity_figures: dict[str, int | None] = {

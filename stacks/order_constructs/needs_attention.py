@@ -63,5 +63,10 @@ class NeedsAttention(TransparentScope):
             self.queue.queue,
             label="NeedsAttentionQueue",
             dlq=self.queue.dlq,
-            alarms=(self.queue.dlq_alarm, self.queue.queue_alarm),
+            alarms=(
+                self.queue.dlq_alarm,
+                self.queue.dlq_arrivals_alarm,
+                self.queue.queue_alarm,
+                self.queue.queue_arrivals_alarm,
+            ),
         )

@@ -14,9 +14,10 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import order_domain.env as env
+from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
 from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import TransparentScope
-from stacks.order_constructs.functions import OrderFunctionDefaults
+from stacks.order_constructs.functions import METRICS_NAMESPACE, OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, DDB_INVENTORY, DDB_ORDER_STEP, grant_items, grant_queue
 from stacks.order_constructs.providers import OrderProviders
 
@@ -48,6 +49,8 @@ class SagaSteps(TransparentScope):
     Attributes:
         reserve, release, charge, refund, ship, cancel_shipment, finalize: the functions.
         all: the seven, in saga order (forward steps, compensations, finalize).
+        provider_outage_alarm: the share of transient failures of the four provider steps (a provider
+            outage pages within a minute; docs/decisions/0023).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: SagaStepsProps) -> None:
@@ -76,6 +79,20 @@ class SagaSteps(TransparentScope):
             self.finalize,
         )
         self._grant(props)
+        calling = (self.charge, self.refund, self.ship, self.cancel_shipment)
+        services = ("charge-payment", "refund-payment", "ship-order", "cancel-shipment")  # their service names
+        self.provider_outage_alarm = TransientShareAlarm(
+            self,
+            "ProviderOutage",
+            props=TransientShareAlarmProps(
+                functions=tuple((f.function, s) for f, s in zip(calling, services, strict=True)),
+                namespace=METRICS_NAMESPACE,
+                alarm_topic=props.functions.alarm_topic,
+                description="a provider is failing: over half of the provider steps' invocations failed transiently "
+                "in a minute (retried, but orders stall and park)",
+            ),
+        ).alarm
+        props.functions.monitoring.add_alarms((self.provider_outage_alarm,))
 
     def _grant(self, props: SagaStepsProps) -> None:
         grant_queue(props.needs_attention_queue, self.finalize.function, "sqs:SendMessage")

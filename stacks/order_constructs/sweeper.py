@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -27,6 +28,9 @@ from stacks.order_constructs.providers import OrderProviders
 #: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
 SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
+#: One per run (its alarm treats missing data as breaching) and the NEEDS_ATTENTION orders at each run.
+SWEEPER_RUNS_METRIC = "SweeperRuns"
+PARKED_ORDERS_METRIC = "ParkedOrders"
 #: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
 SWEEP_RECONCILE_WINDOW_SECONDS = 900
 #: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
@@ -35,13 +39,20 @@ SWEEPER_TIMEOUT = Duration.minutes(2)
 SWEEP_RATE = Duration.minutes(5)
 
 
-def _sweeper_metric(name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
+#: The heartbeat and parked-orders alarms' period: two sweeps, so every aligned period holds a run
+#: whatever the schedule's offset (docs/decisions/0023).
+DEFAULT_HEARTBEAT_WINDOW = Duration.minutes(10)
+
+
+def _sweeper_metric(
+    name: str, statistic: str, label: str | None = None, period: Duration = SWEEP_RATE
+) -> cloudwatch.Metric:
     return cloudwatch.Metric(
         namespace=METRICS_NAMESPACE,
         metric_name=name,
         dimensions_map={"service": "sweeper"},
         statistic=statistic,
-        period=SWEEP_RATE,
+        period=period,
         label=label,
     )
 
@@ -61,6 +72,9 @@ class StuckOrderSweeperProps:
         start_delay: how long intake may hold an order RECEIVED before its execution starts (throttle
             requeues, then redeliveries); ``stuck_after_minutes`` must exceed it plus the saga timeout.
             Default 0.
+        heartbeat_window: the period of the heartbeat alarm (a sweeper that has not run in a whole period
+            pages: the alarm's INSUFFICIENT_DATA action) and of the parked-orders alarm; at least two sweep
+            intervals, whole minutes. Default 10 minutes.
     """
 
     functions: OrderFunctionDefaults
@@ -71,8 +85,15 @@ class StuckOrderSweeperProps:
     providers: OrderProviders
     stuck_after_minutes: int
     start_delay: Duration = field(default_factory=lambda: Duration.seconds(0))
+    heartbeat_window: Duration = field(default_factory=lambda: DEFAULT_HEARTBEAT_WINDOW)
 
     def __post_init__(self) -> None:
+        window = self.heartbeat_window.to_seconds()
+        if window < 2 * SWEEP_RATE.to_seconds() or window % 60:
+            raise ValueError(
+                f"heartbeat_window ({int(window)} s) must be whole minutes and at least two sweep intervals "
+                f"({int(2 * SWEEP_RATE.to_seconds())} s): a period may fall between two runs otherwise"
+            )
         budget = self.saga_timeout.to_seconds() + self.start_delay.to_seconds()
         if self.stuck_after_minutes * 60 <= budget:
             raise ValueError(
@@ -90,7 +111,7 @@ class StuckOrderSweeper(TransparentScope):
     Attributes:
         function: the sweeper ``PipelineFunction``.
         sweep_rule: the schedule.
-        stuck_alarm, mismatch_alarm, errors_alarm: its alarms.
+        stuck_alarm, mismatch_alarm, errors_alarm, heartbeat_alarm, parked_alarm: its alarms.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: StuckOrderSweeperProps) -> None:
@@ -150,8 +171,36 @@ class StuckOrderSweeper(TransparentScope):
             "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
             topic,
         )
+        window = props.heartbeat_window
+        self.heartbeat_alarm = cloudwatch.Alarm(
+            self,
+            "SweeperHeartbeatAlarm",
+            alarm_description=f"the stuck-order sweeper has not run in {int(window.to_minutes())} minutes "
+            "(stuck and parked orders go unreported)",
+            metric=_sweeper_metric(SWEEPER_RUNS_METRIC, "Sum", period=window),
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=1,
+            # Not BREACHING: a new alarm would page before the first sweep of every fresh deploy. A period
+            # without a run moves OK -> INSUFFICIENT_DATA, and that transition pages (docs/decisions/0023).
+            treat_missing_data=cloudwatch.TreatMissingData.MISSING,
+        )
+        for add in (
+            self.heartbeat_alarm.add_insufficient_data_action,
+            self.heartbeat_alarm.add_alarm_action,
+            self.heartbeat_alarm.add_ok_action,
+        ):
+            add(cw_actions.SnsAction(topic))
+        self.parked_alarm = first_occurrence_alarm(
+            self,
+            "ParkedOrdersAlarm",
+            _sweeper_metric(PARKED_ORDERS_METRIC, "Maximum", period=window),
+            "orders parked in NEEDS_ATTENTION (announced for as long as they are parked; see the needs-attention "
+            "queue or ops orders)",
+            topic,
+        )
         monitoring = props.functions.monitoring
-        monitoring.add_alarms((self.stuck_alarm, self.mismatch_alarm))
+        monitoring.add_alarms((self.stuck_alarm, self.mismatch_alarm, self.heartbeat_alarm, self.parked_alarm))
         monitoring.add_graph(
             DashboardGraph(
                 "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",

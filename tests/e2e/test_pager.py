@@ -7,6 +7,7 @@ catch included; the emulator produces those metrics and evaluates every alarm on
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -31,3 +32,22 @@ def test_pager_business_only_run_pages_nobody(business_report: dict[str, Any]) -
     assert business_report["pager"]["pages"] == []
     assert business_report["alarms_in_alarm"] == []
     assert business_report["invariants"]["pager_precision_and_recall_100_percent"] is None
+
+
+def test_pager_provider_outage_pages_within_a_minute(assembly: CloudAssembly) -> None:
+    """The payment provider answers 503 to every charge (an outage): each failure is transient and retried
+    (no function alarm), yet the outage alarm (a share of transient failures) pages within a minute (0023)."""
+    from sandbox import payment
+
+    original = payment.handle
+
+    def down(request: dict[str, Any], ledger: Any) -> dict[str, Any]:
+        if request.get("action") == "charge":
+            return {"status": "error", "error": "provider_unavailable"}
+        return original(request, ledger)
+
+    with mock.patch.object(payment, "handle", down):
+        report = run_local(RunOptions(orders=16, seed=7, mix=OrderMix(), assembly_dir=assembly.outdir))
+    outage = [p for p in report["pager"]["pages"] if p["kind"] == "provider_outage"]
+    assert outage and outage[0]["delivered"], report["pager"]["pages"]
+    assert outage[0]["after_s"] <= 60

@@ -11,20 +11,20 @@ from unittest import mock
 import pytest
 
 from lambda_resilience.exceptions import TransientStepError, UnknownStepError
-from lambda_resilience.step import EXPECTED_ERRORS_METRIC
+from lambda_resilience.step import EXPECTED_ERRORS_METRIC, TRANSIENT_FAILURES_METRIC
 from order_domain.errors import InsufficientStock, PaymentDeclined, PaymentIncomplete, ShippingUnavailable
 from order_domain.step import build_step_handler
 
 
-def _expected_errors(out: str) -> list[float]:
+def _expected_errors(out: str, metric: str = EXPECTED_ERRORS_METRIC) -> list[float]:
     found = []
     for line in out.splitlines():
         try:
             doc = json.loads(line)
         except ValueError:
             continue
-        if isinstance(doc, dict) and "_aws" in doc and EXPECTED_ERRORS_METRIC in doc:
-            value = doc[EXPECTED_ERRORS_METRIC]
+        if isinstance(doc, dict) and "_aws" in doc and metric in doc:
+            value = doc[metric]
             found.extend(value if isinstance(value, list) else [value])
     return found
 
@@ -98,3 +98,34 @@ def test_expected_errors_business_outcome_is_logged_without_a_traceback(
     (line,) = lines
     assert line["level"] == "ERROR" and line["error_type"] == type(raised).__name__
     assert ("exception" in line) is traceback
+
+
+@pytest.mark.parametrize(
+    ("raised", "surfaced", "expected"),
+    [
+        (TimeoutError("provider timed out"), TransientStepError, [1.0]),
+        (PaymentDeclined("declined"), PaymentDeclined, []),
+        (KeyError("bug"), UnknownStepError, []),
+    ],
+)
+def test_transient_failures_counted_for_the_provider_outage_alarm(
+    raised: Exception,
+    surfaced: type[Exception],
+    expected: list[float],
+    pipeline_env: dict[str, str],
+    saga_input: Any,
+    order_factory: Any,
+    lambda_context: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A transient failure is expected (retried) yet counted on its own: a rate of them is an outage (0023)."""
+
+    def action(payload: dict[str, Any]) -> dict[str, Any]:
+        raise raised
+
+    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": "counted-step"}):
+        handler = build_step_handler("counted-step", lambda settings: action)
+    capsys.readouterr()
+    with pytest.raises(surfaced):
+        handler(saga_input(order_factory()), lambda_context)
+    assert _expected_errors(capsys.readouterr().out, TRANSIENT_FAILURES_METRIC) == expected

@@ -442,3 +442,18 @@ def test_sweeper_reconciles_at_most_the_configured_orders_per_sweep_oldest_first
     assert first["reconciled"] == sorted([seeded[1], seeded[2]]) and first["deferred"] == [seeded[0]]
     assert second["reconciled"] == [seeded[0]]  # the next sweep takes the rest
     assert logs.metric_total("SweepDeferred") == 1
+
+
+def test_sweeper_publishes_heartbeat_and_parked_orders_gauge(sweeper, seed_aged, lambda_context, logs: LogCapture):
+    """Every run says it ran (SweeperRuns, the heartbeat alarm's metric) and how many orders are parked
+    now (ParkedOrders: announced for as long as they are parked, whatever the queue's retention)."""
+    seed_aged(OrderStatus.NEEDS_ATTENTION, 20 * 86400)  # parked three weeks ago: its message has expired
+    seed_aged(OrderStatus.NEEDS_ATTENTION, 60)
+    seed_aged(OrderStatus.COMPLETED, 2 * 3600)
+
+    sweeper(SCHEDULED_EVENT, lambda_context)
+
+    (blob,) = _stuck_metric_blobs(logs)
+    assert _values(blob["SweeperRuns"]) == [1]
+    assert _values(blob["ParkedOrders"]) == [2]
+    assert blob["service"] == "sweeper"

@@ -364,4 +364,5 @@ def test_api_construct_exposes_its_resources(dev: SynthResult) -> None:
     assert dev.logical_id(api.errors_alarm) in dev.of_type("AWS::CloudWatch::Alarm")
     alarm = dev.properties(dev.logical_id(api.errors_alarm))
     assert alarm["MetricName"] == "5XXError"
+    assert alarm["Period"] == 60  # a 5XX pages within a minute (docs/decisions/0023)
     assert alarm["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]

@@ -515,4 +515,6 @@ def test_resilient_queue_composed_with_existing_queues_passes_resilience_checks(
         ),
     )
     assert Annotations.from_stack(checked_stack).find_error("*", Match.any_value()) == []
-    assert len(Template.from_stack(checked_stack).find_resources("AWS::CloudWatch::Alarm")) == 2  # DLQ + Errors
+    assert (
+        len(Template.from_stack(checked_stack).find_resources("AWS::CloudWatch::Alarm")) == 3
+    )  # DLQ, its arrivals, Errors

@@ -263,10 +263,16 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
     stack = dev.stack
     expected = {
         stack.orders_queue.dlq_alarm,
+        stack.orders_queue.dlq_arrivals_alarm,
         stack.orders_queue.age_alarm,
         stack.needs_attention.dlq_alarm,
+        stack.needs_attention.dlq_arrivals_alarm,
         stack.needs_attention.queue_alarm,
+        stack.needs_attention.queue_arrivals_alarm,
         stack.stuck_alarm,
+        stack.sweeper_heartbeat_alarm,
+        stack.parked_alarm,
+        stack.provider_outage_alarm,
         stack.mismatch_alarm,
         stack.sweeper_errors_alarm,
         *(f.errors_alarm for f in stack.functions),

@@ -17,7 +17,7 @@ FUNCTION = {
     "AlarmName": "charge",
     "Metrics": [{"Id": "errors", "MetricStat": {"Metric": {"MetricName": "Errors"}}}, {"Id": "e", "Expression": "x"}],
 }
-ALARMS = {"dlq": DLQ, "charge": FUNCTION}
+ALARMS: dict[str, Any] = {"dlq": DLQ, "charge": FUNCTION}
 
 
 class _Actions:
@@ -86,3 +86,48 @@ def test_fault_counter_first_at_is_when_the_kind_first_happened() -> None:
     counter.add("crash")
     assert counter.first_at == {"malformed": 5.0, "crash": 10.0}
     assert counter.injected == {"malformed": 1, "crash": 2}
+
+
+def test_pager_dlq_arrivals_alarm_is_a_dlq_page() -> None:
+    """The arrivals alarm (metric math ``DIFF(depth)`` over the DLQ's depth) announces dead-lettered messages."""
+    depth = {
+        "MetricName": "ApproximateNumberOfMessagesVisible",
+        "Dimensions": [{"Name": "QueueName", "Value": "q-dlq"}],
+    }
+    arrivals: dict[str, Any] = {"AlarmName": "arrivals", "Metrics": [{"Id": "depth", "MetricStat": {"Metric": depth}}]}
+    section = pager_section(
+        _Actions(_page("arrivals")),  # type: ignore[arg-type]
+        {**ALARMS, "arrivals": arrivals},
+        {"q-dlq"},
+        {"faults_injected": {"malformed": 1}, "malformed_in_dlq_as_permanent": 1},
+        0.0,
+    )
+    assert [p["kind"] for p in section["pages"]] == ["dlq"]
+    assert precision_recall(section) == (100.0, 100.0)
+
+
+def test_pager_new_fault_families_are_paged_and_explained() -> None:
+    """A provider outage, a throttled state machine and API 5XX: each injected family needs its page (0023)."""
+    alarms = {
+        "outage": {
+            "AlarmName": "outage",
+            "Metrics": [
+                {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "TransientFailures"}}},
+                {"Id": "calls0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
+            ],
+        },
+        "sfn": {"AlarmName": "sfn", "MetricName": "ExecutionThrottled"},
+        "api": {"AlarmName": "api", "MetricName": "5XXError"},
+        "heartbeat": {"AlarmName": "heartbeat", "MetricName": "SweeperRuns"},
+    }
+    report = {
+        "faults_injected": {"provider_outage": 40, "throttle_sfn": 3, "api_5xx": 2, "sweeper_stopped": 1},
+        "throttles": {"stepfunctions:StateTransition": 3},
+        "api_server_errors": 2,
+    }
+    pages = [_page(name, 60.0 + i) for i, name in enumerate(alarms)]
+    section = pager_section(_Actions(*pages), alarms, set(), report, 0.0)  # type: ignore[arg-type]
+    assert [p["kind"] for p in section["pages"]] == ["provider_outage", "throttled", "api", "sweeper_stopped"]
+    assert precision_recall(section) == (100.0, 100.0)
+    unpaged = pager_section(_Actions(), alarms, set(), report, 0.0)  # type: ignore[arg-type]
+    assert precision_recall(unpaged) == (100.0, 0.0)

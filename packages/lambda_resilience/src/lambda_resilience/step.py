@@ -9,7 +9,9 @@ AWS counts every failed invocation in ``AWS/Lambda Errors``, business outcomes a
 failures included. With ``metrics``, a failure the workflow handles by design (a
 :class:`~lambda_resilience.exceptions.BusinessOutcome`, or a transient failure it retries) also adds 1
 to :data:`EXPECTED_ERRORS_METRIC`, so an alarm on ``Errors - ExpectedErrors`` pages only on the
-others (bugs, timeouts, crashes): see docs/decisions/0020.
+others (bugs, timeouts, crashes): see docs/decisions/0020. A transient failure also adds 1 to
+:data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is an outage of
+what the step calls (docs/decisions/0023).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ StepAction = Callable[[dict[str, Any]], dict[str, Any]]
 Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
 #: EMF metric (Count, dimension ``service``): failed invocations the workflow handles by design.
 EXPECTED_ERRORS_METRIC = "ExpectedErrors"
+#: EMF metric (Count, dimension ``service``): failed invocations classified transient (retried by the workflow).
+TRANSIENT_FAILURES_METRIC = "TransientFailures"
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,8 @@ def step_handler(
                 )
                 if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
                     metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
+                if metrics is not None and category == TRANSIENT:
+                    metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
                 if category == TRANSIENT and not isinstance(exc, TransientStepError):
                     raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
                 if category == UNKNOWN and not isinstance(exc, UnknownStepError):

@@ -1,8 +1,9 @@
 """Alarm actions executed as CloudWatch executes them: moto stores an alarm's actions, never runs them.
 
 On a state change CloudWatch publishes the alarm's notification to each SNS action of the new
-state (``AlarmActions`` on ALARM, ``OKActions`` on OK) *as the service principal*
-``cloudwatch.amazonaws.com``, with ``aws:SourceArn`` = the alarm's ARN and ``aws:SourceAccount``,
+state (``AlarmActions`` on ALARM, ``OKActions`` on OK, ``InsufficientDataActions`` on INSUFFICIENT_DATA)
+*as the service principal* ``cloudwatch.amazonaws.com``, with ``aws:SourceArn`` = the alarm's ARN
+and ``aws:SourceAccount``,
 over TLS (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html).
 SNS then evaluates the topic's resource policy (a topic policy replaces the default one, which
 lets the owning account publish: https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html)
@@ -130,9 +131,9 @@ class AlarmActions:
     def execute(
         self, alarm: Mapping[str, Any], old: str, new: str, reason: str, at: float | None = None
     ) -> list[Notice]:
-        """Run the actions of ``alarm``'s new state (ALARM or OK) at simulated time ``at`` (default
+        """Run the actions of ``alarm``'s new state (ALARM, OK or INSUFFICIENT_DATA) at simulated time ``at`` (default
         now): publish, or record the refusal."""
-        actions = alarm.get("AlarmActions", []) if new == "ALARM" else alarm.get("OKActions", []) if new == "OK" else []
+        actions = alarm.get({"ALARM": "AlarmActions", "OK": "OKActions"}.get(new, "InsufficientDataActions"), [])
         notices = []
         for arn in actions:
             if ":sns:" not in str(arn):

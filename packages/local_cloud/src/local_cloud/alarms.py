@@ -24,7 +24,7 @@ from local_cloud.calls import outside_the_pipeline
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
-from local_cloud.metrics import EXECUTION_METRICS, MetricStore, metric_key, statistic
+from local_cloud.metrics import EXECUTION_METRICS, MetricKey, MetricStore, metric_key, statistic
 
 __all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
 #: At most this many period boundaries are replayed per call (a day of 1-minute periods).
@@ -33,8 +33,13 @@ DEPTH = ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
 AGE = ("AWS/SQS", "ApproximateAgeOfOldestMessage")
 
 
-def _expression(expr: str, values: Mapping[str, float | None]) -> float | None:
-    """A metric-math expression over one period's values: + - * /, numbers, ids, ``FILL(x, v)``."""
+def _expression(
+    expr: str, values: Mapping[str, float | None], previous: Mapping[str, float | None] | None = None
+) -> float | None:
+    """A metric-math expression over one period's values: + - * /, numbers, ids, ``FILL(x, v)``, and
+    ``DIFF(id)``: "the difference between each value in the time series and the preceding value from
+    that time series" (``previous``: each metric's latest earlier datapoint;
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html#metric-math-syntax)."""
 
     def walk(node: ast.AST) -> float | None:
         if isinstance(node, ast.Expression):
@@ -46,6 +51,12 @@ def _expression(expr: str, values: Mapping[str, float | None]) -> float | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "FILL":
             got, fill = walk(node.args[0]), walk(node.args[1])
             return fill if got is None else got
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "DIFF":
+            (arg,) = node.args
+            if not isinstance(arg, ast.Name):
+                raise ValueError(f"metric math not emulated (DIFF of an expression): {expr!r}")
+            now, before = values.get(arg.id), (previous or {}).get(arg.id)
+            return None if now is None or before is None else now - before
         if isinstance(node, ast.BinOp):
             left, right = walk(node.left), walk(node.right)
             if left is None or right is None:
@@ -134,18 +145,30 @@ class AlarmEvaluator:
             key = metric_key(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []))
             return statistic(self.store.window(key, start, end), alarm.get("Statistic", "Average"))
         values: dict[str, float | None] = {}
+        previous: dict[str, float | None] = {}
+        diff = any("DIFF(" in str(q.get("Expression", "")) for q in alarm["Metrics"])
         result: float | None = None
         for query in alarm["Metrics"]:
             if "MetricStat" in query:
                 stat, metric = query["MetricStat"], query["MetricStat"]["Metric"]
                 key = metric_key(metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []))
                 values[query["Id"]] = statistic(self.store.window(key, start, end), stat["Stat"])
+                if diff:
+                    previous[query["Id"]] = self._previous_value(key, stat["Stat"], start, end - start)
         for query in alarm["Metrics"]:
             if "Expression" in query:
-                values[query["Id"]] = _expression(query["Expression"], values)
+                values[query["Id"]] = _expression(query["Expression"], values, previous)
             if query.get("ReturnData", True):
                 result = values.get(query["Id"])
         return result
+
+    def _previous_value(self, key: MetricKey, stat: str, start: float, period: float) -> float | None:
+        """The statistic of the latest period before ``start`` that has a datapoint (None: none has)."""
+        before = self.store.last_before(key, start)
+        if before is None:
+            return None
+        back = math.floor((start - before) / period) + 1  # periods back, aligned on ``start``
+        return statistic(self.store.window(key, start - back * period, start - (back - 1) * period), stat)
 
     def _state_at(self, name: str, alarm: Mapping[str, Any], at: float) -> tuple[str, str]:
         """(state, reason) of the alarm evaluated at ``at`` over its last evaluation periods."""
@@ -202,15 +225,37 @@ class AlarmEvaluator:
                 if self.actions:
                     self.actions.execute(self.alarms[name], old, new, alarm.get("StateReason", ""), now)
 
+    def _sample_depths(self, now: float) -> dict[str, float]:
+        """Each alarmed queue's ApproximateNumberOfMessagesVisible, sampled now and kept as a datapoint
+        (SQS reports the gauge every minute; a metric-math alarm such as ``DIFF(depth)`` reads its history)."""
+        queues = {
+            d["Value"]
+            for alarm in self.alarms.values()
+            for metric in [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
+            if (metric.get("Namespace"), metric.get("MetricName")) == DEPTH
+            for d in metric.get("Dimensions", [])
+            if d["Name"] == "QueueName" and d["Value"] in self.queue_urls
+        }
+        depths = {}
+        for queue in sorted(queues):
+            attrs = aws("sqs").get_queue_attributes(
+                QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+            depths[queue] = float(attrs["ApproximateNumberOfMessages"])
+            self.store.add(metric_key(*DEPTH, {"QueueName": queue}), now, depths[queue])
+        return depths
+
     def _evaluate(self) -> list[str]:
         now = self.clock.now() if self.clock else 0.0
         self.adopt_set_states(now)
         self.store.refresh()
+        depths = self._sample_depths(now)
         for name, alarm in self.alarms.items():
             metric = (alarm.get("Namespace"), alarm.get("MetricName"))
             if metric in (DEPTH, AGE):
                 # A gauge, sampled now: SQS reports the queue's current value each minute.
-                value = self.sqs_depth(alarm) if metric == DEPTH else self.oldest_age(alarm, now)
+                queue = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), "")
+                value = depths.get(queue) if metric == DEPTH else self.oldest_age(alarm, now)
                 self.transition(name, *self._state_of(name, alarm, [value]), now)
             else:
                 for at in self._boundaries(name, float(alarm["Period"]), now):

@@ -12,6 +12,7 @@ from local_cloud.deploy_plan import BUILT_TYPES, DEFAULT_ENTRY, PLAN
 from local_cloud.event_sources import EventSourceSpec
 from local_cloud.interfaces import IamReport
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
+from local_cloud.service_metrics import ServiceMetrics
 from local_cloud.template import CloudAssembly, Resolver, Resource
 
 __all__ = ["BUILT_TYPES", "EventSourceSpec", "LocalDeployment", "LocalFunction"]
@@ -42,6 +43,8 @@ class LocalDeployment:
         self.event_sources: list[EventSourceSpec] = []
         self.schedules: list[tuple[str, LocalFunction]] = []  # (schedule expression, target)
         self.iam: IamReport | None = None  # set while local_cloud.iam_enforce.enforce_iam is active
+        #: What the services publish about events only the emulator sees (throttles, API answers).
+        self.service_metrics = ServiceMetrics(clock.now)
         for r in self.assembly.resources():
             PLAN.get(r.type, DEFAULT_ENTRY).name(self, r)
         self.resolve = Resolver(self.stack, self.refs, self.attrs)

@@ -279,6 +279,7 @@ def build_alarms(d: Deployment, resources: list[Resource]) -> None:
             "TreatMissingData": p.get("TreatMissingData", "missing"),
             "AlarmActions": p.get("AlarmActions", []),
             "OKActions": p.get("OKActions", []),
+            "InsufficientDataActions": p.get("InsufficientDataActions", []),
             "AlarmDescription": p.get("AlarmDescription", ""),
         }
         if p.get("DatapointsToAlarm"):
@@ -297,6 +298,10 @@ def build_alarms(d: Deployment, resources: list[Resource]) -> None:
         aws("cloudwatch").put_metric_alarm(
             **{k: v for k, v in kwargs.items() if k != "Period" or "Metrics" not in kwargs}
         )
+        # A new alarm starts in INSUFFICIENT_DATA on AWS (moto starts it in OK, which would make the first
+        # evaluation without data a transition, and page an alarm with an INSUFFICIENT_DATA action):
+        # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarm-evaluation
+        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue="INSUFFICIENT_DATA", StateReason="created")
         d.alarms[name] = kwargs
 
 

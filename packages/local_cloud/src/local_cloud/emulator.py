@@ -80,7 +80,11 @@ class LocalCloud:
         )
         self.alarm_actions = AlarmActions(self.deployment)
         self.metrics = MetricStore(
-            self.deployment.functions, self.deployment.state_machines.values(), self.capture, clock
+            self.deployment.functions,
+            self.deployment.state_machines.values(),
+            self.capture,
+            clock,
+            service=self.deployment.service_metrics,
         )
         self.alarm_evaluator = AlarmEvaluator(
             self.deployment.alarms,

@@ -15,6 +15,7 @@ from local_cloud.capture import LineCapture
 from local_cloud.clock import SimClock
 from local_cloud.event_sources import EventSourceSpec
 from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.service_metrics import ServiceMetrics
 from local_cloud.template import CloudAssembly, Resolver
 
 
@@ -42,6 +43,7 @@ class Deployment(Protocol):
     event_sources: list[EventSourceSpec]
     schedules: list[tuple[str, LocalFunction]]  # (schedule expression, target)
     iam: IamReport | None  # set while local_cloud.iam_enforce.enforce_iam is active
+    service_metrics: ServiceMetrics  # datapoints of throttles and API answers (local_cloud.service_metrics)
     resolve: Resolver
 
     def log_group_of(self, function: LocalFunction) -> str | None: ...

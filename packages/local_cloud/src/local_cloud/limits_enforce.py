@@ -22,6 +22,7 @@ from unittest import mock
 from local_cloud.clock import SimClock
 from local_cloud.interfaces import Deployment
 from local_cloud.limits import Quotas, TokenBucket, payload_size
+from local_cloud.service_metrics import ServiceMetrics
 
 #: (code, HTTP status, message) AWS returns, per limit.
 SFN_THROTTLED = ("ThrottlingException", 400, "Rate exceeded")
@@ -109,6 +110,8 @@ class LimitEnforcer:
         self.transition_waiters = 0  # executions blocked on an empty StateTransition bucket
         self._lock = threading.Lock()
         self._held = threading.local()
+        #: Where each throttle is published as the service's CloudWatch metric (Throttles, ExecutionThrottled).
+        self.service: ServiceMetrics = getattr(deployment, "service_metrics", None) or ServiceMetrics(clock.now)
         if deployment is not None:
             self._read_template(deployment)
         self.checks: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
@@ -145,6 +148,7 @@ class LimitEnforcer:
             raise LimitExceeded(SFN_INPUT_TOO_LARGE, limit=limit)
         bucket = self.express_bucket if params.get("stateMachineArn") in self.express_arns else self.start_bucket
         if not bucket.take():
+            self.service.api_throttled("StartExecution")
             raise self.throttle("stepfunctions:StartExecution", SFN_THROTTLED)
         self.started.setdefault(str(params.get("name", "")), self.clock.now())
 
@@ -196,6 +200,7 @@ class LimitEnforcer:
         with self._lock:
             self.throttles["stepfunctions:StateTransition"] += 1
             self.transition_waiters += 1
+        self.service.state_transition_throttled(state_machine_arn)
         try:
             while not self.transition_bucket.take():
                 self.clock.wait_for_move(TRANSITION_WAIT_SECONDS)
@@ -228,6 +233,7 @@ class LimitEnforcer:
                 ok = unreserved_used < pool and total < self.quotas.lambda_concurrency
             if not ok:
                 self.throttles["lambda:Invoke"] += 1
+                self.service.lambda_throttled(function_name)
                 return False
             self.in_flight[function_name] += 1
             return True

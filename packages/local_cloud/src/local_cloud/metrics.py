@@ -16,6 +16,9 @@ Sources (each AWS definition cited where it is read):
   evaluation could not see yet counts in the next one instead of falling in a period already evaluated).
 - Embedded metric format documents the handlers print (namespace, dimensions, value at the
   document's ``_aws.Timestamp``: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
+- ``AWS/Lambda`` ``Throttles``, ``AWS/States`` ``ExecutionThrottled`` / ``ThrottledEvents`` and
+  ``AWS/ApiGateway`` ``Count`` / ``4XXError`` / ``5XXError``: recorded where the emulator throttles or
+  answers (:mod:`local_cloud.service_metrics`, which cites each definition).
 - ``AWS/SQS`` ``ApproximateNumberOfMessagesVisible`` is a gauge: sampled when evaluated
   (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html).
 """
@@ -31,6 +34,7 @@ from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.service_metrics import ServiceMetrics
 
 #: Step Functions execution metrics -> the execution status each counts.
 EXECUTION_METRICS = {
@@ -56,8 +60,11 @@ class MetricStore:
         state_machines: Iterable[str],
         capture: LineCapture,
         clock: SimClock | None = None,
+        service: ServiceMetrics | None = None,
     ) -> None:
         self.clock = clock
+        self.service = service
+        self._service_seen = 0
         #: Simulated time of the previous and of the current refresh.
         self._previous_refresh = float("-inf")
         self._refreshed_at = float("-inf")
@@ -84,7 +91,16 @@ class MetricStore:
         for doc in docs[self._emf_seen :]:
             self._add_emf(doc)
         self._emf_seen = len(docs)
+        self._refresh_service()
         self._refresh_executions()
+
+    def _refresh_service(self) -> None:
+        """The throttles and API answers recorded since the last refresh (:mod:`local_cloud.service_metrics`)."""
+        if self.service is None:
+            return
+        new, self._service_seen = self.service.since(self._service_seen)
+        for namespace, name, dims, at, value in new:
+            self.add(metric_key(namespace, name, dims), at, value)
 
     def _add_emf(self, doc: Mapping[str, Any]) -> None:
         meta = doc["_aws"]
@@ -127,6 +143,12 @@ class MetricStore:
             bisect.insort(points, (at, value))
         else:
             points.append((at, value))
+
+    def last_before(self, key: MetricKey, at: float) -> float | None:
+        """The timestamp of the latest datapoint before ``at`` (None: there is none)."""
+        points = self.points.get(key, [])
+        i = bisect.bisect_left(points, (at, float("-inf")))
+        return points[i - 1][0] if i else None
 
     def window(self, key: MetricKey, start: float, end: float) -> list[float]:
         """Values with ``start <= timestamp < end``."""

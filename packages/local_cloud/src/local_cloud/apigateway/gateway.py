@@ -49,6 +49,7 @@ from local_cloud.apigateway.vtl import (
 )
 from local_cloud.apigateway.xray import XRayStage
 from local_cloud.limits import TokenBucket
+from local_cloud.service_metrics import ServiceMetrics
 from local_cloud.template import ACCOUNT
 
 #: REST API payload size: 10 MB, cannot be increased (REST quotas page, above).
@@ -155,12 +156,14 @@ class RestApiGateway:
         *,
         access_log: Callable[[str, str], None] | None = None,
         now: Callable[[], float] = time.monotonic,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.api = api
         self.xray = XRayStage()
         self.integrations = integrations
         self.secrets = dict(secrets)
         self.access_log = access_log  # (log group, line)
+        self.metrics = metrics  # AWS/ApiGateway Count, 4XXError, 5XXError per answered request
         self.now = now
         self.account_bucket = TokenBucket(ACCOUNT_BURST, ACCOUNT_RATE, now)
         self._buckets: dict[tuple[str, ...], TokenBucket] = {}
@@ -194,7 +197,11 @@ class RestApiGateway:
         except Exception:  # a long-running server answers and keeps serving
             traceback.print_exc(file=sys.stderr)
             context = self._context(request)
-            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, {})
+            response = self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, {})
+            stage = request.path.lstrip("/").partition("/")[0]
+            if self.metrics is not None and stage in self.api.stages:  # a 500 of the stage is in its 5XXError
+                self.metrics.api_request(self.api.name, stage, response.status)
+            return response
 
     def _handle(self, request: Request) -> Response:
         started = time.monotonic()
@@ -485,6 +492,8 @@ class RestApiGateway:
         if context.get("xrayTraceId"):
             response.headers.setdefault("X-Amzn-Trace-Id", str(context["xrayTraceId"]))
         context["status"] = str(response.status)
+        if stage is not None and self.metrics is not None:
+            self.metrics.api_request(self.api.name, stage.name, response.status)
         context["responseLength"] = str(len(response.body))
         context["responseLatency"] = str(int((time.monotonic() - started) * 1000))
         if stage is not None and stage.access_log_group and stage.access_log_format:

@@ -151,6 +151,7 @@ def gateway_for(
         AwsIntegrations(deployment),
         local_secrets() if secrets is None else secrets,
         access_log=CloudWatchAccessLog(f"{api.api_id}-access") if write_logs else None,
+        metrics=deployment.service_metrics,
     )
 
 
