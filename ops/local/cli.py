@@ -78,7 +78,12 @@ def add_local_parser(commands: Any) -> None:
     run.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     quota_argument(run)
-    run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
+    run.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=300.0,
+        help="give up when the pipeline makes no progress (no message delivered, no function invoked) this long (s)",
+    )
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
     run.add_argument(
