@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from local_cloud.capture import LineCapture, capture_stdout
-from local_cloud.powertools_state import metrics_per_invocation
+from local_cloud.powertools_state import invocation_scope, metrics_per_invocation
 
 
 def _two_invocations(isolated: bool) -> list[dict[str, Any]]:
@@ -32,12 +32,20 @@ def _two_invocations(isolated: bool) -> list[dict[str, Any]]:
         charge = Metrics(namespace="Orders", service="charge-payment")
 
         def reserve_invocation() -> None:
+            with invocation_scope():
+                reserve_body()
+
+        def reserve_body() -> None:
             reserve.add_metric(name="ExpectedErrors", unit="Count", value=1)
             added.set()
             flushed.wait(5)
             reserve.flush_metrics()
 
         def charge_invocation() -> None:
+            with invocation_scope():
+                charge_body()
+
+        def charge_body() -> None:
             added.wait(5)
             charge.add_metric(name="ChargesCaptured", unit="Count", value=1)
             charge.flush_metrics()
@@ -70,3 +78,22 @@ def test_metrics_per_invocation_shared_state_misattributes_without_it() -> None:
     """What Powertools does in one process without the patch: Reserve's ExpectedErrors leaves under Charge's flush."""
     docs = _two_invocations(isolated=False)
     assert [d["service"] for d in docs if "ExpectedErrors" in d] == ["charge-payment"]
+
+
+def test_metrics_per_invocation_record_workers_share_their_invocation() -> None:
+    """The batch processor's workers run with the invocation's context copied: their metrics are its own."""
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aws_lambda_powertools import Metrics
+
+    capture = LineCapture()
+    with metrics_per_invocation(), capture_stdout(capture), invocation_scope():
+        intake = Metrics(namespace="Orders", service="intake")
+        with ThreadPoolExecutor(2) as pool:
+            for _ in range(2):
+                context = contextvars.copy_context()
+                pool.submit(context.run, intake.add_metric, name="DuplicatesSuppressed", unit="Count", value=1).result()
+        intake.flush_metrics()
+    (doc,) = [json.loads(line) for line in capture.lines if '"_aws"' in line]
+    assert doc["DuplicatesSuppressed"] == [1.0, 1.0]

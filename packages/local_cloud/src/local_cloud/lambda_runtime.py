@@ -31,6 +31,7 @@ from unittest import mock
 
 from local_cloud.capture import LineCapture, point_powertools_loggers_at
 from local_cloud.clock import SimClock
+from local_cloud.powertools_state import invocation_scope
 
 _env_lock = threading.RLock()
 _counter = itertools.count()
@@ -176,7 +177,8 @@ class LocalFunction:
         )
         with self._lock:
             self.invocations += 1
-        result, errored = invoke_json(fn, event, context)
+        with invocation_scope():  # its own Powertools metrics, as its own execution environment would hold
+            result, errored = invoke_json(fn, event, context)
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices.
             self.clock.advance(context.get_remaining_time_in_millis() / 1000)

@@ -8,13 +8,16 @@ metrics, dimensions and metadata of every ``Metrics`` instance in dicts shared a
 another's metrics under its own ``service`` dimension (an ``ExpectedErrors`` counted for the wrong function,
 which pages its ``Errors - ExpectedErrors`` alarm) or clear them before they were printed.
 
-Why hand-written: no library scopes Powertools' class-level state; a thread runs one invocation at a time, so
-state per thread is state per invocation. Registered in :mod:`local_cloud.patches` (``metrics_per_invocation``).
+Why hand-written: no library scopes Powertools' class-level state. The state lives in a context variable that
+:meth:`local_cloud.lambda_runtime.LocalFunction.invoke` sets afresh per invocation (:func:`invocation_scope`):
+work the handler hands to a pool with its context copied (the batch processor's record workers) shares its
+invocation's metrics, as threads share one process on AWS. Registered in :mod:`local_cloud.patches`
+(``metrics_per_invocation``).
 """
 
 from __future__ import annotations
 
-import threading
+import contextvars
 from collections.abc import Iterator, MutableMapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -22,19 +25,34 @@ from unittest import mock
 
 #: The class-level dicts every Metrics instance shares (aws_lambda_powertools.metrics.metrics.Metrics).
 SHARED = ("_metrics", "_dimensions", "_metadata")
+#: The running invocation's own dicts, by name (None outside an invocation: created per context on first use).
+_STATE: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar(
+    "powertools_metrics_state", default=None
+)
 
 
-class PerThreadDict(MutableMapping[str, Any]):
-    """A mapping whose contents belong to the calling thread."""
+@contextmanager
+def invocation_scope() -> Iterator[None]:
+    """One invocation: the Powertools metrics it adds and flushes are its own."""
+    token = _STATE.set({})
+    try:
+        yield
+    finally:
+        _STATE.reset(token)
 
-    def __init__(self) -> None:
-        self._local = threading.local()
+
+class PerInvocationDict(MutableMapping[str, Any]):
+    """A mapping whose contents belong to the running invocation (its context)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def _own(self) -> dict[str, Any]:
-        own: dict[str, Any] | None = getattr(self._local, "own", None)
-        if own is None:
-            own = self._local.own = {}
-        return own
+        state = _STATE.get()
+        if state is None:
+            state = {}
+            _STATE.set(state)
+        return state.setdefault(self.name, {})
 
     def __getitem__(self, key: str) -> Any:
         return self._own()[key]
@@ -57,10 +75,10 @@ class PerThreadDict(MutableMapping[str, Any]):
 
 @contextmanager
 def metrics_per_invocation() -> Iterator[None]:
-    """While active, ``Metrics`` instances created keep their metrics, dimensions and metadata per thread."""
+    """While active, ``Metrics`` instances created keep their metrics, dimensions and metadata per invocation."""
     from aws_lambda_powertools.metrics.metrics import Metrics
 
     with ExitStack() as stack:
         for name in SHARED:
-            stack.enter_context(mock.patch.object(Metrics, name, PerThreadDict()))
+            stack.enter_context(mock.patch.object(Metrics, name, PerInvocationDict(name)))
         yield
