@@ -97,3 +97,29 @@ def test_metrics_per_invocation_record_workers_share_their_invocation() -> None:
         intake.flush_metrics()
     (doc,) = [json.loads(line) for line in capture.lines if '"_aws"' in line]
     assert doc["DuplicatesSuppressed"] == [1.0, 1.0]
+
+
+def test_lambda_errors_stamped_when_the_handler_ended_not_after_the_runtime_bookkeeping(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler's EMF document is stamped as it returns; AWS/Lambda Errors must fall at that instant too, not
+    after the emulator formats the error payload (under load that gap straddled a minute: a false page)."""
+    from local_cloud import lambda_runtime
+    from local_cloud.clock import SimClock
+    from local_cloud.lambda_runtime import LocalFunction
+
+    (tmp_path / "failing_h.py").write_text("def handler(event, context):\n    raise ValueError('declined')\n")
+    clock = SimClock()
+    fn = LocalFunction("Fn", "fn-failing", tmp_path, "failing_h.handler", {}, 3.0, 128, [], clock)
+    original = lambda_runtime.error_payload
+
+    def slow_payload(exc: BaseException) -> dict[str, Any]:
+        clock.advance(30)  # the runtime's own work after the handler ended, on a loaded machine
+        return original(exc)
+
+    monkeypatch.setattr(lambda_runtime, "error_payload", slow_payload)
+    before = clock.now()
+    _, errored = fn.invoke({})
+    assert errored
+    ((at, failed),) = fn.history
+    assert failed and at - before < 5

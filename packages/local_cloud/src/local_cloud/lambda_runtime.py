@@ -177,13 +177,23 @@ class LocalFunction:
         )
         with self._lock:
             self.invocations += 1
+        ended: list[float] = []
+
+        def handler(event: Any, context: Any) -> Any:
+            try:
+                return fn(event, context)
+            finally:  # the instant its EMF documents were stamped: AWS/Lambda's datapoint falls there too
+                ended.append(self.clock.now())
+
         with invocation_scope():  # its own Powertools metrics, as its own execution environment would hold
-            result, errored = invoke_json(fn, event, context)
+            result, errored = invoke_json(handler, event, context)
+        at = ended[0] if ended else self.clock.now()
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices.
             self.clock.advance(context.get_remaining_time_in_millis() / 1000)
+            at = self.clock.now()
         with self._lock:
-            self.history.append((self.clock.now(), errored))
+            self.history.append((at, errored))
             self.errors += int(errored)
         return result, errored
 
