@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos faults spike clean
+.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos business faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -138,6 +138,17 @@ chaos: setup ## 2,000 orders with every fault on (2 processes): reports/chaos-re
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --via $(CHAOS_VIA) --report-file reports/chaos-report.json
 	$(PY) -m tools.plot_chaos reports/chaos-report.json reports/chaos-outcomes.png
+
+# Business outcomes only, no infrastructure fault: declines, undeliverable addresses, unstocked SKUs, partial
+# captures, authorisations never captured, refunds that fail twice then succeed, duplicate deliveries.
+BUSINESS_ORDERS ?= 2000
+BUSINESS_MIX ?= --decline-rate 0.1 --ship-fail-rate 0.1 --out-of-stock-rate 0.05 --partial-capture-rate 0.05 \
+	--auth-only-rate 0.05 --refund-flaky-rate 0.05 --duplicate-rate 0.1
+
+business: setup ## 2,000 orders of business outcomes only (2 processes): pages nobody, else exit 1 (reports/business-report.json)
+	@mkdir -p reports
+	$(PY) -m ops local run --orders $(BUSINESS_ORDERS) --seed 2026 $(BUSINESS_MIX) --check --workers 2 \
+		--report-file reports/business-report.json --expect-no-pages
 
 faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
 	$(PY) -m ops local faults

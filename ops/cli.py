@@ -108,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument(
         "--no-api", action="store_true", help="send every order through SQS, not the order API (noted in the report)"
     )
+    smoke.add_argument(
+        "--dead-letter",
+        action="store_true",
+        help="without the order API, also send a malformed order to the queue and check it is dead-lettered as "
+        "permanent: it pages through the orders DLQ alarm wherever alarms are evaluated (for make rehearse)",
+    )
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
 
@@ -141,6 +147,7 @@ def _smoke(target: Any, args: argparse.Namespace) -> int:
         decline_token=args.decline_token or context.get("decline_token"),
         undeliverable_country=args.undeliverable_country or context.get("undeliverable_country"),
         use_api=not args.no_api,
+        dead_letter=args.dead_letter,
     )
     report = run_smoke(target, options)
     if args.json:

@@ -10,7 +10,9 @@ The mix (each order one item of the dedicated smoke SKU, IDs ``smoke-<run>-<case
 - ``good``: completes; its charge is captured once.
 - ``declined``: declined, compensated; then payment attempt 2 with a good token completes.
 - ``undeliverable``: the carrier refuses it; refunded, released, compensated.
-- ``malformed``: refused by intake and dead-lettered as ``permanent``.
+- ``malformed``: refused at the edge (``POST /orders`` answers 400) and never enqueued, so never
+  dead-lettered: the smoke's orders never page. Without the order API it is sent straight to the queue only
+  with ``--dead-letter`` (intake dead-letters it as ``permanent``, which pages where alarms are evaluated).
 - ``duplicate``: the same message sent twice: completes, one charge.
 
 When the stack has the order API (output ``OrderApiUrl``), ``good`` and both ``duplicate`` sends
@@ -22,8 +24,10 @@ with none of its customer data.
 Then: the SKU's stock moved by exactly the completed orders' quantities, no order has more than
 one captured charge (the provider's lookup by each attempt's idempotency key), and no alarm of the
 stack (alarms whose actions name the stack's alarm topic) that was not in ALARM before is left in
-ALARM once the smoke's DLQ message is removed. The smoke removes what it created: its orders, its
-reservations, its DLQ message and failure record, and the SKU if it seeded it. Idempotency records
+ALARM once the smoke's DLQ message (``--dead-letter`` only) is removed, and no page reached the alarm
+topic's subscribers while the smoke ran (:class:`ops.smoke_pager.PageWatch`) before the forced one.
+The smoke removes what it created: its orders, its reservations, its DLQ message and failure record,
+and the SKU if it seeded it. Idempotency records
 expire by their TTL; executions and the providers' own records stay (they are the audit trail).
 
 Tokens: by default the sandbox's (``tok_ok_...``, ``tok_decline_...``, country ``ZZ``; see
@@ -39,7 +43,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -96,6 +100,10 @@ class SmokeOptions:
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
     #: False: skip the page-path check (a stand-in without CloudWatch's alarm actions: unit tests).
     page_path: bool = True
+    #: Without the order API, also send the malformed order straight to the orders queue and check intake
+    #: dead-letters it as ``permanent`` (``--dead-letter``). On a deployment whose alarms are evaluated it
+    #: pages through the orders DLQ alarm: for ``make rehearse`` (MiniStack evaluates no alarm).
+    dead_letter: bool = False
     #: Test hook: how to wait between polls (default time.sleep).
     sleep: Callable[[float], None] | None = None
 
@@ -425,6 +433,19 @@ class Smoke:
 
     # --- the run -----------------------------------------------------------------------------------
     def run(self) -> SmokeReport:
+        from ops.smoke_pager import PageWatch
+
+        watch = PageWatch(self.target, self.options.run_id) if self.options.page_path else None
+        with watch or nullcontext():
+            self._run_orders()
+            if watch is not None:
+                pages = watch.pages()
+                self.report.check("pages by the smoke's own orders", "none", ", ".join(pages) or "none")
+                page = watch.forced_page(self.pause)
+                self.report.check("page path: forced alarm reaches the topic's subscribers", *page)
+        return self.report
+
+    def _run_orders(self) -> None:
         env = charge_function_environment(self.target)
         good, decline, undeliverable = self.tokens(env)
         port = payment_port(self.target, env)
@@ -434,7 +455,7 @@ class Smoke:
         stock_before = self.seed_stock()
         deadline = time.monotonic() + self.options.timeout_seconds
         malformed_cid = self.correlation_id("malformed")
-        api, edge_cid = self.api(), None
+        api, edge_cids = self.api(), []
         by_api = ("good", "duplicate") if api else ()
         try:
             for case in cases:
@@ -445,11 +466,10 @@ class Smoke:
             duplicate = next(c for c in cases if c.name == "duplicate")
             if api:
                 self.post(api, duplicate, "duplicate (again, same key)")
-                edge_cid = self.refused_at_edge(api, cases[0])
+                edge_cids = [(self.refused_at_edge(api, cases[0]), "no currency")]
             else:
                 self.send(self.order_body(duplicate), self.correlation_id(duplicate.name))
-            malformed = json.dumps({"order_id": f"smoke-{self.options.run_id}-malformed", "items": "not a list"})
-            self.send(malformed, malformed_cid)
+            malformed_sent = self.send_malformed(api, malformed_cid, edge_cids)
             declined = next(c for c in cases if c.name == "declined")
             first = self.wait_terminal({declined.order_id: 1}, deadline)[declined.order_id]
             self.report.check("declined: attempt 1", "COMPENSATED", (first or {}).get("status", "missing"))
@@ -466,13 +486,15 @@ class Smoke:
                     f"{case.name}: final status", f"{expected[case.name]} (attempt {wanted[case.order_id]})", observed
                 )
                 completed += state.get("status") == "COMPLETED"
-            message = self.dead_lettered(malformed_cid, deadline)
-            self.report.check(
-                "malformed: orders DLQ category", "permanent", message.category if message else "not found"
-            )
-            if api and edge_cid:
+            if malformed_sent:
+                message = self.dead_lettered(malformed_cid, deadline)
+                self.report.check(
+                    "malformed: orders DLQ category", "permanent", message.category if message else "not found"
+                )
+            if api and edge_cids:
                 self.check_status_api(api, cases[0])
-                self._check_not_enqueued(edge_cid)
+                for cid, name in edge_cids:
+                    self._check_not_enqueued(cid, name)
             with layer_clients(self.target):
                 self._check_charges(port, cases, wanted)
             stock_after = self.stock()
@@ -482,19 +504,30 @@ class Smoke:
         finally:
             self.cleanup(cases, malformed_cid)
         self._check_alarms(alarms_before)
-        if self.options.page_path:
-            from ops.smoke_pager import check_page_path
 
-            page = check_page_path(self.target, self.options.run_id, self.pause)
-            self.report.check("page path: forced alarm reaches the topic's subscribers", *page)
-        return self.report
+    def send_malformed(self, api: OrderApiClient | None, cid: str, edge_cids: list[tuple[str, str]]) -> bool:
+        """The malformed order: POSTed (the API must refuse it) or, with ``--dead-letter`` only, sent to the
+        queue (intake dead-letters it, which pages). True when it went to the queue."""
+        body = json.dumps({"order_id": f"smoke-{self.options.run_id}-malformed", "items": "not a list"})
+        if api is not None:
+            answer = api.post_order(body.encode(), f"smoke-{self.options.run_id}-malformed:1", cid)
+            self.report.check("malformed: POST /orders", "400", str(answer.status))
+            edge_cids.append((cid, "malformed"))
+            return False
+        if not self.options.dead_letter:
+            self.report.notes.append(
+                "malformed case skipped: without the order API to refuse it, it would be dead-lettered and page "
+                "through the orders DLQ alarm (--dead-letter sends it, where alarms are not evaluated)"
+            )
+            return False
+        self.send(body, cid)
+        return True
 
-    def _check_not_enqueued(self, correlation_id: str) -> None:
-        """What the API refused reached neither an order row nor the DLQ (peeked once the malformed
-        order, sent earlier through SQS, has been dead-lettered)."""
+    def _check_not_enqueued(self, correlation_id: str, name: str) -> None:
+        """What the API refused reached neither an order row nor the DLQ."""
         from ops.dlq import failures_table, lambda_dlq_module
 
-        row = self.order(f"smoke-{self.options.run_id}-no-currency")
+        row = self.order(f"smoke-{self.options.run_id}-{name.replace(' ', '-')}")
         dead = [
             m
             for m in lambda_dlq_module().peek(
@@ -503,7 +536,7 @@ class Smoke:
             if m.correlation_id == correlation_id
         ]
         observed = "order row" if row else ("dead-lettered" if dead else "nowhere")
-        self.report.check("no currency: reached the pipeline", "nowhere", observed)
+        self.report.check(f"{name}: reached the pipeline", "nowhere", observed)
 
     def _check_charges(self, port: Any, cases: list[Case], wanted: dict[str, int]) -> None:
         from lambda_resilience.idempotency.config import business_key

@@ -6,6 +6,10 @@ topic (``AlarmTopicArn`` output), force one of the stack's alarms into ALARM wit
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_SetAlarmState.html), wait for
 the notification on the queue, set the alarm back to OK, then remove the subscription and the queue.
 What it proves: CloudWatch may publish to the topic (topic policy, key policy), and the topic delivers.
+
+The subscription is held from before the smoke's first order (:class:`PageWatch`): a notification heard
+before the forced one is a page the smoke's own orders caused, and fails the smoke (issue 27: its orders
+never page).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ops.target import Target
 
@@ -50,46 +53,106 @@ def _first_alarm(target: Target, topic_arn: str) -> str | None:
     return None
 
 
+class PageWatch:
+    """A temporary SQS subscription to the stack's alarm topic, held for the whole smoke.
+
+    What it hears before the forced alarm are the pages the smoke's own orders caused (none expected:
+    business outcomes never page, and a malformed order is refused at the edge, not dead-lettered).
+    Then :meth:`forced_page` is the page-path check. Pages CloudWatch raises after the smoke ended (its next
+    evaluation, up to a minute later on AWS) are not heard: the smoke cannot wait for every evaluation.
+    """
+
+    def __init__(self, target: Target, run_id: str) -> None:
+        self.target = target
+        self.run_id = run_id
+        self.topic = target.outputs.get("AlarmTopicArn")
+        self.url: str | None = None
+        self.subscription: str | None = None
+        self.heard: list[tuple[str, str]] = []  # (alarm, new state) of each notification received
+
+    def __enter__(self) -> PageWatch:
+        if not self.topic:
+            return self
+        sqs, sns = self.target.client("sqs"), self.target.client("sns")
+        self.url = sqs.create_queue(QueueName=f"smoke-{self.run_id}-pager")["QueueUrl"]
+        try:
+            arn = sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            sqs.set_queue_attributes(QueueUrl=self.url, Attributes={"Policy": _queue_policy(arn, self.topic)})
+            self.subscription = sns.subscribe(
+                TopicArn=self.topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
+            )["SubscriptionArn"]
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.subscription:
+            self.target.client("sns").unsubscribe(SubscriptionArn=self.subscription)
+            self.subscription = None
+        if self.url:
+            self.target.client("sqs").delete_queue(QueueUrl=self.url)
+            self.url = None
+
+    def listen(self, wait_seconds: int = 0) -> list[tuple[str, str]]:
+        """Read what reached the subscription since the last call; every (alarm, state) heard so far."""
+        if self.url is None:
+            return self.heard
+        sqs = self.target.client("sqs")
+        while True:
+            messages = sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds).get(
+                "Messages", []
+            )
+            for message in messages:
+                notice = _notification(message["Body"])
+                if notice is not None:
+                    self.heard.append(notice)
+                sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+            if not messages:
+                return self.heard
+            wait_seconds = 0
+
+    def pages(self) -> list[str]:
+        """The alarms whose ALARM notification was heard so far (pages), in order."""
+        return [alarm for alarm, state in self.listen() if state == "ALARM"]
+
+    def forced_page(
+        self, sleep: Callable[[float], None] = time.sleep, wait: float = PAGE_WAIT_SECONDS
+    ) -> tuple[str, str]:
+        """(expected, observed) of the page-path check: force one alarm into ALARM, hear it, reset it."""
+        if not self.topic:
+            return "page delivered", "no AlarmTopicArn output"
+        alarm = _first_alarm(self.target, self.topic)
+        if alarm is None:
+            return "page delivered", "no alarm acts on the topic"
+        cloudwatch = self.target.client("cloudwatch")
+        before = len(self.listen())
+        try:
+            cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="ALARM", StateReason=REASON)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if (alarm, "ALARM") in self.listen(wait_seconds=1)[before:]:
+                    return "page delivered", "page delivered"
+                sleep(1.0)
+            return "page delivered", f"no notification for {alarm} within {wait:g} s"
+        finally:
+            cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="OK", StateReason=REASON)
+
+
+def _notification(body: str) -> tuple[str, str] | None:
+    """(alarm, new state) of a CloudWatch alarm notification; None for anything else."""
+    try:
+        message = json.loads(body)
+        if message.get("Type") == "Notification":  # an endpoint that ignores RawMessageDelivery
+            message = json.loads(message["Message"])
+        return str(message["AlarmName"]), str(message["NewStateValue"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def check_page_path(
     target: Target, run_id: str, sleep: Callable[[float], None] = time.sleep, wait: float = PAGE_WAIT_SECONDS
 ) -> tuple[str, str]:
-    """(expected, observed) of the page-path check; observed names what went wrong."""
-    topic = target.outputs.get("AlarmTopicArn")
-    if not topic:
-        return "page delivered", "no AlarmTopicArn output"
-    alarm = _first_alarm(target, topic)
-    if alarm is None:
-        return "page delivered", "no alarm acts on the topic"
-    sqs, sns, cloudwatch = target.client("sqs"), target.client("sns"), target.client("cloudwatch")
-    url = sqs.create_queue(QueueName=f"smoke-{run_id}-pager")["QueueUrl"]
-    subscription: str | None = None
-    try:
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _queue_policy(arn, topic)})
-        subscription = sns.subscribe(
-            TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
-        )["SubscriptionArn"]
-        cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="ALARM", StateReason=REASON)
-        observed = _wait_for_page(sqs, url, alarm, sleep, wait)
-    finally:
-        cloudwatch.set_alarm_state(AlarmName=alarm, StateValue="OK", StateReason=REASON)
-        if subscription:
-            sns.unsubscribe(SubscriptionArn=subscription)
-        sqs.delete_queue(QueueUrl=url)
-    return "page delivered", observed
-
-
-def _wait_for_page(sqs: Any, url: str, alarm: str, sleep: Callable[[float], None], wait: float) -> str:
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
-            try:
-                body = json.loads(message["Body"])
-                if body.get("Type") == "Notification":  # an endpoint that ignores RawMessageDelivery
-                    body = json.loads(body["Message"])
-            except (ValueError, KeyError, TypeError, AttributeError):
-                continue
-            if body.get("AlarmName") == alarm and body.get("NewStateValue") == "ALARM":
-                return "page delivered"
-        sleep(1.0)
-    return f"no notification for {alarm} within {wait:g} s"
+    """(expected, observed) of the page-path check on its own (subscribe, force, hear, reset, unsubscribe)."""
+    with PageWatch(target, run_id) as watch:
+        return watch.forced_page(sleep, wait)

@@ -66,6 +66,11 @@ def add_local_parser(commands: Any) -> None:
     run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
+    run.add_argument(
+        "--expect-no-pages",
+        action="store_true",
+        help="a run without incidents (business outcomes only): any page, explained or not, fails --check",
+    )
     run.add_argument("--report-file", type=Path, help="also write the JSON report here")
     run.add_argument("--workers", type=_positive, default=1, help="split the orders across N processes (cores)")
     run.add_argument("--shard", type=_non_negative, default=0, help=argparse.SUPPRESS)
@@ -73,7 +78,12 @@ def add_local_parser(commands: Any) -> None:
     run.add_argument("--stage", choices=("dev",), default="dev", help="dev (prod's providers are real APIs)")
     run.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     quota_argument(run)
-    run.add_argument("--timeout", type=_positive_float, default=300.0, help="give up after this many seconds")
+    run.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=300.0,
+        help="give up when the pipeline makes no progress (no message delivered, no function invoked) this long (s)",
+    )
     run.add_argument("--json", action="store_true", help="print the JSON report")
     run.add_argument("--echo-logs", action="store_true", help="copy handler log lines to stderr")
     run.add_argument(
@@ -187,12 +197,16 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
             from ops.local.shards import run_sharded
 
             passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
-            passthrough = _without(passthrough, ("--workers", "--assembly", "--report-file", "--json", "--check"))
+            passthrough = _without(
+                passthrough, ("--workers", "--assembly", "--report-file", "--json", "--check", "--expect-no-pages")
+            )
             report = run_sharded(options, passthrough, args.workers)
         else:
             from ops.local.shards import shard_options
 
             report = run_local(shard_options(options, args.shard, args.shards))
+        if args.expect_no_pages:
+            report["invariants"][NO_PAGES] = _pages_seen(report)
         if args.report_file:
             args.report_file.write_text(json.dumps(report, indent=2, default=str) + "\n")
         if args.json:
@@ -220,9 +234,19 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
     return 2
 
 
+#: The invariant ``--expect-no-pages`` adds.
+NO_PAGES = "no_page_in_a_run_without_incidents"
+
+
+def _pages_seen(report: dict[str, Any]) -> str | None:
+    """None when the run paged nobody; else how many pages, of which alarms."""
+    pages = [p["alarm"] for p in report.get("pager", {}).get("pages", [])]
+    return f"{len(pages)} pages: {', '.join(sorted(set(pages))[:5])}" if pages else None
+
+
 def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]:
     """Drop the given options (and their values, if any) from an argument list."""
-    flags = {"--json", "--check"}
+    flags = {"--json", "--check", "--expect-no-pages"}
     out: list[str] = []
     skip = False
     for arg in args:

@@ -101,12 +101,26 @@ class PipelineRun:
         """When the earliest failed message becomes visible again (simulated time), if any."""
         return self.cloud.next_visible_at()
 
+    def progress(self) -> int:
+        """Function invocations so far: a running execution that invokes nothing, with no message delivered,
+        is not moving."""
+        return sum(len(fn.history) for fn in self.deployment.functions.values())
+
     def drain(self) -> None:
-        """Poll until queues are empty and no execution runs; advance simulated time when idle."""
-        deadline = time.monotonic() + self.options.timeout_seconds
+        """Poll until queues are empty and no execution runs; advance simulated time when idle.
+
+        ``timeout_seconds`` bounds a pipeline that stopped moving (no message delivered and no function invoked
+        for that long), not a slow one: a 2,000-order run on a loaded machine outlived a fixed wall-clock
+        deadline while still delivering."""
+        timeout = self.options.timeout_seconds
+        deadline, moved = time.monotonic() + timeout, self.progress()
         while time.monotonic() < deadline:
             self.tick_alarms()
+            now_moved = self.progress()
+            if now_moved != moved:
+                moved, deadline = now_moved, time.monotonic() + timeout
             if self.deliver():
+                deadline = time.monotonic() + timeout
                 continue
             if self.running_executions():
                 time.sleep(EXECUTION_POLL_SECONDS)
@@ -128,7 +142,7 @@ class PipelineRun:
             delayed = self.cloud.next_delayed_at()
             self.tick_alarms(before_jump=delayed is not None and delayed - self.clock.now() >= 60)
             self.clock.advance(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
-        raise TimeoutError(f"pipeline did not settle within {self.options.timeout_seconds} s")
+        raise TimeoutError(f"pipeline made no progress (no message delivered, no function invoked) for {timeout:g} s")
 
     def run_schedules(self, only: str | None = None) -> list[str]:
         """Fire each scheduled rule's target once (sweeper, DLQ replay); returns the raw results.

@@ -12,23 +12,37 @@ from unittest import mock
 import pytest
 
 from local_cloud.template import CloudAssembly
-from ops.local.orders import OrderMix
+from ops.local.chaos import FaultRates
+from ops.local.orders import KINDS, OrderMix, make_orders, order_kind
 from ops.local.run import RunOptions, run_local
 
 pytestmark = pytest.mark.e2e
 
-#: Declines, undeliverable addresses and unstocked SKUs, no infrastructure fault.
-BUSINESS = OrderMix(decline_rate=0.3, ship_fail_rate=0.3, out_of_stock_rate=0.15)
+#: Every business outcome, no infrastructure fault: declines, undeliverable addresses, unstocked SKUs, partial
+#: captures, authorisations never captured, refunds that fail twice then succeed; and duplicate deliveries.
+BUSINESS = OrderMix(
+    decline_rate=0.15,
+    ship_fail_rate=0.15,
+    out_of_stock_rate=0.1,
+    partial_capture_rate=0.1,
+    auth_only_rate=0.1,
+    refund_flaky_rate=0.1,
+)
 
 
 @pytest.fixture(scope="module")
 def business_report(assembly: CloudAssembly) -> dict[str, Any]:
-    return run_local(RunOptions(orders=12, seed=5, mix=BUSINESS, assembly_dir=assembly.outdir))
+    # Seed 10: all seven kinds among 12 orders, and duplicates delivered in a later batch and late.
+    faults = FaultRates(duplicate=0.2)
+    return run_local(RunOptions(orders=12, seed=10, mix=BUSINESS, faults=faults, assembly_dir=assembly.outdir))
 
 
 def test_pager_business_only_run_pages_nobody(business_report: dict[str, Any]) -> None:
+    kinds = {order_kind(order) for order, _ in make_orders(12, 10, BUSINESS)}
+    assert kinds == {"ok", *KINDS} - {"refund_fails"}, "every business outcome but a refund that never succeeds"
+    assert business_report["faults_injected"], "duplicate deliveries"
     statuses = {d["status"] for d in business_report["order_details"]}
-    assert "COMPENSATED" in statuses, "the mix has business failures"
+    assert statuses == {"COMPLETED", "COMPENSATED"}
     assert business_report["pager"]["pages"] == []
     assert business_report["alarms_in_alarm"] == []
     assert business_report["invariants"]["pager_precision_and_recall_100_percent"] is None

@@ -131,3 +131,53 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
     assert precision_recall(section) == (100.0, 100.0)
     unpaged = pager_section(_Actions(), alarms, set(), report, 0.0)  # type: ignore[arg-type]
     assert precision_recall(unpaged) == (100.0, 0.0)
+
+
+def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: str) -> tuple[int, str]:
+    """``ops local run --check`` on a run whose report holds ``section`` as its pager: (exit status, stderr)."""
+    import ops.local.run
+    from ops.cli import main
+
+    def run_local(_options: Any) -> dict[str, Any]:
+        report: dict[str, Any] = {"pager": section}
+        report["invariants"] = {"pager_precision_and_recall_100_percent": CHECKS[PAGER_CHECK](report)}
+        return report
+
+    monkeypatch.setattr(ops.local.run, "run_local", run_local)
+    code = main(["local", "run", "--orders", "1", "--check", "--json", *extra])
+    return code, capsys.readouterr().err
+
+
+PAGER_CHECK = "pager_precision_and_recall_100_percent"
+
+
+def test_pager_check_fails_on_an_unexplained_page(monkeypatch: Any, capsys: Any) -> None:
+    """Precision below 100%: a function page and no fault that explains it -> ``--check`` exits 1."""
+    code, err = _check_exit(monkeypatch, capsys, _section({"faults_injected": {}}, _page("charge")))
+    assert code == 1
+    assert f"FAIL {PAGER_CHECK}: pager precision 0.0%, recall 100.0%" in err
+
+
+def test_pager_check_fails_on_a_harmful_fault_nobody_was_paged_for(monkeypatch: Any, capsys: Any) -> None:
+    """Recall below 100%: a crash injected and no page -> ``--check`` exits 1."""
+    code, err = _check_exit(monkeypatch, capsys, _section({"faults_injected": {"crash": 2}}))
+    assert code == 1
+    assert f"FAIL {PAGER_CHECK}: pager precision 100.0%, recall 0.0%" in err and "nobody paged for ['crash']" in err
+
+
+def test_pager_check_passes_when_every_page_is_explained_and_every_fault_paged(monkeypatch: Any, capsys: Any) -> None:
+    report = {"faults_injected": {"malformed": 1, "crash": 2}, "malformed_in_dlq_as_permanent": 1}
+    code, err = _check_exit(monkeypatch, capsys, _section(report, _page("dlq", 30.0), _page("charge", 90.0)))
+    assert code == 0
+    assert f"ok   {PAGER_CHECK}" in err
+
+
+def test_pager_check_expect_no_pages_fails_on_any_page_even_explained(monkeypatch: Any, capsys: Any) -> None:
+    """``make business``: a run without incidents pages nobody; an explained page still fails it."""
+    report = {"faults_injected": {"malformed": 1}, "malformed_in_dlq_as_permanent": 1}
+    section = _section(report, _page("dlq", 30.0))
+    assert _check_exit(monkeypatch, capsys, section)[0] == 0
+    code, err = _check_exit(monkeypatch, capsys, section, "--expect-no-pages")
+    assert code == 1
+    assert "FAIL no_page_in_a_run_without_incidents: 1 pages: dlq" in err
+    assert _check_exit(monkeypatch, capsys, _section({"faults_injected": {}}), "--expect-no-pages")[0] == 0

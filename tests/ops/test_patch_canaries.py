@@ -236,6 +236,20 @@ def test_canary_powertools_metrics_stamp_dt_datetime_now() -> None:
     assert abs(stamped / 1000 - clock.now()) < 5
 
 
+def test_canary_powertools_metrics_share_class_level_dicts() -> None:
+    """metrics_per_invocation replaces Metrics' class-level dicts: every instance and its EMF provider use them."""
+    from aws_lambda_powertools.metrics.metrics import Metrics
+
+    from local_cloud.powertools_state import SHARED, PerInvocationDict, metrics_per_invocation
+
+    first, second = Metrics(namespace="Canary", service="one"), Metrics(namespace="Canary", service="two")
+    assert first.metric_set is second.metric_set is Metrics._metrics
+    assert first.provider.metric_set is Metrics._metrics and first.provider.dimension_set is Metrics._dimensions
+    with metrics_per_invocation():
+        assert all(isinstance(getattr(Metrics, name), PerInvocationDict) for name in SHARED)
+        assert Metrics(namespace="Canary", service="three").provider.metric_set is Metrics._metrics
+
+
 def test_canary_powertools_idempotency_reads_dt_datetime_now() -> None:
     import datetime
 

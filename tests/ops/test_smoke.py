@@ -41,7 +41,10 @@ class FakePipeline:
     raise_alarm: bool = False
     flap_alarm: bool = False  # to ALARM once, back to OK at the next step
     stall: bool = False  # every order charged and left in flight (PAYMENT_CHARGED)
+    #: As CloudWatch would: notify the alarm topic when the DLQ holds a message, and on a forced ALARM.
+    cloudwatch_pages: bool = False
     charges: dict[str, str] = field(default_factory=dict)
+    paged: set[str] = field(default_factory=set)
 
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=REGION)
@@ -55,6 +58,8 @@ class FakePipeline:
             self._process(message, sqs, dynamodb)
             sqs.delete_message(QueueUrl=self.outputs["OrdersQueueUrl"], ReceiptHandle=message["ReceiptHandle"])
         cloudwatch = self.client("cloudwatch")
+        if self.cloudwatch_pages:
+            self._page(sqs, cloudwatch)
         if self.raise_alarm:
             cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="ALARM", StateReason="test")
         elif self.flap_alarm:
@@ -64,6 +69,23 @@ class FakePipeline:
                 self.flap_alarm = False
             else:
                 cloudwatch.set_alarm_state(AlarmName=ALARM, StateValue="ALARM", StateReason="test")
+
+    def _page(self, sqs: Any, cloudwatch: Any) -> None:
+        depth = sqs.get_queue_attributes(QueueUrl=self.outputs["OrdersDlqUrl"], AttributeNames=["All"])["Attributes"]
+        forced = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"][0]
+        reasons = []
+        if int(depth["ApproximateNumberOfMessages"]) and "dlq" not in self.paged:
+            reasons.append("dlq")
+        if (
+            forced["StateValue"] == "ALARM"
+            and forced["StateReason"].startswith("ops smoke")
+            and "forced" not in self.paged
+        ):
+            reasons.append("forced")
+        for reason in reasons:
+            self.paged.add(reason)
+            message = json.dumps({"AlarmName": ALARM, "NewStateValue": "ALARM", "OldStateValue": "OK"})
+            self.client("sns").publish(TopicArn=self.outputs["AlarmTopicArn"], Message=message)
 
     def _process(self, message: dict[str, Any], sqs: Any, dynamodb: Any) -> None:
         body = json.loads(message["Body"])
@@ -194,7 +216,7 @@ def _failed(report: SmokeReport) -> dict[str, str]:
 def test_smoke_passes_on_a_working_pipeline_and_removes_what_it_created(
     stack: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = _smoke(monkeypatch, FakePipeline(stack))
+    report = _smoke(monkeypatch, FakePipeline(stack), dead_letter=True)
     assert report.passed, format_table(report)
     names = {c.name for c in report.checks}
     assert {
@@ -236,8 +258,38 @@ def test_smoke_fails_on_a_duplicate_charge(stack: dict[str, str], monkeypatch: p
 def test_smoke_fails_when_the_malformed_order_is_not_dead_lettered(
     stack: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = _smoke(monkeypatch, FakePipeline(stack, dead_letter=False))
+    report = _smoke(monkeypatch, FakePipeline(stack, dead_letter=False), dead_letter=True)
     assert _failed(report) == {"malformed: orders DLQ category": "not found"}
+
+
+def test_smoke_without_the_api_sends_no_malformed_order_to_the_queue(
+    stack: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: the smoke's malformed order dead-lettered paged through the DLQ alarm. Without the order API
+    to refuse it at the edge it is not sent (unless --dead-letter), and the report says so."""
+    report = _smoke(monkeypatch, FakePipeline(stack))
+    assert report.passed, format_table(report)
+    assert "malformed: orders DLQ category" not in {c.name for c in report.checks}
+    assert any(note.startswith("malformed case skipped") for note in report.notes)
+    assert "passed (12/12 checks)" in format_table(report)
+
+
+def test_smoke_fails_on_a_page_its_own_orders_caused(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alarm topic's subscription is held for the whole smoke: a page before the forced one is the smoke's."""
+    report = _smoke(monkeypatch, FakePipeline(stack, cloudwatch_pages=True), dead_letter=True, page_path=True)
+    assert _failed(report) == {"pages by the smoke's own orders": ALARM}
+    assert {c.name: c.observed for c in report.checks}["page path: forced alarm reaches the topic's subscribers"] == (
+        "page delivered"
+    )
+
+
+def test_smoke_pages_nobody_and_hears_the_forced_page(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _smoke(monkeypatch, FakePipeline(stack, cloudwatch_pages=True), page_path=True)
+    assert report.passed, format_table(report)
+    assert {"pages by the smoke's own orders", "page path: forced alarm reaches the topic's subscribers"} <= {
+        c.name for c in report.checks
+    }
+    assert boto3.client("sns").list_subscriptions()["Subscriptions"] == []  # the temporary subscription removed
 
 
 def test_smoke_fails_on_an_alarm_it_left_in_alarm(stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -319,11 +371,12 @@ def test_smoke_cli_exit_status_and_table(
     pipeline = FakePipeline(stack)
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
     monkeypatch.setattr("time.sleep", pipeline.step)
-    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--no-page-path"]) == 0
+    argv = ["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--no-page-path", "--dead-letter"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "duplicate charges" in out and "passed (13/13 checks)" in out
     pipeline.dead_letter = False
-    assert main(["smoke", "--region", REGION, "--timeout", "5", "--alarm-wait", "0", "--json", "--no-page-path"]) == 1
+    assert main([*argv, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False
     assert [c["check"] for c in report["checks"] if not c["ok"]] == ["malformed: orders DLQ category"]

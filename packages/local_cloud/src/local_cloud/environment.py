@@ -31,6 +31,7 @@ from local_cloud.moto_patches import (
     states_all_excludes_terminal_errors,
 )
 from local_cloud.patches import enabled
+from local_cloud.powertools_state import metrics_per_invocation
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
 from local_cloud.trace_header import execution_trace_header_to_tasks, start_execution_trace_header
@@ -91,6 +92,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
                 stack.enter_context(speed_patch())
         # Idempotency expiries and TTLs follow the simulated clock too.
         stack.enter_context(simulated_now(clock))
+        # Each invocation's Powertools metrics are its own (one execution environment per invocation).
+        stack.enter_context(metrics_per_invocation())
         # SQS visibility, DelaySeconds and timestamps too.
         stack.enter_context(sqs_on_clock(clock))
         yield

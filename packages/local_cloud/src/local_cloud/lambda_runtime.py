@@ -32,6 +32,7 @@ from unittest import mock
 from local_cloud.capture import LineCapture, point_powertools_loggers_at
 from local_cloud.clock import SimClock
 from local_cloud.otel_layer import layer_invocation
+from local_cloud.powertools_state import invocation_scope
 from local_cloud.trace_header import task_trace_header
 
 _env_lock = threading.RLock()
@@ -178,13 +179,24 @@ class LocalFunction:
         )
         with self._lock:
             self.invocations += 1
-        with layer_invocation(self.env, self.handler, task_trace_header()):
-            result, errored = invoke_json(fn, event, context)
+        ended: list[float] = []
+
+        def handler(event: Any, context: Any) -> Any:
+            try:
+                return fn(event, context)
+            finally:  # the instant its EMF documents were stamped: AWS/Lambda's datapoint falls there too
+                ended.append(self.clock.now())
+
+        with invocation_scope(), layer_invocation(self.env, self.handler, task_trace_header()):
+            # its own Powertools metrics, as its own execution environment would hold
+            result, errored = invoke_json(handler, event, context)
+        at = ended[0] if ended else self.clock.now()
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices.
             self.clock.advance(context.get_remaining_time_in_millis() / 1000)
+            at = self.clock.now()
         with self._lock:
-            self.history.append((self.clock.now(), errored))
+            self.history.append((at, errored))
             self.errors += int(errored)
         return result, errored
 

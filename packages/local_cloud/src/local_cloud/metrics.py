@@ -26,6 +26,7 @@ Sources (each AWS definition cited where it is read):
 from __future__ import annotations
 
 import bisect
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -75,6 +76,8 @@ class MetricStore:
         self._emf_seen = 0
         self._lambda_seen: dict[str, int] = {}
         self._executions_seen: set[str] = set()
+        #: Per state machine: executions listed but not counted yet (running, or no stop date yet).
+        self._executions_waiting: dict[str, set[str]] = {}
 
     def refresh(self) -> None:
         """Read what happened since the last refresh (invocations, EMF documents, ended executions)."""
@@ -115,19 +118,49 @@ class MetricStore:
                             self.add(metric_key(directive.get("Namespace", ""), metric["Name"], wanted), at, float(v))
 
     def _refresh_executions(self) -> None:
+        """Count the executions that stopped since the previous refresh, reading only what changed.
+
+        ListExecutions lists the most recent execution first ("Results are sorted by time, with the most
+        recent execution first": https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html).
+        Pages are read until one reaches an execution listed before (the rest are older) and every execution
+        still waiting (running, or stopped without its stop date yet, at a previous refresh) has been listed
+        again: a refresh costs the executions started or running since the previous one, not every execution
+        of the run (listing them all every simulated minute took ``make chaos`` from 157 s to 221 s)."""
         sfn = aws("stepfunctions")
         for arn in self.state_machines:
+            waiting = self._executions_waiting.setdefault(arn, set())
+            missing = set(waiting)
             for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
+                reached_known = False
                 for e in page["executions"]:
-                    if e["status"] == "RUNNING" or e["executionArn"] in self._executions_seen:
+                    name = e["executionArn"]
+                    if name in self._executions_seen:
+                        reached_known = True
                         continue
-                    if "stopDate" not in e:  # moto sets the status before the stop date: count it next refresh
+                    reached_known = reached_known or name in waiting
+                    missing.discard(name)
+                    at = self._stopped_at(e)
+                    if at is None:
+                        waiting.add(name)
                         continue
-                    self._executions_seen.add(e["executionArn"])
-                    for name, status in EXECUTION_METRICS.items():
+                    waiting.discard(name)
+                    self._executions_seen.add(name)
+                    for metric, status in EXECUTION_METRICS.items():
                         if e["status"] == status:
-                            key = metric_key("AWS/States", name, {"StateMachineArn": arn})
-                            self.add(key, self._seen_at(e["stopDate"].timestamp()), 1.0)
+                            self.add(metric_key("AWS/States", metric, {"StateMachineArn": arn}), at, 1.0)
+                if reached_known and not missing:
+                    break
+
+    def _stopped_at(self, execution: Mapping[str, Any]) -> float | None:
+        """The simulated time an execution stopped; None while it runs, or before moto stamps its stop date
+        (moto sets the status first: counted at the next refresh)."""
+        if execution["status"] == "RUNNING":
+            return None
+        if "stopDate" in execution:
+            return self._seen_at(execution["stopDate"].timestamp())
+        if execution["status"] == "TIMED_OUT":  # moto's ListExecutions never gives a timed-out one's stopDate
+            return self._refreshed_at if self.clock is not None else time.time()
+        return None
 
     def _seen_at(self, stopped: float) -> float:
         """The simulated time of an execution's stop, from moto's wall-clock ``stopDate``: the

@@ -193,6 +193,17 @@ PATCHES: tuple[Patch, ...] = (
         "local_cloud.simtime.simulated_now",
         "test_canary_powertools_metrics_stamp_dt_datetime_now",
     ),
+    Patch(
+        "metrics_per_invocation",
+        "aws_lambda_powertools.metrics.metrics:Metrics.{_metrics,_dimensions,_metadata}",
+        "emulation",
+        "Powertools keeps every Metrics instance's metrics, dimensions and metadata in class-level dicts; on AWS "
+        "each execution environment runs one invocation at a time, the emulator runs them all in one process: "
+        "one function's flush printed another's ExpectedErrors under its own service (false pages of the "
+        "Errors - ExpectedErrors alarms in a business-only run). Per thread, each invocation has its own.",
+        "local_cloud.powertools_state.metrics_per_invocation",
+        "test_canary_powertools_metrics_share_class_level_dicts",
+    ),
     # -- fault injection ---------------------------------------------------------------------------
     Patch(
         "throttle_dynamodb",
