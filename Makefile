@@ -88,12 +88,12 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
-	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages tests
+	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
 
 # The product's tests (their import closure reaches nothing of the harness: tests/test_import_closure.py) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
 PRODUCT_TESTS := tests --ignore=tests/ops --ignore=tests/e2e
-HARNESS_TESTS := tests/ops
+HARNESS_TESTS := tests/ops packages/local_cloud/tests
 
 unit: setup ## the product's tests: infrastructure assertions, handlers and middleware on moto, docs (no emulator)
 	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(PRODUCT_TESTS)

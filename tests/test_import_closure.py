@@ -4,7 +4,8 @@ The product is the CDK app (``app.py``, ``stacks/``, ``constructs_lib/``), the L
 (``lambdas/``), the middleware (``packages/lambda_resilience``) and the product's tests
 (``tests/infra``, ``tests/handlers``, ``tests/middleware`` and the top-level ``tests/*.py``). The
 harness is the emulator (``packages/local_cloud``), the operator CLI and the app's scenarios
-(``ops/``), the tools (``tools/``) and the harness's tests (``tests/ops``, ``tests/e2e``).
+(``ops/``, and ``harness/`` once the scenarios move there), the tools (``tools/``) and the
+harness's tests (``tests/ops``, ``tests/e2e``).
 
 The check follows the whole import closure: every import a product module makes (top level,
 inside functions, under ``if TYPE_CHECKING:``, and ``importlib.import_module("literal")``), then
@@ -47,9 +48,10 @@ PRODUCT_DIRS = (
 )
 PRODUCT_FILES = ("app.py", *(str(p.relative_to(REPO)) for p in sorted((REPO / "tests").glob("*.py"))))
 #: The harness, by top-level package, and by folder (whatever name a module is reached under).
-HARNESS_PACKAGES = frozenset({"ops", "local_cloud", "tools"})
+HARNESS_PACKAGES = frozenset({"ops", "harness", "local_cloud", "tools"})
 HARNESS_DIRS = (
     REPO / "ops",
+    REPO / "harness",
     REPO / "packages" / "local_cloud",
     REPO / "tools",
     REPO / "tests" / "ops",
