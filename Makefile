@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit e2e synth cfn-lint asl-validate bench chaos business faults spike clean
+.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos business faults spike clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -80,7 +80,7 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m ops local run --orders $(ORDERS)
 
-test: setup lint typecheck unit e2e synth cfn-lint asl-validate ## every gate: lint, types, unit + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
+test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
 lint: setup ## ruff
@@ -88,10 +88,18 @@ lint: setup ## ruff
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
-	$(VENV)/bin/mypy app.py stacks constructs_lib ops tools lambdas examples packages tests
+	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
 
-unit: setup ## fast tests: infrastructure assertions, middleware and handlers on moto, operator CLI
-	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e"
+# The product's tests (their import closure reaches nothing of the harness: tests/test_import_closure.py) and
+# the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
+PRODUCT_TESTS := tests --ignore=tests/ops --ignore=tests/e2e
+HARNESS_TESTS := tests/ops packages/local_cloud/tests
+
+unit: setup ## the product's tests: infrastructure assertions, handlers and middleware on moto, docs (no emulator)
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(PRODUCT_TESTS)
+
+harness-tests: setup ## the harness's fast tests: the emulator (canaries, API data plane, IAM, quotas), operator CLI, scenarios
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(HARNESS_TESTS)
 
 e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
 	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider -m e2e

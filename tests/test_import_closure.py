@@ -4,7 +4,8 @@ The product is the CDK app (``app.py``, ``stacks/``, ``constructs_lib/``), the L
 (``lambdas/``), the middleware (``packages/lambda_resilience``) and the product's tests
 (``tests/infra``, ``tests/handlers``, ``tests/middleware`` and the top-level ``tests/*.py``). The
 harness is the emulator (``packages/local_cloud``), the operator CLI and the app's scenarios
-(``ops/``), the tools (``tools/``) and the harness's tests (``tests/ops``, ``tests/e2e``).
+(``ops/``, and ``harness/`` once the scenarios move there), the tools (``tools/``) and the
+harness's tests (``tests/ops``, ``tests/e2e``).
 
 The check follows the whole import closure: every import a product module makes (top level,
 inside functions, under ``if TYPE_CHECKING:``, and ``importlib.import_module("literal")``), then
@@ -47,9 +48,10 @@ PRODUCT_DIRS = (
 )
 PRODUCT_FILES = ("app.py", *(str(p.relative_to(REPO)) for p in sorted((REPO / "tests").glob("*.py"))))
 #: The harness, by top-level package, and by folder (whatever name a module is reached under).
-HARNESS_PACKAGES = frozenset({"ops", "local_cloud", "tools"})
+HARNESS_PACKAGES = frozenset({"ops", "harness", "local_cloud", "tools"})
 HARNESS_DIRS = (
     REPO / "ops",
+    REPO / "harness",
     REPO / "packages" / "local_cloud",
     REPO / "tools",
     REPO / "tests" / "ops",
@@ -208,3 +210,12 @@ def test_import_closure_of_a_clean_tree_is_empty(tmp_path: Path) -> None:
         {"prod/__init__.py": "", "prod/a.py": "import json\nfrom prod import b\n", "prod/b.py": "import boto3\n"},
     )
     assert harness_reached([tmp_path / "prod" / "a.py"], Resolver([tmp_path])) == {}
+
+
+def test_import_closure_make_unit_runs_the_product_tests_only() -> None:
+    """``make unit`` collects the folders this closure covers, nothing of the harness's tests."""
+    makefile = (REPO / "Makefile").read_text()
+    (line,) = [line for line in makefile.splitlines() if line.startswith("PRODUCT_TESTS :=")]
+    assert line.split(":=", 1)[1].split() == ["tests", "--ignore=tests/ops", "--ignore=tests/e2e"]
+    test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert test_dirs - {"ops", "e2e"} == {d.split("/", 1)[1] for d in PRODUCT_DIRS if d.startswith("tests/")}

@@ -27,7 +27,18 @@ PRODUCT_CODE = tuple(
 )
 ENV_SCAN = tuple(
     REPO_ROOT / name
-    for name in ("app.py", "stacks", "constructs_lib", "lambdas", "packages", "ops", "tools", "examples", "tests")
+    for name in (
+        "app.py",
+        "stacks",
+        "constructs_lib",
+        "lambdas",
+        "packages",
+        "ops",
+        "harness",
+        "tools",
+        "examples",
+        "tests",
+    )
 )
 ENV_MODULE = Path(env_names.__file__).resolve()
 #: Every name ``order_domain.env`` defines (its upper-case string constants).

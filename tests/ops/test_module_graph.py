@@ -19,7 +19,9 @@ LOCAL_CLOUD = REPO / "packages" / "local_cloud" / "src" / "local_cloud"
 #: The modules whose graph is checked, by package prefix.
 PACKAGES = {"ops.local": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
 #: Top-level packages of the app: the emulator imports none of them.
-APP_PACKAGES = ("order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "tools", "tests")
+APP_PACKAGES = (
+    "order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "harness", "tools", "tests",
+)  # fmt: skip
 #: The product's tests and tools: they import nothing of the emulator.
 PRODUCT_DIRS = ("tests/middleware", "tests/handlers", "tests/infra", "tools")
 #: Directories never scanned: virtualenvs (ours, and `make rehearse`'s MiniStack one in .rehearse/, whose
