@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
+from harness.costs import PerOrder, dollars_per_million_orders
 from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
-from ops.local.costs import PerOrder, dollars_per_million_orders
 from stacks.order_constructs.throttle import (
     BATCH_SECONDS,
     api_throttle,
@@ -141,7 +141,7 @@ def predict(
             else None
         ),
         "usd_per_hour": round(rate * 3600 / 1e6 * usd[key], 2),
-        "usd_assumptions": "per-order units estimated from the template; prices from ops/local/costs.py",
+        "usd_assumptions": "per-order units estimated from the template; prices from harness/costs.py",
         "quota_increases_to_remove_backlog": increases,
     }
 
@@ -152,8 +152,8 @@ def load_template(assembly_dir: Path | None) -> CloudAssembly:
     import os
     from unittest import mock
 
+    from harness.synth import DEFAULT_OUTDIR, synthesize
     from local_cloud.environment import FAKE_ENV
-    from ops.local.synth import DEFAULT_OUTDIR, synthesize
 
     with mock.patch.dict(os.environ, FAKE_ENV):
         return synthesize(DEFAULT_OUTDIR, "dev")

@@ -11,13 +11,13 @@ from typing import Any, NoReturn
 
 import botocore.exceptions
 
+from harness.cli import add_local_parser, quota_argument, quotas, run_local_command
 from local_cloud.errors import LocalCloudError
 from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.dlq import QUEUES
 from ops.errors import OpsError, UsageError
-from ops.local.cli import add_local_parser, quota_argument, quotas, run_local_command
 
 PROG = "python -m ops"
 #: ``--category`` of ``dlq replay``: the failure categories, DLQ messages without one, or all.
@@ -125,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _capacity(args: argparse.Namespace) -> int:
+    from harness.spike import parse_rate
     from ops.capacity import format_capacity, predict_from_assembly
-    from ops.local.spike import parse_rate
 
     prediction = predict_from_assembly(
         parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)

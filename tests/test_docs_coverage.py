@@ -38,7 +38,7 @@ OLD_README_SECTIONS = (
     Section("## Message contract (what producers send)", "docs/contract.md"),
     Section("## What the local run is (and is not)", "docs/local-run.md"),
     Section(
-        "### How the emulator is built (`ops/local/`, one module per role)",
+        "### How the emulator is built (`harness/`, one module per role)",
         "docs/local-run.md",
         "How the emulator is built: `local_cloud` (the emulator)",
     ),

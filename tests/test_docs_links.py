@@ -54,7 +54,7 @@ def test_docs_links_readme_is_for_newcomers() -> None:
 
 
 #: A code reference: a path in backticks from the repository root (``stacks/app_builder.py``,
-#: ``tests/infra/test_api.py::test_x``, ``ops/local/``); placeholders (``lambdas/<function>/``,
+#: ``tests/infra/test_api.py::test_x``, ``harness/``); placeholders (``lambdas/<function>/``,
 #: ``api_templates/*.vtl``) are not checked.
 CODE_REF = re.compile(r"`([^`\s]+)`")
 ROOT_ENTRIES = ("app.py", "stacks/", "constructs_lib/", "lambdas/", "packages/", "ops/", "tools/", "tests/", "docs/",

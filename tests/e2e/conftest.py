@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.run import synthesize
 from local_cloud.template import CloudAssembly
-from ops.local.run import synthesize
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,11 @@ from unittest import mock
 import boto3
 import pytest
 
+from harness.orders import make_order
+from harness.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.template import CloudAssembly
 from ops.dlq import list_queues, replay_queue
-from ops.local.orders import make_order
-from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from ops.repair import order_executions
 from ops.trace import trace
 

@@ -13,11 +13,11 @@ from typing import Any
 import boto3
 import pytest
 
+from harness.run import local_aws
 from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
 from local_cloud.iam_enforce import IamEnforcer, enforce_iam
 from local_cloud.template import REGION, CloudAssembly
-from ops.local.run import local_aws
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("example-saga")]
 

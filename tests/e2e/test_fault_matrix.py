@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from harness.fault_cells import GOOD_OUTCOMES, render
+from harness.fault_matrix import MatrixOptions, run_matrix
 from local_cloud.template import CloudAssembly
-from ops.local.fault_cells import GOOD_OUTCOMES, render
-from ops.local.fault_matrix import MatrixOptions, run_matrix
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from harness.run import RunOptions, aws, local_pipeline, run_local
 from local_cloud.template import CloudAssembly
-from ops.local.run import RunOptions, aws, local_pipeline, run_local
 
 pytestmark = pytest.mark.e2e
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from harness.orders import DECLINE_TOKEN, OUT_OF_STOCK_SKU, UNDELIVERABLE_COUNTRY, OrderMix, make_orders
+from harness.run import RunOptions, run_local
 from local_cloud.template import CloudAssembly
 from ops.cli import main
-from ops.local.orders import DECLINE_TOKEN, OUT_OF_STOCK_SKU, UNDELIVERABLE_COUNTRY, OrderMix, make_orders
-from ops.local.run import RunOptions, run_local
 
 pytestmark = pytest.mark.e2e
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from harness.api_client import idempotency_key
+from harness.orders import make_order
+from harness.pipeline import PipelineRun, local_pipeline
+from harness.run import RunOptions, synthesize
 from lambda_resilience.testing import in_memory_tracing
 from local_cloud.clients import aws
 from local_cloud.otel_layer import LAYER_SCOPE
-from ops.local.api_client import idempotency_key
-from ops.local.orders import make_order
-from ops.local.pipeline import PipelineRun, local_pipeline
-from ops.local.run import RunOptions, synthesize
 from tests.e2e.trace_tree import PARENT_ID, TRACE_ID, TRACEPARENT, order_trace
 
 pytestmark = pytest.mark.e2e

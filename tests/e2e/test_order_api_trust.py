@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import pytest
 from botocore.credentials import Credentials
 
+from harness.orders import make_order
+from harness.pipeline import PipelineRun, local_pipeline
+from harness.run import RunOptions
 from local_cloud.apigateway.server import OTHER_CALLER
 from local_cloud.template import REGION, CloudAssembly
-from ops.local.orders import make_order
-from ops.local.pipeline import PipelineRun, local_pipeline
-from ops.local.run import RunOptions
 from ops.order_api import ApiAnswer, signed_request
 from order_domain.model import MAX_BODY_BYTES
 

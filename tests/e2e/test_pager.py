@@ -11,10 +11,10 @@ from unittest import mock
 
 import pytest
 
+from harness.chaos import FaultRates
+from harness.orders import KINDS, OrderMix, make_orders, order_kind
+from harness.run import RunOptions, run_local
 from local_cloud.template import CloudAssembly
-from ops.local.chaos import FaultRates
-from ops.local.orders import KINDS, OrderMix, make_orders, order_kind
-from ops.local.run import RunOptions, run_local
 
 pytestmark = pytest.mark.e2e
 

@@ -16,10 +16,10 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
+from harness.orders import make_order
+from harness.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly
-from ops.local.orders import make_order
-from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from ops.repair import order_executions
 
 pytestmark = pytest.mark.e2e
@@ -203,8 +203,8 @@ def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRu
 
 def test_saga_execution_stopped_by_an_operator_alarms(pipeline: PipelineRun) -> None:
     """An ABORTED execution (StopExecution in ChargePayment) leaves an order half-done: ExecutionsAborted > 0 alarms."""
-    from ops.local.fault_cells import Rule
-    from ops.local.fault_inject import FaultPlan, inject_plan
+    from harness.fault_cells import Rule
+    from harness.fault_inject import FaultPlan, inject_plan
 
     assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
     plan = FaultPlan()
@@ -220,8 +220,8 @@ def test_saga_execution_stopped_after_idle_time_pages_within_a_minute(pipeline: 
     (https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html): once simulated
     time has run ahead of the wall clock (visibility timeouts, idle jumps), a stop still pages within
     a minute of the stop, on the simulated clock."""
-    from ops.local.fault_cells import Rule
-    from ops.local.fault_inject import FaultPlan, inject_plan
+    from harness.fault_cells import Rule
+    from harness.fault_inject import FaultPlan, inject_plan
 
     pipeline.clock.advance(3600.0)  # an hour of idle time: the simulated clock runs ahead of moto's
     assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())

@@ -7,9 +7,9 @@ import json as _json
 
 import pytest
 
+from harness.run import RunOptions, local_pipeline
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly
-from ops.local.run import RunOptions, local_pipeline
 from tests.e2e.test_saga_glue import (
     AccessDenied,
     entered,

@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 
+from harness.orders import make_order
+from harness.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.template import CloudAssembly
-from ops.local.orders import make_order
-from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from ops.repair import RepairRefused, order_executions, repair
 
 pytestmark = pytest.mark.e2e

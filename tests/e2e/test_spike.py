@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from harness.run import synthesize
+from harness.spike import SpikeOptions, run_spike
 from local_cloud.limits import Quotas
 from ops.capacity import predict, template_figures
-from ops.local.run import synthesize
-from ops.local.spike import SpikeOptions, run_spike
 
 QUOTAS = Quotas(sfn_start_bucket=130, sfn_start_refill=30)
 pytestmark = pytest.mark.e2e

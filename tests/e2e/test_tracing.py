@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.orders import make_order
+from harness.run import PipelineRun, RunOptions, local_pipeline
 from lambda_resilience.aws import from_item
 from lambda_resilience.testing import in_memory_tracing
 from local_cloud.clients import aws
 from local_cloud.template import CloudAssembly
-from ops.local.orders import make_order
-from ops.local.run import PipelineRun, RunOptions, local_pipeline
 from tests.e2e.trace_tree import PARENT_ID, order_trace, send_traced_order
 
 pytestmark = pytest.mark.e2e

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 
 import order_domain.env as env_names
-from ops.local.provider_server import serve_sandbox
+from harness.provider_server import serve_sandbox
 from order_domain.status import OrderStatus
 
 from .conftest import REGION, LedgerView, Tables, scan

@@ -299,10 +299,10 @@ def test_gateway_access_log_lines_reach_cloudwatch_without_the_body(api: Harness
     assert "Ada Lovelace" not in text and "order-1" not in text and "EUR" not in text
 
 
-# -- the app's producer through the API (ops.local --via api) -------------------------------------------
+# -- the app's producer through the API (harness --via api) -------------------------------------------
 def test_producer_via_api_posts_each_order_and_records_refusals(api: Harness) -> None:
-    from ops.local.api_client import OrderApi, idempotency_key
-    from ops.local.producer import Producer
+    from harness.api_client import OrderApi, idempotency_key
+    from harness.producer import Producer
 
     producer = Producer(api.deployment.queues["OrdersQueue"]["url"], "", "")
     producer.api = OrderApi(api.server.stage_url(fixture.STAGE))
@@ -331,7 +331,7 @@ def test_vtl_hyphenated_set_target_and_java_string_methods() -> None:
 
 
 def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
-    from ops.local.up import LocalEndpoint, _api_lines
+    from harness.up import LocalEndpoint, _api_lines
 
     lines = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION, "http://127.0.0.1:2/v1"))
     text = "\n".join(lines)
@@ -383,8 +383,8 @@ def test_auth_unknown_key_and_stale_signature_are_refused() -> None:
 
 
 def test_order_api_port_in_use_is_an_operator_error(api: Harness) -> None:
+    from harness.api_client import serve_order_api
     from ops.errors import OpsError
-    from ops.local.api_client import serve_order_api
 
     with pytest.raises(OpsError, match="--api-port"), serve_order_api(api.deployment, api.server.port):
         pass

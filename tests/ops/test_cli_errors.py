@@ -11,10 +11,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from harness.chaos import FaultRates
+from harness.orders import OrderMix
 from ops.cli import main
 from ops.errors import InvalidRates, OpsError
-from ops.local.chaos import FaultRates
-from ops.local.orders import OrderMix
 from ops.target import TargetError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""ops.local.pipeline.PipelineRun.drain: --timeout bounds a pipeline that stopped moving, not a slow one.
+"""harness.pipeline.PipelineRun.drain: --timeout bounds a pipeline that stopped moving, not a slow one.
 
 A 2,000-order business run timed out at the 300 s default on a loaded machine while it was still delivering
 and invoking: wall time says how busy the machine is, not whether the pipeline is stuck.
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from harness import pipeline
+from harness.pipeline import PipelineRun
 from local_cloud.clock import SimClock
-from ops.local import pipeline
-from ops.local.pipeline import PipelineRun
 
 
 class _Cloud:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.local.fault_cells import (
+from harness.fault_cells import (
     DYNAMODB_FAULTS,
     LAMBDA_SERVICE_FAULTS,
     ROUTE_ERROR,
@@ -15,8 +15,8 @@ from ops.local.fault_cells import (
     route_to,
     task_states,
 )
-from ops.local.fault_inject import RandomFaults, find_order_id, provider_call
-from ops.local.saga_checks import failed_executions, status_disagreements
+from harness.fault_inject import RandomFaults, find_order_id, provider_call
+from harness.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 FORWARD_RETRY = [
@@ -275,7 +275,7 @@ def test_random_faults_roll_only_the_kinds_that_are_on() -> None:
 
 
 def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was() -> None:
-    from ops.local.fault_matrix import judge
+    from harness.fault_matrix import judge
 
     stuck = facts(status="SHIPPED", captures=1, live_shipments=1)
     assert judge(stuck, {"result": "refused", "left_as_it_was": True}) == ("REFUSED", [])
@@ -286,7 +286,7 @@ def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was()
 
 
 def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
-    from ops.local.invariants import CHECKS
+    from harness.invariants import CHECKS
 
     held = CHECKS["no_reservation_held_for_incomplete_orders"]
     report: dict[str, Any] = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}

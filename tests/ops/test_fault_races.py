@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ops.local.fault_actors import next_attempt
-from ops.local.fault_races import all_cells
-from ops.local.orders import PII_PATTERN
+from harness.fault_actors import next_attempt
+from harness.fault_races import all_cells
+from harness.orders import PII_PATTERN
 
 from .test_fault_cells import saga
 

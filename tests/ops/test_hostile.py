@@ -13,12 +13,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from harness import hostile
+from harness.chaos import FaultRates, plan_deliveries
+from harness.invariants import check
+from harness.orders import PII_PATTERN, OrderMix, make_orders, order_kind
+from harness.run import _batches, body_order_id
 from local_cloud.faults import FaultCounter
-from ops.local import hostile
-from ops.local.chaos import FaultRates, plan_deliveries
-from ops.local.invariants import check
-from ops.local.orders import PII_PATTERN, OrderMix, make_orders, order_kind
-from ops.local.run import _batches, body_order_id
 
 INTAKE_MAX_BODY = 65_536
 

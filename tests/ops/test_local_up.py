@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import pytest
 
+from harness.orders import OrderMix, make_orders
+from harness.run import synthesize
+from harness.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
 from local_cloud.template import CloudAssembly
-from ops.local.orders import OrderMix, make_orders
-from ops.local.run import synthesize
-from ops.local.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
 from ops.repair import RepairRefused, repair
 from ops.target import Target
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-OPS_LOCAL = REPO / "ops" / "local"
+OPS_LOCAL = REPO / "harness"
 LOCAL_CLOUD = REPO / "packages" / "local_cloud" / "src" / "local_cloud"
 #: The modules whose graph is checked, by package prefix.
-PACKAGES = {"ops.local": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
+PACKAGES = {"harness": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
 #: Top-level packages of the app: the emulator imports none of them.
 APP_PACKAGES = (
     "order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "harness", "tools", "tests",
@@ -62,7 +62,7 @@ def imported_modules(source: str, *, typing_too: bool = False) -> set[str]:
 
 
 def import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
-    """``ops.local`` and ``local_cloud`` modules -> the ones of them each imports."""
+    """``harness`` and ``local_cloud`` modules -> the ones of them each imports."""
     paths = {
         (f"{prefix}.{path.stem}" if path.stem != "__init__" else prefix): path
         for prefix, directory in PACKAGES.items()
@@ -111,16 +111,16 @@ def _top(module: str) -> str:
 # -- cycles ------------------------------------------------------------------------------------------
 def test_module_graph_has_no_import_cycle() -> None:
     graph = import_graph()
-    assert "ops.local.run" in graph and "local_cloud.deploy" in graph
+    assert "harness.run" in graph and "local_cloud.deploy" in graph
     assert find_cycle(graph) is None
 
 
 def test_module_graph_has_no_cycle_even_through_type_checking_imports() -> None:
     """deploy / deploy_plan / iam_enforce / limits_enforce share local_cloud.interfaces; the reporter
-    reads ops.local.run_view: no ``if TYPE_CHECKING:`` import hides a cycle."""
+    reads harness.run_view: no ``if TYPE_CHECKING:`` import hides a cycle."""
     graph = import_graph(typing_too=True)
     assert "local_cloud.interfaces" in graph["local_cloud.deploy_plan"]
-    assert "ops.local.pipeline" not in graph["ops.local.reporter"]
+    assert "harness.pipeline" not in graph["harness.reporter"]
     assert find_cycle(graph) is None
 
 
@@ -132,13 +132,13 @@ def test_module_graph_finder_reports_a_cycle() -> None:
 def test_module_graph_report_no_longer_imports_run() -> None:
     """The former run <-> report cycle: the readers take their clients from local_cloud.clients."""
     graph = import_graph()
-    assert "ops.local.run" not in graph["ops.local.report"]
-    assert "ops.local.run" not in graph["ops.local.reporter"]
+    assert "harness.run" not in graph["harness.report"]
+    assert "harness.run" not in graph["harness.reporter"]
 
 
 @pytest.mark.parametrize(
     "module",
-    ["ops.local.reporter", "local_cloud.deploy", "local_cloud.emulator", "ops.local.pipeline", "ops.local.run"],
+    ["harness.reporter", "local_cloud.deploy", "local_cloud.emulator", "harness.pipeline", "harness.run"],
 )
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run(
@@ -191,8 +191,8 @@ def test_module_graph_boundary_checks_can_fail() -> None:
     """The scanners see what they must: an app import, an emulator import, a sys.path edit."""
     assert "order_domain.clock" in imported_modules("def f():\n    from order_domain import clock\n")
     assert "local_cloud.lambda_runtime" in imported_modules("import local_cloud.lambda_runtime\n")
-    assert "ops.local.pipeline" in imported_modules(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ops.local.pipeline\n", typing_too=True
+    assert "harness.pipeline" in imported_modules(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import harness.pipeline\n", typing_too=True
     )
     assert sys_path_uses("import sys\nsys.path.insert(0, 'x')\n") == [2]
     assert sys_path_uses("from sys import path\n") == [1]

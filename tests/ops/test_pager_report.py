@@ -1,12 +1,12 @@
-"""ops.local.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
+"""harness.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.invariants import CHECKS
+from harness.pager import pager_section, pager_table, precision_recall
 from local_cloud.alarm_actions import Notice
-from ops.local.invariants import CHECKS
-from ops.local.pager import pager_section, pager_table, precision_recall
 
 DLQ = {
     "AlarmName": "dlq",
@@ -135,7 +135,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
 
 def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: str) -> tuple[int, str]:
     """``ops local run --check`` on a run whose report holds ``section`` as its pager: (exit status, stderr)."""
-    import ops.local.run
+    import harness.run
     from ops.cli import main
 
     def run_local(_options: Any) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: 
         report["invariants"] = {"pager_precision_and_recall_100_percent": CHECKS[PAGER_CHECK](report)}
         return report
 
-    monkeypatch.setattr(ops.local.run, "run_local", run_local)
+    monkeypatch.setattr(harness.run, "run_local", run_local)
     code = main(["local", "run", "--orders", "1", "--check", "--json", *extra])
     return code, capsys.readouterr().err
 

@@ -23,6 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from harness import patches
 from local_cloud import patches as emulator
 from local_cloud.calls import count_aws_calls
 from local_cloud.capture import LineCapture, capture_stdout
@@ -45,12 +46,11 @@ from local_cloud.moto_patches import (
     states_all_excludes_terminal_errors,
 )
 from local_cloud.template import ACCOUNT, REGION
-from ops.local import patches
 from tests.ops.clocks import StepClock
 
 REPO = Path(__file__).resolve().parents[2]
-OPS_LOCAL = REPO / "ops" / "local"
-#: The emulator package's sources (local_cloud) and the app's scenarios on it (ops/local).
+OPS_LOCAL = REPO / "harness"
+#: The emulator package's sources (local_cloud) and the app's scenarios on it (harness).
 PATCHING_SOURCES = (REPO / "packages" / "local_cloud" / "src" / "local_cloud", OPS_LOCAL)
 #: Our own classes and modules the emulator patches (not third-party internals).
 OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock", "ops.repair", "order_domain.sweeper"}
@@ -85,7 +85,7 @@ def test_registry_every_canary_named_exists_in_this_module() -> None:
 
 
 def test_registry_lists_every_attribute_ops_local_patches() -> None:
-    """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud or ops/local on third-party code is registered."""
+    """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud or harness on third-party code is registered."""
     registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in emulator.targets(p)}
     pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
     unregistered = []

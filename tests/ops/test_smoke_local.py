@@ -11,9 +11,9 @@ import pytest
 
 import order_domain.env as env_names
 from constructs_lib.function import DEFAULT_RUNTIME
-from ops.local.run import synthesize
-from ops.local.synth import LOCAL_PROVIDER_ORIGIN
-from ops.local.up import UpOptions
+from harness.run import synthesize
+from harness.synth import LOCAL_PROVIDER_ORIGIN
+from harness.up import UpOptions
 from ops.smoke import SmokeOptions, charge_function_environment, format_table, run_smoke
 from ops.target import Target
 from tests.ops.test_local_up import Served

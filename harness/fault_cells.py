@@ -2,7 +2,7 @@
 
 Pure functions over the ASL definition and over facts read from the tables, the sandbox ledger, the
 needs-attention queue and the alarms: no moto here, so :mod:`tests.ops.test_fault_cells` tests them
-directly. The injection is :mod:`ops.local.fault_inject`; the run is :mod:`ops.local.fault_matrix`.
+directly. The injection is :mod:`harness.fault_inject`; the run is :mod:`harness.fault_matrix`.
 
 Fault names are the ones Step Functions reports for each integration:
 
@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ops.local.fault_judge import Effects as Effects
-from ops.local.fault_judge import OrderFacts as OrderFacts
-from ops.local.fault_judge import classify as classify
-from ops.local.fault_judge import facts_from_records as facts_from_records
+from harness.fault_judge import Effects as Effects
+from harness.fault_judge import OrderFacts as OrderFacts
+from harness.fault_judge import classify as classify
+from harness.fault_judge import facts_from_records as facts_from_records
 
 Integration = Literal["lambda", "dynamodb", "sqs", "other"]
 Persistence = Literal["once", "retries", "forever"]
@@ -184,7 +184,7 @@ class Rule:
     ``error`` is the transport kind), ``race`` (run the actor ``error`` inside the state, ``timing``
     before or after it acted, variant ``action``), ``duplicate`` (a second live invocation of the step,
     variant ``action``), ``inflight`` (the provider keeps ``action``'s first request in flight and
-    answers its retries 409): :mod:`ops.local.fault_actors`. ``first_execution_only``: a stop, a
+    answers its retries 409): :mod:`harness.fault_actors`. ``first_execution_only``: a stop, a
     timeout, or a setup that an operator's repair comes after (the outage is over when they repair).
     """
 
@@ -212,7 +212,7 @@ class Cell:
     rules: tuple[Rule, ...]
     repair: str = ""  # the ops repair action to run once the first execution has ended
     setup: str = ""  # repair cells: what brought the order where the repair finds it
-    #: Once the first execution ended, before the repairs (ops.local.fault_races): ``attempt2``,
+    #: Once the first execution ended, before the repairs (harness.fault_races): ``attempt2``,
     #: ``forget-keys``, ``expire-records``, ``expire-both``.
     after_drain: str = ""
     #: A repair racing the sweeper: ``sweep-inside-repair`` or ``repair-inside-sweep``.
@@ -328,7 +328,7 @@ def first_only(rule: Rule) -> Rule:
     return Rule(rule.state, rule.kind, rule.error, rule.persistence, rule.count, rule.timing, rule.action, True)
 
 
-# -- classification (ops.local.fault_judge; re-exported here for its callers) ---------------------
+# -- classification (harness.fault_judge; re-exported here for its callers) ---------------------
 
 # -- the matrix ------------------------------------------------------------------------------------
 

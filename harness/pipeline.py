@@ -17,6 +17,12 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import order_domain.clock
+from harness import reporter
+from harness.api_client import OrderApi, has_rest_api, serve_order_api
+from harness.hostile import HostileExecution
+from harness.options import RunOptions
+from harness.producer import Message, Producer
+from harness.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
 from local_cloud.calls import outside_the_pipeline
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
@@ -24,12 +30,6 @@ from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
 from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
-from ops.local import reporter
-from ops.local.api_client import OrderApi, has_rest_api, serve_order_api
-from ops.local.hostile import HostileExecution
-from ops.local.options import RunOptions
-from ops.local.producer import Message, Producer
-from ops.local.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
 from ops.target import Target
 from sandbox.http_server import serve_sandbox
 

@@ -29,18 +29,18 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from harness.options import RunOptions
+from harness.orders import OrderMix, make_orders
+from harness.pipeline import PipelineRun, deployed_pipeline
+from harness.report import TERMINAL, order_statuses
+from harness.reporter import body_order_id
+from harness.reporter import dlq_contents as _dlq_contents
+from harness.synth import REPO_ROOT, load_assembly, synthesize
 from local_cloud.clock import SimClock
 from local_cloud.environment import local_aws
 from local_cloud.limits import Quotas, esm_concurrency
 from local_cloud.template import CloudAssembly
 from ops.errors import UsageError
-from ops.local.options import RunOptions
-from ops.local.orders import OrderMix, make_orders
-from ops.local.pipeline import PipelineRun, deployed_pipeline
-from ops.local.report import TERMINAL, order_statuses
-from ops.local.reporter import body_order_id
-from ops.local.reporter import dlq_contents as _dlq_contents
-from ops.local.synth import REPO_ROOT, load_assembly, synthesize
 
 DEFAULT_PLOT = REPO_ROOT / "reports" / "spike.png"
 UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0, "hour": 3600.0}
@@ -367,7 +367,7 @@ def run_spike(options: SpikeOptions) -> dict[str, Any]:
         report = spike_report(driver, time.monotonic() - started)
     report["check_problems"] = check_spike(report)
     if options.plot is not None:
-        from ops.local.spike_plot import plot_spike
+        from harness.spike_plot import plot_spike
 
         plot_spike(report, options.plot)
         report["plot"] = str(options.plot)

@@ -26,10 +26,10 @@ from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
+from harness.fault_cells import Rule
 from local_cloud.faults import FaultCounter
 from local_cloud.lambda_runtime import SimulatedCrash
 from local_cloud.template import ACCOUNT, REGION
-from ops.local.fault_cells import Rule
 
 _PROVIDER_ROUTES = (
     ("POST", "/payment/charges", "charge"),
@@ -48,7 +48,7 @@ class FaultPlan:
     _first_execution: dict[str, str] = field(default_factory=dict)
     _current: dict[str, tuple[str, str]] = field(default_factory=dict)  # order -> (state, execution)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    #: The concurrent actors (ops.local.fault_actors.Actors: ``race(plan, rule, order_id)`` and
+    #: The concurrent actors (harness.fault_actors.Actors: ``race(plan, rule, order_id)`` and
     #: ``hooks(plan)``), for ``race``, ``duplicate`` and ``inflight`` rules.
     actors: Any = None
 
@@ -282,7 +282,7 @@ class RandomFaults(FaultPlan):
     ) -> None:
         import random
 
-        from ops.local.fault_cells import DYNAMODB_FAULTS, task_states
+        from harness.fault_cells import DYNAMODB_FAULTS, task_states
 
         super().__init__(counter=counter)
         states = task_states(definition)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ops.local.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
-from ops.local.pager import precision_recall
+from harness.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
+from harness.pager import precision_recall
 
 Check = Callable[[dict[str, Any]], str | None]
 

@@ -1,7 +1,7 @@
 """Chaos for the local run: duplicate deliveries, crashes, malformed payloads, hostile input, throttling.
 
 Business failures (declines, failed shipments, refunds that keep failing) are decided by the
-order's content (see :mod:`ops.local.orders`); this module injects the infrastructure faults.
+order's content (see :mod:`harness.orders`); this module injects the infrastructure faults.
 Every injected fault is counted in :class:`FaultCounter`, so the report can compare effects
 (from the sandbox ledgers) with causes.
 """
@@ -20,12 +20,12 @@ from unittest import mock
 
 from moto.core.exceptions import ServiceException
 
+from harness.hostile import KINDS as HOSTILE_KINDS
+from harness.hostile import HostileExecution, HostileMessage, make_hostile
+from harness.orders import check_rates
 from local_cloud.clock import SimClock
 from local_cloud.faults import FaultCounter, throttle_dynamodb
 from local_cloud.lambda_runtime import SimulatedCrash
-from ops.local.hostile import KINDS as HOSTILE_KINDS
-from ops.local.hostile import HostileExecution, HostileMessage, make_hostile
-from ops.local.orders import check_rates
 
 #: Malformed bodies: not JSON, wrong type, schema violations.
 MALFORMED_BODIES = (
@@ -51,7 +51,7 @@ class FaultRates:
         malformed: per order, an extra malformed message.
         throttle: per DynamoDB item call / SQS send, a throttling error.
         hostile: per order, one extra hostile input of a kind chosen at random
-            (:mod:`ops.local.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
+            (:mod:`harness.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
         ambiguous: per provider request (charge, refund, ship, cancel), the provider acts and its
             answer is lost (read timeout or connection reset, at the transport).
         status_write_fail: per status-write attempt (the saga's direct DynamoDB integrations), a DynamoDB
@@ -148,7 +148,7 @@ class SqsThrottled(ServiceException):
 
 
 #: Rate fields of the faults injected in the saga's glue and at the provider transport, and their
-#: kinds in :class:`ops.local.fault_inject.RandomFaults`.
+#: kinds in :class:`harness.fault_inject.RandomFaults`.
 SAGA_FAULTS = {"ambiguous": "ambiguous", "status_write_fail": "status_write", "park_fail": "park", "stop": "stop"}
 
 
@@ -199,7 +199,7 @@ def inject(
                 stack.enter_context(mock.patch.object(SQSBackend, name, patched))
         saga_rates = {kind: getattr(rates, name) for name, kind in SAGA_FAULTS.items()}
         if definition is not None and any(saga_rates.values()):
-            from ops.local.fault_inject import RandomFaults, inject_plan
+            from harness.fault_inject import RandomFaults, inject_plan
 
             stack.enter_context(inject_plan(RandomFaults(definition, saga_rates, seed + 7, counter)))
         yield

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.chaos import FaultRates
+from harness.orders import OrderMix
 from local_cloud.limits import Quotas
-from ops.local.chaos import FaultRates
-from ops.local.orders import OrderMix
 
 
 @dataclass(frozen=True)

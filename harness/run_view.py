@@ -1,4 +1,4 @@
-"""What the reporter reads of a local run: :class:`RunView`, which :class:`ops.local.pipeline.PipelineRun` is.
+"""What the reporter reads of a local run: :class:`RunView`, which :class:`harness.pipeline.PipelineRun` is.
 
 The pipeline imports the reporter to build its report; the reporter imports this protocol, not the
 pipeline, so the two have no import cycle (not even under ``TYPE_CHECKING``).
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from harness.producer import Producer
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture
 from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
 from local_cloud.event_sources import SqsPoller
 from local_cloud.limits_enforce import LimitEnforcer
-from ops.local.producer import Producer
 from ops.target import Target
 
 

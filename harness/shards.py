@@ -16,13 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.costs import dollars_per_million_orders, per_order
+from harness.iam_reasons import explain
+from harness.invariants import check
+from harness.options import RunOptions
+from harness.synth import load_assembly
 from local_cloud.iam_enforce import merge_reports as merge_iam
 from ops.errors import UsageError
-from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.iam_reasons import explain
-from ops.local.invariants import check
-from ops.local.options import RunOptions
-from ops.local.synth import load_assembly
 
 #: Fields whose shard values are not summed.
 _NOT_SUMMED = ("elapsed", "cost", "invariants", "aws_calls", "faults_first_at")

@@ -8,11 +8,11 @@ from typing import Any
 
 import botocore.exceptions
 
+from harness.api_client import OrderApi
+from harness.hostile import HostileExecution
+from harness.hostile import execution_name as hostile_execution_name
+from harness.orders import INITIAL_STOCK, STOCKED_SKUS
 from local_cloud.clients import aws
-from ops.local.api_client import OrderApi
-from ops.local.hostile import HostileExecution
-from ops.local.hostile import execution_name as hostile_execution_name
-from ops.local.orders import INITIAL_STOCK, STOCKED_SKUS
 
 #: SQS refuses a batch whose messages add up to more than 256 KiB; stay well below it.
 MAX_BATCH_BYTES = 200_000
@@ -64,7 +64,7 @@ class Producer:
         self.api: OrderApi | None = None
 
     def seed_inventory(self) -> None:
-        """Every stocked SKU at :data:`~ops.local.orders.INITIAL_STOCK`."""
+        """Every stocked SKU at :data:`~harness.orders.INITIAL_STOCK`."""
         ddb = aws("dynamodb")
         for sku in STOCKED_SKUS:
             ddb.put_item(

@@ -8,6 +8,27 @@ import time
 from collections import Counter
 from typing import Any
 
+from harness.chaos import DeliveryPlan
+from harness.costs import dollars_per_million_orders, per_order
+from harness.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
+from harness.hostile import PiiFindings, line_sizes, side_effects_by_order
+from harness.hostile import execution_name as hostile_execution_name
+from harness.hostile import outcomes as hostile_outcomes
+from harness.iam_reasons import explain
+from harness.invariants import check
+from harness.orders import PII_PATTERN
+from harness.pager import pager_section
+from harness.report import (
+    TERMINAL,
+    dlq_depths,
+    ledger_summary,
+    log_summary,
+    metric_totals,
+    order_statuses,
+    scan_all,
+)
+from harness.run_view import RunView
+from harness.saga_checks import failed_executions, status_disagreements
 from local_cloud.calls import CallCounter
 from local_cloud.clients import aws
 from local_cloud.histories import (
@@ -17,27 +38,6 @@ from local_cloud.histories import (
     failure_summary,
     transitions_per_execution,
 )
-from ops.local.chaos import DeliveryPlan
-from ops.local.costs import dollars_per_million_orders, per_order
-from ops.local.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
-from ops.local.hostile import PiiFindings, line_sizes, side_effects_by_order
-from ops.local.hostile import execution_name as hostile_execution_name
-from ops.local.hostile import outcomes as hostile_outcomes
-from ops.local.iam_reasons import explain
-from ops.local.invariants import check
-from ops.local.orders import PII_PATTERN
-from ops.local.pager import pager_section
-from ops.local.report import (
-    TERMINAL,
-    dlq_depths,
-    ledger_summary,
-    log_summary,
-    metric_totals,
-    order_statuses,
-    scan_all,
-)
-from ops.local.run_view import RunView
-from ops.local.saga_checks import failed_executions, status_disagreements
 
 #: The ledger figures the report repeats as ``side_effects``.
 SIDE_EFFECT_KEYS = (

@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
+from harness.fault_actors import Actors, next_attempt
+from harness.fault_cells import Cell
+from harness.provider_server import forget_keys
 from local_cloud.clients import aws
-from ops.local.fault_actors import Actors, next_attempt
-from ops.local.fault_cells import Cell
-from ops.local.provider_server import forget_keys
 
 if TYPE_CHECKING:
-    from ops.local.pipeline import PipelineRun
+    from harness.pipeline import PipelineRun
 
 
 def age_order(run: PipelineRun, order_id: str, seconds: float) -> None:

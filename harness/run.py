@@ -10,15 +10,11 @@ import random
 import time
 from typing import Any
 
-from local_cloud.calls import count_aws_calls
-from local_cloud.clients import aws
-from local_cloud.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
-from local_cloud.faults import FaultCounter
-from ops.local.chaos import SAGA_FAULTS, inject, plan_deliveries
-from ops.local.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
-from ops.local.options import RunOptions
-from ops.local.orders import make_orders
-from ops.local.pipeline import (
+from harness.chaos import SAGA_FAULTS, inject, plan_deliveries
+from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
+from harness.options import RunOptions
+from harness.orders import make_orders
+from harness.pipeline import (
     LOCAL_LEDGER_TABLE,
     PipelineRun,
     create_local_ledger,
@@ -26,10 +22,10 @@ from ops.local.pipeline import (
     local_pipeline,
     serve_local_providers,
 )
-from ops.local.producer import MAX_BATCH_BYTES, _batches
-from ops.local.report import TERMINAL
-from ops.local.reporter import body_order_id, dlq_contents, finish_report
-from ops.local.synth import (
+from harness.producer import MAX_BATCH_BYTES, _batches
+from harness.report import TERMINAL
+from harness.reporter import body_order_id, dlq_contents, finish_report
+from harness.synth import (
     DEFAULT_OUTDIR,
     LOCAL_PROVIDER_CONTEXT,
     LOCAL_PROVIDER_ORIGIN,
@@ -38,6 +34,10 @@ from ops.local.synth import (
     load_assembly,
     synthesize,
 )
+from local_cloud.calls import count_aws_calls
+from local_cloud.clients import aws
+from local_cloud.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock
+from local_cloud.faults import FaultCounter
 
 #: Kept for callers of the former single module (other branches, tools): prefer the role modules.
 _dlq_contents = dlq_contents

@@ -40,9 +40,9 @@ from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
-from ops.local.fault_cells import Rule
-from ops.local.fault_inject import FaultPlan, find_order_id, provider_call
-from ops.local.orders import MARKER_HEX
+from harness.fault_cells import Rule
+from harness.fault_inject import FaultPlan, find_order_id, provider_call
+from harness.orders import MARKER_HEX
 
 #: Wall seconds an actor or a held request waits at most for what it waits for.
 WAIT_CAP_SECONDS = 30.0
@@ -66,7 +66,7 @@ def _wait(until: Callable[[], bool], cap: float = WAIT_CAP_SECONDS) -> bool:
 
 @dataclass
 class Actors:
-    """What the race actors act through (set by :mod:`ops.local.fault_matrix` from its run)."""
+    """What the race actors act through (set by :mod:`harness.fault_matrix` from its run)."""
 
     sweep: Callable[[], Any] = lambda: None
     age: Callable[[str], None] = lambda order_id: None
@@ -250,7 +250,7 @@ def _in_flight(plan: FaultPlan, actors: Actors) -> Iterator[None]:
     provider; the caller's read times out; what follows with the key is answered 409 by the provider."""
     import urllib3
 
-    from ops.local.provider_server import holding
+    from harness.provider_server import holding
 
     pool_class = urllib3.connectionpool.HTTPConnectionPool
     original_request = pool_class._make_request

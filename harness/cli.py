@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.up import add_up_parser, main_up
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.arguments import rate as _rate
-from ops.local.up import add_up_parser, main_up
 
 
 def add_local_parser(commands: Any) -> None:
@@ -127,7 +127,7 @@ def quotas(args: argparse.Namespace) -> Any:
 
 
 def _spike(args: argparse.Namespace) -> int:
-    from ops.local.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
+    from harness.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
 
     options = SpikeOptions(
         baseline_per_second=parse_rate(args.baseline),
@@ -158,9 +158,9 @@ def _spike(args: argparse.Namespace) -> int:
 def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """Run a parsed ``local`` command; the exit status."""
     if args.local_command == "run":
-        from ops.local.chaos import FaultRates
-        from ops.local.orders import OrderMix
-        from ops.local.run import RunOptions, run_local
+        from harness.chaos import FaultRates
+        from harness.orders import OrderMix
+        from harness.run import RunOptions, run_local
 
         options = RunOptions(
             orders=args.orders,
@@ -194,7 +194,7 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
             via=args.via,
         )
         if args.workers > 1:
-            from ops.local.shards import run_sharded
+            from harness.shards import run_sharded
 
             passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
             passthrough = _without(
@@ -202,7 +202,7 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
             )
             report = run_sharded(options, passthrough, args.workers)
         else:
-            from ops.local.shards import shard_options
+            from harness.shards import shard_options
 
             report = run_local(shard_options(options, args.shard, args.shards))
         if args.expect_no_pages:
@@ -220,8 +220,8 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
                 print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
         return 1 if args.check and failed else 0
     if args.local_command == "faults":
-        from ops.local.fault_matrix import MatrixOptions
-        from ops.local.fault_matrix import main as main_faults
+        from harness.fault_matrix import MatrixOptions
+        from harness.fault_matrix import main as main_faults
 
         matrix = MatrixOptions(
             state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly
@@ -289,7 +289,7 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
         )
     if "pager" in report:
-        from ops.local.pager import pager_table
+        from harness.pager import pager_table
 
         print()
         for line in pager_table(report["pager"]):

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ops.local.orders import make_order
+from harness.orders import make_order
 
 OVERSIZE_REFUSED = "oversize_refused"
 SQS_KINDS = ("deep_nesting", "oversize", OVERSIZE_REFUSED, "floats", "wrong_types")

@@ -33,13 +33,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.orders import OrderMix
+from harness.pager import page_line
 from ops.arguments import integer, non_negative, port, positive_float
 from ops.errors import OpsError
-from ops.local.orders import OrderMix
-from ops.local.pager import page_line
 
 if TYPE_CHECKING:
-    from ops.local.pipeline import PipelineRun
+    from harness.pipeline import PipelineRun
 
 HOST = "127.0.0.1"  # loopback only: nothing outside this machine can reach the endpoint
 DEFAULT_PORT = 4566
@@ -213,7 +213,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 def example_order(seed: int) -> dict[str, Any]:
     """An order that completes, with an ID no demo order uses."""
-    from ops.local.orders import make_orders
+    from harness.orders import make_orders
 
     clean = OrderMix(out_of_stock_rate=0.0, decline_rate=0.0, ship_fail_rate=0.0, missing_correlation_rate=0.0)
     return {**make_orders(1, seed, clean)[0][0], "order_id": "order-try-1"}
@@ -340,13 +340,13 @@ def serve(
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
+    from harness.options import RunOptions
+    from harness.orders import make_orders
+    from harness.pipeline import deployed_pipeline
+    from harness.synth import load_assembly
     from local_cloud.clock import SimClock
     from local_cloud.environment import moto_behaviour
     from local_cloud.template import REGION
-    from ops.local.options import RunOptions
-    from ops.local.orders import make_orders
-    from ops.local.pipeline import deployed_pipeline
-    from ops.local.synth import load_assembly
 
     stop = stop or threading.Event()
     out = out or sys.stdout  # saved now: the handlers' stdout is captured while serving
