@@ -239,7 +239,7 @@ class ResilientQueue(Construct):
             self.max_receive_count = None
         else:
             self.max_receive_count = props.max_receive_count or DEFAULT_MAX_RECEIVE_COUNT
-            self.queue = self._new_queue(props, secure)
+            self.queue = self._new_queue(props, secure, self.max_receive_count)
 
         self.dlq_alarm = self._depth_alarm(
             "DlqDepthAlarm",
@@ -281,7 +281,7 @@ class ResilientQueue(Construct):
             dlq_defaults["max_message_size_bytes"] = SQS_MAX_MESSAGE_BYTES
         return sqs.Queue(self, "Dlq", **{**dlq_defaults, **props.dead_letter_queue_overrides()})
 
-    def _new_queue(self, props: ResilientQueueProps, secure: dict[str, Any]) -> sqs.Queue:
+    def _new_queue(self, props: ResilientQueueProps, secure: dict[str, Any], max_receive_count: int) -> sqs.Queue:
         if props.visibility_timeout is not None:
             visibility = props.visibility_timeout
         elif props.consumer_timeout is not None:
@@ -291,7 +291,7 @@ class ResilientQueue(Construct):
         queue_defaults = {
             "visibility_timeout": visibility,
             "retention_period": props.retention_period or DEFAULT_RETENTION,
-            "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=self.max_receive_count),
+            "dead_letter_queue": sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=max_receive_count),
             **secure,
         }
         if props.max_message_size_bytes is not None:
