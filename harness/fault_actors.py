@@ -250,7 +250,7 @@ def _in_flight(plan: FaultPlan, actors: Actors) -> Iterator[None]:
     provider; the caller's read times out; what follows with the key is answered 409 by the provider."""
     import urllib3
 
-    from harness.provider_server import holding
+    from sandbox.http_server import holding
 
     pool_class = urllib3.connectionpool.HTTPConnectionPool
     original_request = pool_class._make_request

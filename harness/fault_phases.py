@@ -13,8 +13,8 @@ from unittest import mock
 
 from harness.fault_actors import Actors, next_attempt
 from harness.fault_cells import Cell
-from harness.provider_server import forget_keys
 from local_cloud.clients import aws
+from sandbox.http_server import forget_keys
 
 if TYPE_CHECKING:
     from harness.pipeline import PipelineRun

@@ -15,8 +15,8 @@ from typing import Any
 import boto3
 
 import order_domain.env as env_names
-from harness.provider_server import serve_sandbox
 from order_domain.status import OrderStatus
+from sandbox.http_server import serve_sandbox
 
 from .conftest import REGION, LedgerView, Tables, scan
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
 from lambda_resilience.correlation import correlation_scope, from_payload
@@ -94,23 +94,30 @@ def step_handler(
                 logger.info(f"{operation} done", extra={**known, "result": result})
                 return result
             except Exception as exc:
-                category = classify(exc)
-                # A business outcome (a declined card) is routed by name, not debugged: its line names the
-                # error and category without the stack trace (decision 0022); any other failure keeps it.
-                logger.error(
-                    f"{operation} failed",
-                    exc_info=not isinstance(exc, BusinessOutcome),
-                    extra={**known, "error_type": type(exc).__name__, "category": category},
-                )
-                if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
-                    metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
-                if metrics is not None and category == TRANSIENT:
-                    metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
-                if category == TRANSIENT and not isinstance(exc, TransientStepError):
-                    raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
-                if category == UNKNOWN and not isinstance(exc, UnknownStepError):
-                    raise UnknownStepError(f"{type(exc).__name__}: {exc}") from exc
-                raise
+                _fail(exc, operation, known, logger, metrics)
 
     traced_handler = traced(handler)
     return metrics.log_metrics(traced_handler) if metrics is not None else traced_handler
+
+
+def _fail(
+    exc: Exception, operation: str, known: Mapping[str, Any], logger: Logger, metrics: Metrics | None
+) -> NoReturn:
+    """Log ``exc``'s failure line, count it, and raise it classified (transient, unknown or as raised)."""
+    category = classify(exc)
+    # A business outcome (a declined card) is routed by name, not debugged: its line names the
+    # error and category without the stack trace (decision 0022); any other failure keeps it.
+    logger.error(
+        f"{operation} failed",
+        exc_info=not isinstance(exc, BusinessOutcome),
+        extra={**known, "error_type": type(exc).__name__, "category": category},
+    )
+    if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
+        metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
+    if metrics is not None and category == TRANSIENT:
+        metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
+    if category == TRANSIENT and not isinstance(exc, TransientStepError):
+        raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
+    if category == UNKNOWN and not isinstance(exc, UnknownStepError):
+        raise UnknownStepError(f"{type(exc).__name__}: {exc}") from exc
+    raise exc
