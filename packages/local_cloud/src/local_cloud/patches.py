@@ -79,11 +79,12 @@ PATCHES: tuple[Patch, ...] = (
     ),
     Patch(
         "sfn_trace_header",
-        "moto.stepfunctions.responses:StepFunctionResponse.{start_execution,describe_execution}",
+        "moto.stepfunctions.responses:StepFunctionResponse.{start_execution,describe_execution}"
+        " + moto.stepfunctions.parser.backend.execution:Execution.start",
         "emulation",
         "moto's StartExecution drops traceHeader; AWS keeps it (DescribeExecution answers it, the execution joins "
         "that X-Ray trace). Passed to the parser backend, which stores it; over 256 characters or not ASCII: "
-        "ValidationException, as AWS.",
+        "ValidationException, as AWS. Registered for the tasks as the execution starts (before its first task).",
         "local_cloud.environment.moto_behaviour",
         "test_canary_start_execution_keeps_the_trace_header",
     ),

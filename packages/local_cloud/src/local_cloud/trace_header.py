@@ -27,6 +27,7 @@ def start_execution_trace_header() -> Iterator[None]:
     ValidationException, as AWS does."""
     from moto.core.responses import ActionResult
     from moto.stepfunctions.exceptions import ValidationException
+    from moto.stepfunctions.parser.backend.execution import Execution
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
     from moto.stepfunctions.responses import StepFunctionResponse
 
@@ -45,8 +46,16 @@ def start_execution_trace_header() -> Iterator[None]:
             self._get_param("input", if_none="{}"),
             trace_header=header,
         )
-        _started[execution.execution_arn] = header
         return ActionResult({"executionArn": execution.execution_arn, "startDate": execution.start_date})
+
+    original_start = Execution.start
+
+    def start(self: Any) -> None:
+        # Registered before the execution's thread starts: its first task may run before
+        # StartExecution returns (registering after it raced the first Lambda task's invocation).
+        if self.trace_header:
+            _started[self.exec_arn] = self.trace_header
+        original_start(self)
 
     original_describe = StepFunctionResponse.describe_execution
 
@@ -60,6 +69,7 @@ def start_execution_trace_header() -> Iterator[None]:
 
     with (
         mock.patch.object(StepFunctionResponse, "start_execution", start_execution),
+        mock.patch.object(Execution, "start", start),
         mock.patch.object(StepFunctionResponse, "describe_execution", describe_execution),
     ):
         yield
