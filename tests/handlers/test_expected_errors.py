@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
@@ -29,6 +30,31 @@ def _expected_errors(out: str, metric: str = EXPECTED_ERRORS_METRIC) -> list[flo
     return found
 
 
+@pytest.fixture
+def failing_step(
+    pipeline_env: dict[str, str],
+    saga_input: Any,
+    order_factory: Any,
+    lambda_context: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[[Exception, type[Exception], str], str]:
+    """Run a step (service ``name``) whose action raises ``raised``; assert it surfaces as ``surfaced``;
+    return what the invocation printed (its log lines and EMF documents)."""
+
+    def run(raised: Exception, surfaced: type[Exception], name: str) -> str:
+        def action(payload: dict[str, Any]) -> dict[str, Any]:
+            raise raised
+
+        with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": name}):
+            handler = build_step_handler(name, lambda settings: action)
+        capsys.readouterr()
+        with pytest.raises(surfaced):
+            handler(saga_input(order_factory()), lambda_context)
+        return capsys.readouterr().out
+
+    return run
+
+
 @pytest.mark.parametrize(
     ("raised", "surfaced", "expected"),
     [
@@ -44,21 +70,9 @@ def test_expected_errors_counts_business_and_transient_only(
     raised: Exception,
     surfaced: type[Exception],
     expected: list[float],
-    pipeline_env: dict[str, str],
-    saga_input: Any,
-    order_factory: Any,
-    lambda_context: Any,
-    capsys: pytest.CaptureFixture[str],
+    failing_step: Callable[[Exception, type[Exception], str], str],
 ) -> None:
-    def action(payload: dict[str, Any]) -> dict[str, Any]:
-        raise raised
-
-    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": "counted-step"}):
-        handler = build_step_handler("counted-step", lambda settings: action)
-    capsys.readouterr()
-    with pytest.raises(surfaced):
-        handler(saga_input(order_factory()), lambda_context)
-    assert _expected_errors(capsys.readouterr().out) == expected
+    assert _expected_errors(failing_step(raised, surfaced, "counted-step")) == expected
 
 
 @pytest.mark.parametrize(
@@ -74,26 +88,15 @@ def test_expected_errors_business_outcome_is_logged_without_a_traceback(
     raised: Exception,
     surfaced: type[Exception],
     traceback: bool,
-    pipeline_env: dict[str, str],
-    saga_input: Any,
-    order_factory: Any,
-    lambda_context: Any,
-    capsys: pytest.CaptureFixture[str],
+    failing_step: Callable[[Exception, type[Exception], str], str],
 ) -> None:
     """A declined card is business: its ``failed`` line names the error and its category, without the
     stack trace (a third of the functions' log bytes in the business mix, decision 0022); a transient
     or unknown failure keeps its traceback."""
 
-    def action(payload: dict[str, Any]) -> dict[str, Any]:
-        raise raised
-
     name = f"logged-{type(raised).__name__.lower()}"  # a logger per case: Powertools keeps its first stream
-    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": name}):
-        handler = build_step_handler(name, lambda settings: action)
-    capsys.readouterr()
-    with pytest.raises(surfaced):
-        handler(saga_input(order_factory()), lambda_context)
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if f'"{name} failed"' in line]
+    out = failing_step(raised, surfaced, name)
+    lines = [json.loads(line) for line in out.splitlines() if f'"{name} failed"' in line]
     assert len(lines) == 1
     (line,) = lines
     assert line["level"] == "ERROR" and line["error_type"] == type(raised).__name__
@@ -112,20 +115,8 @@ def test_transient_failures_counted_for_the_provider_outage_alarm(
     raised: Exception,
     surfaced: type[Exception],
     expected: list[float],
-    pipeline_env: dict[str, str],
-    saga_input: Any,
-    order_factory: Any,
-    lambda_context: Any,
-    capsys: pytest.CaptureFixture[str],
+    failing_step: Callable[[Exception, type[Exception], str], str],
 ) -> None:
     """A transient failure is expected (retried) yet counted on its own: a rate of them is an outage (0023)."""
 
-    def action(payload: dict[str, Any]) -> dict[str, Any]:
-        raise raised
-
-    with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": "counted-step"}):
-        handler = build_step_handler("counted-step", lambda settings: action)
-    capsys.readouterr()
-    with pytest.raises(surfaced):
-        handler(saga_input(order_factory()), lambda_context)
-    assert _expected_errors(capsys.readouterr().out, TRANSIENT_FAILURES_METRIC) == expected
+    assert _expected_errors(failing_step(raised, surfaced, "counted-step"), TRANSIENT_FAILURES_METRIC) == expected
