@@ -2,7 +2,7 @@
 
 Chaos (:mod:`harness.chaos`) and the fault matrix (:mod:`harness.fault_inject`) inject faults
 into third-party code; each such patch is registered here, with its canary in
-``tests/ops/test_patch_canaries.py``. :data:`PATCHES` is both registries: the one table
+``tests/ops/test_harness_patch_canaries.py``. :data:`PATCHES` is both registries: the one table
 ``docs/local-run.md`` shows (:func:`markdown_rows`).
 """
 
@@ -28,7 +28,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "fault-injection",
         "SQS sends answer RequestThrottled (moto has no fault injection).",
         "harness.chaos.inject",
-        "test_canary_moto_backend_item_methods_signatures",
+        "test_canary_moto_sqs_send_signatures",
     ),
     Patch(
         "matrix_task_faults",
@@ -77,5 +77,6 @@ PATCHES: tuple[Patch, ...] = (*EMULATOR_PATCHES, *APP_PATCHES)
 
 
 def markdown_rows() -> str:
-    """The rows of docs/local-run.md's patch table (``tests/ops/test_patch_canaries.py`` checks the doc holds them)."""
+    """The rows of docs/local-run.md's patch table (``tests/ops/test_harness_patch_canaries.py`` checks the doc
+    holds them)."""
     return _markdown_rows(PATCHES)

@@ -10,7 +10,8 @@ harness's tests (``tests/ops``, ``tests/e2e``).
 The check follows the whole import closure: every import a product module makes (top level,
 inside functions, under ``if TYPE_CHECKING:``, and ``importlib.import_module("literal")``), then
 every import of what that resolves to, and so on, so ``stacks -> a product module -> ops.x ->
-local_cloud.y`` is found as well as a direct import.
+local_cloud.y`` is found as well as a direct import. The same walk from the emulator's package (its
+sources and its own tests, ``packages/local_cloud/tests``) reaches nothing of the app.
 
 Why an AST walk rather than :mod:`modulefinder`: modulefinder compiles and follows every
 third-party package too (aws_cdk, jsii, boto3: slow) and does not follow
@@ -24,7 +25,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,10 @@ HARNESS_DIRS = (
     REPO / "tests" / "e2e",
 )
 SKIPPED_DIRS = {"__pycache__", ".venv", "cdk.out", "node_modules", ".build"}
+#: The emulator's package: its sources and its own tests, which run with the package, its pinned
+#: dependencies and the fixtures they own (``import clocks`` resolves to ``tests/clocks.py`` there).
+EMULATOR = REPO / "packages" / "local_cloud"
+EMULATOR_SEARCH_PATH = (EMULATOR / "tests", *SEARCH_PATH)
 
 
 @dataclass(frozen=True)
@@ -135,8 +140,20 @@ def is_harness(name: str, module: Module | None) -> bool:
     return module is not None and module.path is not None and any(module.path.is_relative_to(d) for d in HARNESS_DIRS)
 
 
-def harness_reached(start: Iterable[Path], resolver: Resolver) -> dict[str, list[str]]:
-    """Each harness module reachable from ``start``, with the import chain that reaches it."""
+def outside(root: Path) -> Callable[[str, Module | None], bool]:
+    """A module of ours that is not under ``root`` (for the emulator: anything of the app)."""
+
+    def check(name: str, module: Module | None) -> bool:
+        return module is not None and module.path is not None and not module.path.is_relative_to(root)
+
+    return check
+
+
+def harness_reached(
+    start: Iterable[Path], resolver: Resolver, forbidden: Callable[[str, Module | None], bool] = is_harness
+) -> dict[str, list[str]]:
+    """Each ``forbidden`` module (by default: of the harness) reachable from ``start``, with the import
+    chain that reaches it."""
     queue: deque[tuple[Module, list[str]]] = deque()
     seen: set[str] = set()
     for path in start:
@@ -153,7 +170,7 @@ def harness_reached(start: Iterable[Path], resolver: Resolver) -> dict[str, list
                 continue
             seen.add(name)
             found = resolver.find(name)
-            if is_harness(name, found):
+            if forbidden(name, found):
                 reached[name] = [*chain, name]
             elif found is not None:
                 queue.append((found, [*chain, name]))
@@ -175,6 +192,16 @@ def test_import_closure_of_the_product_reaches_nothing_of_the_harness() -> None:
         and REPO / "tests" / "handlers" / "conftest.py" in files
     )
     reached = harness_reached(files, Resolver(SEARCH_PATH))
+    assert reached == {}, "\n".join(" -> ".join(chain) for chain in reached.values())
+
+
+# -- the emulator ---------------------------------------------------------------------------------------
+def test_import_closure_of_the_emulator_and_its_tests_reaches_nothing_of_the_app() -> None:
+    """``packages/local_cloud`` (sources and tests) stands alone: nothing of the app (stacks, lambdas,
+    the layer packages, the harness, ops, tools, the repository's tests) is reachable from it."""
+    files = list(python_files(EMULATOR))
+    assert EMULATOR / "tests" / "test_patch_canaries.py" in files and EMULATOR / "tests" / "conftest.py" in files
+    reached = harness_reached(files, Resolver(EMULATOR_SEARCH_PATH), outside(EMULATOR))
     assert reached == {}, "\n".join(" -> ".join(chain) for chain in reached.values())
 
 
@@ -219,3 +246,21 @@ def test_import_closure_make_unit_runs_the_product_tests_only() -> None:
     assert line.split(":=", 1)[1].split() == ["tests", "--ignore=tests/ops", "--ignore=tests/e2e"]
     test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert test_dirs - {"ops", "e2e"} == {d.split("/", 1)[1] for d in PRODUCT_DIRS if d.startswith("tests/")}
+
+
+def test_import_closure_finds_an_emulator_test_reaching_the_app_through_a_fixture(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "emu/tests/test_a.py": "import helper\n",
+            "emu/tests/helper.py": "def f():\n    from stacks.order import api\n",
+            "emu/tests/clean.py": "import json\nimport helper_ok\n",
+            "emu/tests/helper_ok.py": "import boto3\n",
+            "stacks/order/api.py": "",
+        },
+    )
+    resolver = Resolver([tmp_path / "emu" / "tests", tmp_path])
+    forbidden = outside(tmp_path / "emu")
+    reached = harness_reached([tmp_path / "emu" / "tests" / "test_a.py"], resolver, forbidden)
+    assert reached["stacks.order.api"][1:] == ["helper", "stacks.order.api"]
+    assert harness_reached([tmp_path / "emu" / "tests" / "clean.py"], resolver, forbidden) == {}

@@ -194,7 +194,7 @@ def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
         # --no-api: MiniStack 1.5.33 deploys the order API but its own mapping-template engine is a subset of
         # Velocity: tried on 2026-11-24, it returned the request template's #set/#if directives as text and
         # answered 400 to a valid order. The API's templates are checked on Velocity proper (airspeed) by
-        # `ops local up`'s smoke (tests/ops/test_smoke_local.py) and tests/ops/test_apigateway.py.
+        # `ops local up`'s smoke (tests/ops/test_smoke_local.py) and packages/local_cloud/tests/test_apigateway.py.
         smoke = [sys.executable, "-m", "ops", "smoke", "--stack", STACK, "--endpoint-url", endpoint, "--region", REGION]
         smoke.append("--no-api")
         # --dead-letter: without the API the malformed order goes to the queue and is dead-lettered (intake's

@@ -36,7 +36,8 @@ def test_transient_share_alarm_pages_on_a_share_of_invocations() -> None:
     first = next(m for m in p["Metrics"] if "MetricStat" in m)  # what tools/rehearse.py keeps on MiniStack
     assert first["MetricStat"]["Metric"]["MetricName"] == "TransientFailures"
 
-    # How CloudWatch's evaluation of it pages (an outage) or not (flaky calls): tests/ops/test_outage_expression.py
+    # How CloudWatch's evaluation of it pages (an outage) or not (flaky calls):
+    # packages/local_cloud/tests/test_outage_expression.py
 
 
 @pytest.mark.parametrize(

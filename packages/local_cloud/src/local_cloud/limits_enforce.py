@@ -300,7 +300,7 @@ def enforce_limits(enforcer: LimitEnforcer) -> Iterator[LimitEnforcer]:
 
     def state_body(state: Any, env: Any) -> None:
         # moto's interpreter enters every state through CommonStateField._eval_body (canary:
-        # tests/ops/test_limits.py); a Map/Parallel branch's states are entered the same way.
+        # tests/test_limits.py); a Map/Parallel branch's states are entered the same way.
         enforcer.transition(_execution_data(env)["StateMachine"]["Id"])
         original_state_body(state, env)
 

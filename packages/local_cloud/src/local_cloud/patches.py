@@ -1,8 +1,8 @@
 """Every patch the emulator applies to moto, Powertools, botocore or the standard library.
 
 One entry per patched attribute: what it patches, why (``kind``), where it is applied and the
-canary test that fails when an upgrade moves it (in this repository:
-``tests/ops/test_patch_canaries.py``, which also fails when the emulator patches an attribute
+canary test that fails when an upgrade moves it (in the package's tests:
+``tests/test_patch_canaries.py``, which also fails when the emulator patches an attribute
 not listed here). A patch is kept only where it buys correctness, an emulation AWS does itself
 (no Docker, IAM, limits, simulated time), fault injection, or a measured speed-up. A caller that
 patches third-party code of its own (fault injection of its scenarios) keeps its own registry of

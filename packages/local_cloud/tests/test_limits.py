@@ -8,12 +8,12 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from clocks import StepClock
 from moto import mock_aws
 
 from local_cloud.errors import LocalCloudError
 from local_cloud.limits import Quotas, TokenBucket, esm_concurrency, parse_quota, parse_quotas
 from local_cloud.limits_enforce import LimitEnforcer, LimitExceeded, enforce_limits
-from tests.ops.clocks import StepClock
 
 PASS_MACHINE = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
 

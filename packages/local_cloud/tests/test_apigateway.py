@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import apigw_fixture as fixture
 import boto3
 import pytest
 
@@ -24,7 +25,6 @@ from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
 from local_cloud.environment import local_aws
 from local_cloud.template import REGION, CloudAssembly
-from tests.ops import apigw_fixture as fixture
 
 ORDER = {"order_id": "order-1", "currency": "EUR", "amount": 3, "customer_name": "Ada Lovelace"}
 
@@ -299,24 +299,6 @@ def test_gateway_access_log_lines_reach_cloudwatch_without_the_body(api: Harness
     assert "Ada Lovelace" not in text and "order-1" not in text and "EUR" not in text
 
 
-# -- the app's producer through the API (harness --via api) -------------------------------------------
-def test_producer_via_api_posts_each_order_and_records_refusals(api: Harness) -> None:
-    from harness.api_client import OrderApi, idempotency_key
-    from harness.producer import Producer
-
-    producer = Producer(api.deployment.queues["OrdersQueue"]["url"], "", "")
-    producer.api = OrderApi(api.server.stage_url(fixture.STAGE))
-    good = json.dumps({**ORDER, "order_id": "order-2"})
-    bad = json.dumps({"order_id": "order-3", "amount": 1})  # no currency
-    producer.submit_messages([(good, "cid-good"), (bad, "cid-bad"), ("{" * 20_000, "cid-deep")])
-    assert producer.refused_at_send == ["cid-bad", "cid-deep"]
-    (message,) = api.messages()
-    attributes = {k: v["StringValue"] for k, v in message["MessageAttributes"].items()}
-    assert attributes == {"correlation_id": "cid-good", "idempotency_key": idempotency_key(good)}
-    assert idempotency_key(good) == "order-2:1"
-    assert producer.api.summary() == {"accepted": 1, "refused": {"400": 2}, "retried": 0}
-
-
 def test_vtl_hyphenated_set_target_and_java_string_methods() -> None:
     context: dict[str, Any] = {"requestId": "r-1", "responseOverride": {"status": "", "header": {}}}
     variables = template_variables("{}", {"header": {"X-Correlation-Id": "cid'1"}}, context, {})
@@ -328,18 +310,6 @@ def test_vtl_hyphenated_set_target_and_java_string_methods() -> None:
     )
     assert render(text, variables) == "1"  # Java's matches is a whole-string match: cid'1 fails it
     assert context["responseOverride"]["header"] == {"X-Correlation-Id": "r-1"}
-
-
-def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
-    from harness.up import LocalEndpoint, _api_lines
-
-    lines = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION, "http://127.0.0.1:2/v1"))
-    text = "\n".join(lines)
-    assert "http://127.0.0.1:2/v1" in text and "<stage>/<path>" in text
-    assert 'curl --aws-sigv4 "aws:amz:us-east-1:execute-api" --user "local:local"' in text
-    assert "Idempotency-Key: k1" in text and "-X POST http://127.0.0.1:2/v1/orders" in text
-    without = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION))
-    assert without[0].startswith("(the template has no REST API")
 
 
 def test_gateway_integration_role_use_is_in_the_iam_report(api: Harness) -> None:
@@ -380,11 +350,3 @@ def test_auth_unknown_key_and_stale_signature_are_refused() -> None:
     assert getattr(stale, "message", "").startswith("Signature expired:")
     tampered = verify_sigv4("POST", url, headers, b'{"a":1}', {"AKIDLOCAL": "s3cret"})
     assert getattr(tampered, "response_type", "") == "INVALID_SIGNATURE"
-
-
-def test_order_api_port_in_use_is_an_operator_error(api: Harness) -> None:
-    from harness.api_client import serve_order_api
-    from ops.errors import OpsError
-
-    with pytest.raises(OpsError, match="--api-port"), serve_order_api(api.deployment, api.server.port):
-        pass

@@ -27,7 +27,6 @@ from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
 from local_cloud.environment import local_aws
 from local_cloud.template import CloudAssembly
-from stacks.order_constructs.alerting import Alerting, AlertingProps
 
 STACK = "PagerUnderTest"
 TopicFactory = Callable[[Stack], sns.ITopic]
@@ -78,36 +77,12 @@ def test_alarm_actions_default_topic_policy_delivers(page: Callable[..., tuple[A
     assert [m["NewStateValue"] for m in received] == ["ALARM"]
 
 
-def test_alarm_actions_alerting_topic_delivers(page: Callable[..., tuple[AlarmActions, list]]) -> None:
-    actions, received = page(lambda s: Alerting(s, "Alerting", props=AlertingProps()).topic)
-    (notice,) = actions.history
-    assert notice.delivered, notice.refusal
-    (message,) = received
-    assert message["NewStateValue"] == "ALARM" and message["OldStateValue"] == "INSUFFICIENT_DATA"
-
-
 def test_alarm_actions_key_policy_without_cloudwatch_refuses(page: Callable[..., tuple[AlarmActions, list]]) -> None:
     from aws_cdk import aws_kms as kms
 
     actions, received = page(lambda s: sns.Topic(s, "Topic", master_key=kms.Key(s, "Key")))
     (notice,) = actions.history
     assert "kms:GenerateDataKey" in str(notice.refusal) and received == []
-
-
-def test_alarm_actions_set_alarm_state_runs_the_actions(tmp_path: Path) -> None:
-    """SetAlarmState (ops smoke's page-path check) makes CloudWatch run the new state's actions at once."""
-    clock = SimClock()
-    with local_aws(clock):
-        deployment = LocalDeployment(
-            _synth(tmp_path, lambda s: Alerting(s, "Alerting", props=AlertingProps()).topic), clock
-        ).deploy()
-        actions = AlarmActions(deployment)
-        evaluator = AlarmEvaluator(deployment.alarms, deployment.queues, LineCapture(), actions)
-        (name,) = deployment.alarms
-        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="forced by a test")
-        evaluator.adopt_set_states(clock.now())
-        (notice,) = actions.history
-        assert (notice.state, notice.reason, notice.delivered) == ("ALARM", "forced by a test", True)
 
 
 def test_sim_clock_at_wall_is_the_simulated_time_at_that_instant(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import apigw_fixture as fixture
 import botocore.exceptions
 import pytest
+from test_apigateway import ORDER, Harness
 
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.apigateway import integrations
@@ -27,8 +29,6 @@ from local_cloud.limits import Quotas
 from local_cloud.limits_enforce import LimitEnforcer
 from local_cloud.metrics import MetricStore, metric_key
 from local_cloud.template import CloudAssembly
-from tests.ops import apigw_fixture as fixture
-from tests.ops.test_apigateway import ORDER, Harness
 
 SAGA = "arn:aws:states:us-east-1:123456789012:stateMachine:saga"
 

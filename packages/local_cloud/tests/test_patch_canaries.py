@@ -1,6 +1,8 @@
 """Canaries for every patch in :mod:`local_cloud.patches`: each fails loudly when an upgrade of moto,
 Powertools or botocore moves what the emulator patches (the attribute, its signature, or the
 behaviour the patch relies on). The registry names its canary; a test checks the names exist.
+(The patches an application adds on top keep their canaries with it: this repository's app, in
+``tests/ops/test_harness_patch_canaries.py``.)
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import botocore.client
 import botocore.endpoint
 import pytest
 from botocore.exceptions import ClientError
+from clocks import StepClock
 from moto import mock_aws
 
-from harness import patches
 from local_cloud import patches as emulator
 from local_cloud.calls import count_aws_calls
 from local_cloud.capture import LineCapture, capture_stdout
@@ -46,14 +48,11 @@ from local_cloud.moto_patches import (
     states_all_excludes_terminal_errors,
 )
 from local_cloud.template import ACCOUNT, REGION
-from tests.ops.clocks import StepClock
 
-REPO = Path(__file__).resolve().parents[2]
-OPS_LOCAL = REPO / "harness"
-#: The emulator package's sources (local_cloud) and the app's scenarios on it (harness).
-PATCHING_SOURCES = (REPO / "packages" / "local_cloud" / "src" / "local_cloud", OPS_LOCAL)
-#: Our own classes and modules the emulator patches (not third-party internals).
-OWN_TARGETS = {"LocalFunction", "SqsPoller", "order_domain.clock", "ops.repair", "order_domain.sweeper"}
+#: The emulator package's sources.
+PATCHING_SOURCES = (Path(__file__).resolve().parents[1] / "src" / "local_cloud",)
+#: Our own classes the emulator patches (not third-party internals).
+OWN_TARGETS = {"LocalFunction", "SqsPoller"}
 
 
 def _params(fn: Any) -> list[str]:
@@ -71,7 +70,7 @@ def _table(ddb: Any, name: str, range_key: bool = False) -> None:
 
 # -- the registry itself -----------------------------------------------------------------------------
 def test_registry_every_target_resolves_today() -> None:
-    for patch in patches.PATCHES:
+    for patch in emulator.PATCHES:
         for module, attribute in emulator.targets(patch):
             if attribute == "print":  # created by the patch (a module global shadowing the builtin)
                 continue
@@ -80,13 +79,13 @@ def test_registry_every_target_resolves_today() -> None:
 
 def test_registry_every_canary_named_exists_in_this_module() -> None:
     names = {name for name in globals() if name.startswith("test_canary_")}
-    for patch in patches.PATCHES:
+    for patch in emulator.PATCHES:
         assert patch.canary in names, f"{patch.name} names a missing canary {patch.canary}"
 
 
-def test_registry_lists_every_attribute_ops_local_patches() -> None:
-    """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud or harness on third-party code is registered."""
-    registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in emulator.targets(p)}
+def test_registry_lists_every_attribute_the_emulator_patches() -> None:
+    """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud on third-party code is registered."""
+    registered = {attribute.rsplit(".", 1)[-1] for p in emulator.PATCHES for _, attribute in emulator.targets(p)}
     pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
     unregistered = []
     for source in sorted(p for d in PATCHING_SOURCES for p in d.glob("*.py")):
@@ -185,7 +184,7 @@ def test_canary_thread_pool_submit_signature() -> None:
 
 
 def test_canary_sfn_interpreter_enters_states_through_eval_body() -> None:
-    """Behaviour is pinned by tests/ops/test_limits.py (StateTransition bucket); here, the shapes."""
+    """Behaviour is pinned by test_limits.py (StateTransition bucket); here, the shapes."""
     from moto.stepfunctions.parser.asl.component.program.program import Program
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
     from moto.stepfunctions.parser.asl.eval.environment import Environment
@@ -261,39 +260,9 @@ def test_canary_powertools_idempotency_reads_dt_datetime_now() -> None:
 
 
 # -- fault injection ---------------------------------------------------------------------------------
-def test_canary_powertools_save_success_signature() -> None:
-    from aws_lambda_powertools.utilities.idempotency import base as handler_base
-    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-
-    assert _params(BasePersistenceLayer.save_success) == ["self", "data", "result"]
-    assert "persistence_store.save_success(" in inspect.getsource(handler_base)
-
-
-def test_canary_powertools_save_inprogress_signature() -> None:
-    from aws_lambda_powertools.utilities.idempotency import base as handler_base
-    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-
-    assert _params(BasePersistenceLayer.save_inprogress) == ["self", "data", "remaining_time_in_millis"]
-    assert "persistence_store.save_inprogress(" in inspect.getsource(handler_base)
-    assert _params(BasePersistenceLayer._get_hashed_idempotency_key) == ["self", "data"]
-    assert _params(BasePersistenceLayer._delete_record) == ["self", "data_record"]
-
-
-def test_canary_moto_list_executions_answers_results_and_a_token() -> None:
-    """fault_actors filters the backend's (executions, next token); the response reads it that way."""
-    from moto.stepfunctions.models import StepFunctionBackend
-    from moto.stepfunctions.responses import StepFunctionResponse
-
-    assert _params(StepFunctionBackend.list_executions)[:3] == ["self", "state_machine_arn", "status_filter"]
-    assert "results, next_token = self.stepfunction_backend.list_executions(" in inspect.getsource(
-        StepFunctionResponse.list_executions
-    )
-
-
 def test_canary_moto_backend_item_methods_signatures(aws: None) -> None:
     """faults.throttle_dynamodb reads (table_name, item_attrs | key) positionally or by keyword."""
     from moto.dynamodb.models import DynamoDBBackend
-    from moto.sqs.models import SQSBackend
 
     assert _params(DynamoDBBackend.put_item)[:3] == ["self", "table_name", "item_attrs"]
     assert _params(DynamoDBBackend.update_item)[:3] == ["self", "table_name", "key"]
@@ -301,8 +270,6 @@ def test_canary_moto_backend_item_methods_signatures(aws: None) -> None:
     assert _params(DynamoDBBackend.get_item)[:2] == ["self", "table_name"]
     assert _params(DynamoDBBackend.query)[:2] == ["self", "table_name"]
     assert _params(DynamoDBBackend.transact_write_items) == ["self", "transact_items"]
-    assert _params(SQSBackend.send_message)[:3] == ["self", "queue_name", "message_body"]
-    assert _params(SQSBackend.send_message_batch) == ["self", "queue_name", "entries"]
     ddb = boto3.client("dynamodb", region_name=REGION)
     _table(ddb, "t")
     seen: list[tuple[str, str, dict[str, Any]]] = []
@@ -712,11 +679,6 @@ def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
     assert len(sqs.list_queues()["QueueUrls"]) == 8
 
 
-def test_registry_readme_lists_every_patch_as_registered() -> None:
-    doc = (REPO / "docs" / "local-run.md").read_text()
-    assert patches.markdown_rows() in doc, "docs/local-run.md's patch table is stale: paste patches.markdown_rows()"
-
-
 def test_canary_backend_history_equals_the_api_history() -> None:
     """The report's direct read of moto's Step Functions backend returns what GetExecutionHistory returns."""
     from local_cloud.histories import _from_api, _from_backend, transitions_per_execution
@@ -774,25 +736,6 @@ def test_canary_states_all_does_not_catch_runtime_errors() -> None:
         assert _error_equals_matches(["States.ALL"], "Lambda.Unknown")
         assert _error_equals_matches(["States.Runtime"], "States.Runtime")
     assert _error_equals_matches(["States.ALL"], "States.Runtime")
-
-
-def test_canary_execution_state_attempts_go_through_evaluate_with_timeout() -> None:
-    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
-
-    source = inspect.getsource(ExecutionState._eval_state)
-    assert "self._evaluate_with_timeout(env)" in source and "self._from_error(env=env, ex=ex)" in source
-    assert _params(ExecutionState._evaluate_with_timeout) == ["self", "env"]
-    assert _params(ExecutionState._from_error) == ["self", "env", "ex"]
-
-
-def test_canary_urllib3_make_request_errors_are_retried_by_urlopen() -> None:
-    import urllib3
-
-    pool = urllib3.connectionpool.HTTPConnectionPool
-    assert _params(pool._make_request)[:4] == ["self", "conn", "method", "url"]
-    source = inspect.getsource(pool.urlopen)
-    assert "self._make_request(" in source and "retries.increment(" in source
-    assert issubclass(urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.TimeoutError)
 
 
 def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
