@@ -113,14 +113,7 @@ def predict(
     )
     usd = dollars_per_million_orders(units)
     key = "express_workflow" if express else "standard_workflow"
-    increases = {}
-    if rate > start_refill:
-        increases["sfn_start_refill"] = round(rate, 1)
-    if not express and rate * figures["states_per_order"] > quotas.sfn_transition_refill:
-        increases["sfn_transition_refill"] = round(rate * figures["states_per_order"], 1)
-    needed_batches = rate * BATCH_SECONDS / figures["batch_size"]
-    if needed_batches > concurrency:
-        increases["intake MaximumConcurrency / lambda_concurrency"] = round(needed_batches, 1)
+    increases = _quota_increases(rate, quotas, figures, concurrency, start_refill)
     return {
         "rate_per_second": round(rate, 3),
         "minutes": minutes,
@@ -144,6 +137,22 @@ def predict(
         "usd_assumptions": "per-order units estimated from the template; prices from harness/costs.py",
         "quota_increases_to_remove_backlog": increases,
     }
+
+
+def _quota_increases(
+    rate: float, quotas: Quotas, figures: dict[str, Any], concurrency: float, start_refill: float
+) -> dict[str, float]:
+    """The quotas to raise (to what) so that ``rate`` leaves no backlog."""
+    express = figures["workflow"] == "EXPRESS"
+    increases = {}
+    if rate > start_refill:
+        increases["sfn_start_refill"] = round(rate, 1)
+    if not express and rate * figures["states_per_order"] > quotas.sfn_transition_refill:
+        increases["sfn_transition_refill"] = round(rate * figures["states_per_order"], 1)
+    needed_batches = rate * BATCH_SECONDS / figures["batch_size"]
+    if needed_batches > concurrency:
+        increases["intake MaximumConcurrency / lambda_concurrency"] = round(needed_batches, 1)
+    return increases
 
 
 def load_template(assembly_dir: Path | None) -> CloudAssembly:

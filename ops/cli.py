@@ -47,33 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OpsArgumentParser(prog=PROG, description="Operate the order pipeline.")
     commands = parser.add_subparsers(dest="command", required=True)
     add_local_parser(commands)
-    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
-    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
-    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
-    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
-    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
-    capacity.add_argument("--json", action="store_true", help="print JSON")
-    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
-    quota_argument(capacity)
-    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
-    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
-    dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
-    _target_arguments(dlq_list)
-    dlq_list.add_argument("--json", action="store_true")
-    dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
-    dlq_replay.add_argument("--queue", required=True, choices=sorted(QUEUES), help="orders | needs-attention")
-    dlq_replay.add_argument(
-        "--category",
-        default="transient",
-        choices=REPLAY_CATEGORIES,
-        help="transient (default), permanent (needs --force), unknown (unexpected errors, probably bugs: "
-        "replay after the fix), unclassified (no failure record), or all",
-    )
-    dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
-    dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
-    dlq_replay.add_argument("--rate", type=_positive_float, help="messages per second")
-    dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
-    _target_arguments(dlq_replay)
+    _add_capacity_parser(commands)
+    _add_dlq_parser(commands)
 
     trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
     trace.add_argument("correlation_id")
@@ -94,6 +69,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _target_arguments(repair)
 
+    _add_smoke_parser(commands)
+
+    cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
+    cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
+    cold.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _target_arguments(cold)
+    return parser
+
+
+def _add_capacity_parser(commands: Any) -> None:
+    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
+    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
+    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
+    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
+    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
+    capacity.add_argument("--json", action="store_true", help="print JSON")
+    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    quota_argument(capacity)
+
+
+def _add_dlq_parser(commands: Any) -> None:
+    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
+    dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
+    dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
+    _target_arguments(dlq_list)
+    dlq_list.add_argument("--json", action="store_true")
+    dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
+    dlq_replay.add_argument("--queue", required=True, choices=sorted(QUEUES), help="orders | needs-attention")
+    dlq_replay.add_argument(
+        "--category",
+        default="transient",
+        choices=REPLAY_CATEGORIES,
+        help="transient (default), permanent (needs --force), unknown (unexpected errors, probably bugs: "
+        "replay after the fix), unclassified (no failure record), or all",
+    )
+    dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
+    dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
+    dlq_replay.add_argument("--rate", type=_positive_float, help="messages per second")
+    dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
+    _target_arguments(dlq_replay)
+
+
+def _add_smoke_parser(commands: Any) -> None:
     smoke = commands.add_parser("smoke", help="after a deploy: a small order mix end to end, checked, cleaned up")
     smoke.add_argument("--timeout", type=_positive_float, default=180.0, help="wait for terminal states (s, 180)")
     smoke.add_argument("--alarm-wait", type=_non_negative_float, default=180.0, help="wait for alarms to clear (s)")
@@ -116,12 +134,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
-
-    cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
-    cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
-    cold.add_argument("--json", action="store_true", help="print the figures as JSON")
-    _target_arguments(cold)
-    return parser
 
 
 def _capacity(args: argparse.Namespace) -> int:
