@@ -76,6 +76,15 @@ AFTER_ACTING = frozenset(
         "DynamoDB.InternalServerErrorException",
     }
 )
+#: Errors a step raises when its effect is done and its own outcome write failed (decision 0024): never
+#: injected as such; a cell fails the step's outcome write (``outcome_write`` rules) after the effect.
+EFFECT_DONE_ERRORS = frozenset({"EffectDoneOutcomeNotWritten"})
+#: How a step's own outcome write fails: DynamoDB's answer once botocore gave up, or ``crash``: the
+#: function dies between its effect and the write (Sandbox.Timedout: retried with the provider's key).
+OUTCOME_WRITE_FAULTS = ("ThrottlingException", "InternalServerError", "ConditionalCheckFailedException", "crash")
+#: The outcome write a route fails to reach the recorder behind an ``EFFECT_DONE_ERRORS`` catch.
+ROUTE_OUTCOME_WRITE = "ThrottlingException"
+
 #: The error a route injects to take a Catch whose names are all ``States.*``: only a wildcard catches it.
 ROUTE_ERROR = "FaultMatrix.Route"
 
@@ -119,14 +128,21 @@ class TaskState:
         return None
 
     def business_errors(self) -> list[str]:
-        """Names the state's Retry and Catch declare that are not service or ``States.`` names."""
+        """Names the state's Retry and Catch declare that are not service or ``States.`` names (nor
+        :data:`EFFECT_DONE_ERRORS`: those are reached by failing the step's outcome write)."""
         names = [n for group, _ in (*self.retry, *self.catch) for n in group]
         out = []
         for n in names:
             if n.startswith(("States.", "Lambda.", "Sandbox.", "DynamoDB.", "SQS.")) or n in out:
                 continue
+            if n in EFFECT_DONE_ERRORS:
+                continue
             out.append(n)
         return out
+
+    def records_outcome(self) -> bool:
+        """Whether the step writes the outcome itself (a Catch of :data:`EFFECT_DONE_ERRORS`)."""
+        return any(n in EFFECT_DONE_ERRORS for group, _ in self.catch for n in group)
 
 
 def _uncatchable(error: str) -> bool:
@@ -184,12 +200,13 @@ class Rule:
     ``error`` is the transport kind), ``race`` (run the actor ``error`` inside the state, ``timing``
     before or after it acted, variant ``action``), ``duplicate`` (a second live invocation of the step,
     variant ``action``), ``inflight`` (the provider keeps ``action``'s first request in flight and
-    answers its retries 409): :mod:`harness.fault_actors`. ``first_execution_only``: a stop, a
-    timeout, or a setup that an operator's repair comes after (the outage is over when they repair).
+    answers its retries 409): :mod:`harness.fault_actors`; ``outcome_write`` (the step's own outcome
+    write fails with the DynamoDB code ``error``, or the function dies there: ``crash``).
+    ``first_execution_only``: a stop, a timeout, or a setup a repair comes after (the outage is over).
     """
 
     state: str
-    kind: Literal["error", "crash", "stop", "timeout", "ambiguous", "race", "duplicate", "inflight"]
+    kind: Literal["error", "crash", "stop", "timeout", "ambiguous", "race", "duplicate", "inflight", "outcome_write"]
     error: str = ""
     persistence: Persistence = "forever"
     count: int = 0  # attempts that fail: 1 (once), the retrier's MaxAttempts (retries), or 0 (forever)
@@ -248,7 +265,10 @@ def route_to(states: Mapping[str, TaskState], start: str, target: str) -> list[R
         for names, nxt in state.catch:
             error = next((n for n in names if not n.startswith("States.")), ROUTE_ERROR)
             if state.catcher_for(error) == nxt and nxt not in seen:
-                walk(nxt, seen | {nxt}, (*rules, Rule(state=name, kind="error", error=error)), ran)
+                rule = Rule(state=name, kind="error", error=error)
+                if error in EFFECT_DONE_ERRORS:  # the step acted; its own outcome write fails for good
+                    rule = Rule(state=name, kind="outcome_write", error=ROUTE_OUTCOME_WRITE)
+                walk(nxt, seen | {nxt}, (*rules, rule), ran + (error in EFFECT_DONE_ERRORS))
 
     walk(start, frozenset({start}), (), 0)
     return None if best is None else best[1]
@@ -283,6 +303,11 @@ def generate_cells(definition: Mapping[str, Any]) -> list[Cell]:
             for persistence, count in _persisted(state, "Sandbox.Timedout"):
                 rule = Rule(name, "crash", "Sandbox.Timedout", persistence, count)
                 cells.append(Cell(name, "crash-before-marker", persistence, (*route, rule)))
+        if state.records_outcome():  # the effect done, its outcome write failing (decision 0024)
+            for fault in OUTCOME_WRITE_FAULTS:
+                for persistence, count in (("once", 1), ("forever", 0)):
+                    rule = Rule(name, "outcome_write", fault, persistence, count)  # type: ignore[arg-type]
+                    cells.append(Cell(name, f"outcome-write-{fault}", persistence, (*route, rule)))
         cells.append(Cell(name, "StopExecution", "once", (*route, Rule(name, "stop", first_execution_only=True))))
         cells.append(
             Cell(name, "execution-timeout", "once", (*route, Rule(name, "timeout", first_execution_only=True)))

@@ -9,6 +9,9 @@ Step Functions task faults. Three places, none in product code:
   (StopExecution, as an operator would) or times it out (``env.set_timed_out``, what moto's
   program does when ``TimeoutSeconds`` passes).
 - The crash between a side effect and its completion marker: Powertools' ``save_success``.
+- A step's own outcome write (decision 0024: the orders table's UpdateItem to COMPLETED / COMPENSATED
+  from a step function): botocore's ``BaseClient._make_api_call``, failed with a DynamoDB error code
+  before DynamoDB applies it, or the function dies there.
 - The provider transport: urllib3's ``HTTPConnectionPool._make_request`` (the HTTPS adapters'
   connection pool): the request reaches the sandbox, the provider acts, and the answer is lost
   (read timeout, connection reset).
@@ -172,6 +175,8 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     """While active, the plan's rules fire in the emulator (see the module docstring)."""
     import urllib3
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
     from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 
     original_eval = ExecutionState._evaluate_with_timeout
@@ -211,6 +216,20 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
             raise SimulatedCrash("killed after the side effect, before the completion marker (fault matrix)")
         return original_save(self, data, result)
 
+    original_call = BaseClient._make_api_call
+
+    @functools.wraps(original_call)
+    def api_call(self: Any, operation: str, params: Any) -> Any:
+        order_id = outcome_write(operation, params)
+        if order_id is not None and plan.applies(order_id):
+            rule = plan.fire(order_id, plan.current_state(order_id), ("outcome_write",))
+            if rule is not None and rule.error == "crash":
+                raise SimulatedCrash("killed between the step's effect and its outcome write (fault matrix)")
+            if rule is not None:
+                error = {"Code": rule.error, "Message": "injected by the fault matrix"}
+                raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, operation)
+        return original_call(self, operation, params)
+
     pool_class = urllib3.connectionpool.HTTPConnectionPool
     original_request = pool_class._make_request
 
@@ -247,9 +266,26 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
         stack.enter_context(mock.patch.object(ExecutionState, "_evaluate_with_timeout", evaluate))
         stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", save_success))
         stack.enter_context(mock.patch.object(pool_class, "_make_request", make_request))
+        stack.enter_context(mock.patch.object(BaseClient, "_make_api_call", api_call))
         if plan.actors is not None:
             stack.enter_context(plan.actors.hooks(plan))
         yield plan
+
+
+#: The outcomes a step writes itself (decision 0024).
+_OUTCOMES = frozenset({"COMPLETED", "COMPENSATED"})
+
+
+def outcome_write(operation: str, params: Any) -> str | None:
+    """The order ID of an UpdateItem moving an order to an outcome (None for any other call)."""
+    if operation != "UpdateItem" or not isinstance(params, Mapping):
+        return None
+    values = params.get("ExpressionAttributeValues") or {}
+    to = (values.get(":to") or {}).get("S") if isinstance(values, Mapping) else None
+    if to not in _OUTCOMES:
+        return None
+    order_id = ((params.get("Key") or {}).get("order_id") or {}).get("S")
+    return order_id if isinstance(order_id, str) else None
 
 
 def provider_call(method: str, url: str, body: Any) -> tuple[str | None, str | None]:

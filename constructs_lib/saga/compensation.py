@@ -54,11 +54,18 @@ def _build_park_chain(states: SagaStates, steps: Sequence[SagaStep]) -> Compensa
 def _build_compensation_chain(
     states: SagaStates, steps: Sequence[SagaStep], compensated: TaskState | None, park_from: CompensateFrom
 ) -> CompensateFrom:
-    """The compensation chain: each compensation, then the one before it; failing -> the park chain."""
+    """The compensation chain: each compensation, then the one before it; failing -> the park chain.
+    With a fallback ``compensated`` recorder the last one (its ``final_compensation`` task) ends the
+    execution, and only its ``fallback_on`` errors lead to the recorder."""
     props = states.props
+    fallback = props.compensated.fallback_on if props.compensated is not None else ()
+    compensating = [i for i, step in enumerate(steps) if step.compensation is not None]
     chain: dict[int, TaskState] = {}
-    for i, step in enumerate(steps):
-        if step.compensation is not None:
+    for i in compensating:
+        step = steps[i]
+        if fallback and i == compensating[0]:  # the last to run: it records the outcome itself
+            chain[i] = states.compensation_task(step, step.undo_name, task=step.final_compensation, no_retry=fallback)
+        else:
             chain[i] = states.compensation_task(step, step.undo_name)
 
     def compensate_from(i: int) -> sfn.IChainable:
@@ -73,9 +80,12 @@ def _build_compensation_chain(
             task.add_catch(
                 states.park_target(), errors=list(steps[i].park_at_once_on), result_path=props.compensation_error_path
             )
+        last = not any(j < i for j in chain)
+        if last and fallback and compensated is not None:  # it recorded the outcome, or says it could not
+            task.add_catch(compensated, errors=list(fallback), result_path=props.compensation_error_path)
         failed_to = states.park_target() if steps[i].park_when_compensation_fails else park_from(i)
         task.add_catch(failed_to, errors=[STATES_ALL], result_path=props.compensation_error_path)
-        after = compensate_from(i - 1) if any(j < i for j in chain) else compensated
+        after = compensate_from(i - 1) if not last else (None if fallback else compensated)
         if after is not None:
             task.next(after)
     return compensate_from

@@ -11,7 +11,8 @@ from constructs_lib.saga.tasks import STATES_ALL, TaskState
 
 
 def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed: TaskState | None) -> TaskState:
-    """Build the forward steps (the last one followed by ``completed``, if any); return the first."""
+    """Build the forward steps (the last one followed by ``completed``, if any, or ending the execution
+    when ``completed`` is a fallback: then only its ``fallback_on`` errors lead to it); return the first."""
     props = states.props
     steps = list(props.steps)
     forward: list[TaskState] = []
@@ -32,10 +33,13 @@ def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed
             )
         if step.skip_compensation_on:
             task.add_catch(compensate_from(i - 1), errors=list(step.skip_compensation_on), result_path=props.error_path)
+        fallback = props.completed.fallback_on if props.completed is not None else ()
+        if i == len(steps) - 1 and fallback and completed is not None:  # the step recorded it, or says it could not
+            task.add_catch(completed, errors=list(fallback), result_path=props.error_path)
         task.add_catch(compensate_from(i), errors=[STATES_ALL], result_path=props.error_path)
         if forward:
             forward[-1].next(task)
         forward.append(task)
-    if completed is not None:
+    if completed is not None and not (props.completed is not None and props.completed.fallback_on):
         forward[-1].next(completed)
     return forward[0]

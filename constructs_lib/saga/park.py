@@ -4,11 +4,13 @@ the parked recorder."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from constructs_lib.saga.props import SagaProps, SagaRecorder, SagaStep
-from constructs_lib.saga.tasks import STATES_ALL, TaskState
+from constructs_lib.saga.tasks import STATES_ALL, SagaTask, TaskState
 
 
 class SagaStates:
@@ -95,12 +97,17 @@ class SagaStates:
             task.next(then)
         return task
 
-    def compensation_task(self, step: SagaStep, name: str) -> TaskState:
+    def compensation_task(
+        self, step: SagaStep, name: str, *, task: SagaTask | None = None, no_retry: Sequence[str] = ()
+    ) -> TaskState:
+        """``step``'s compensation (or ``task``) as state ``name``; ``no_retry``: errors never retried
+        (ahead of the compensation's retrier of any error)."""
         assert step.compensation is not None
         result_path = step.compensation_result_path or f"$.{step.undo_name}"
-        task = step.compensation.build(self.scope, name, result_path=result_path)
-        self.states[name] = task
-        if step.park_at_once_on:  # never retried: the next try would refuse the same way
-            task.add_retry(errors=list(step.park_at_once_on), max_attempts=0)
-        (step.compensation_retry or self.props.compensation_retry).apply(task, [STATES_ALL])
-        return task
+        built = (task or step.compensation).build(self.scope, name, result_path=result_path)
+        self.states[name] = built
+        never = [*step.park_at_once_on, *no_retry]
+        if never:  # never retried: the next try would refuse the same way (or ask for a done effect again)
+            built.add_retry(errors=never, max_attempts=0)
+        (step.compensation_retry or self.props.compensation_retry).apply(built, [STATES_ALL])
+        return built

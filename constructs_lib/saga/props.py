@@ -46,6 +46,9 @@ class SagaStep:
             False (the earlier compensations still run, then the park).
         retry: the forward task's retry policy; default the saga's ``forward_retry``.
         compensation_retry: the compensation's retry policy (any error); default the saga's.
+        final_compensation: the compensation's task where it ends the chain and the
+            ``compensated`` recorder is a fallback (``fallback_on``): that task records the outcome
+            itself (e.g. the same function with a payload saying so). Default the compensation.
     """
 
     name: str
@@ -59,6 +62,7 @@ class SagaStep:
     park_when_compensation_fails: bool = False
     retry: RetryPolicy | None = None
     compensation_retry: RetryPolicy | None = None
+    final_compensation: SagaTask | None = None
 
     @property
     def undo_name(self) -> str:
@@ -76,12 +80,18 @@ class SagaRecorder:
         already_recorded_on: errors meaning "this outcome is already recorded" (a repeat, e.g.
             ``DynamoDB.ConditionalCheckFailedException`` of a conditional write): the execution
             ends as if the write had happened. Default none.
+        fallback_on: for ``completed`` and ``compensated`` only: the task before the recorder (the
+            last step, the last compensation) records the outcome itself and ends the execution;
+            the recorder runs only when that task fails with one of these errors, meaning "my effect
+            is done, the outcome is not written" (never retried as the task, never compensated).
+            One state transition less per execution. Default none (the recorder always runs).
     """
 
     name: str
     task: SagaTask
     result_path: str = "$.outcome"
     already_recorded_on: Sequence[str] = ()
+    fallback_on: Sequence[str] = ()
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ def validate(props: SagaProps) -> None:
     for recorder in (props.completed, props.compensated, props.parked, props.last_resort):
         if recorder is not None:
             names.append(_checked_recorder(recorder))
+    _check_fallbacks(props)
     names += [props.park_error, props.refused_state_name, props.compensated_state_name]
     names.append(props.already_recorded_state_name)
     _check_path("error_path", props.error_path)
@@ -90,6 +91,25 @@ def _check_special_errors(props: SagaProps) -> None:
     )
     if overlap:
         raise ValueError(f"errors {sorted(overlap)} are given two meanings on step {first.name!r}")
+
+
+def _check_fallbacks(props: SagaProps) -> None:
+    """``fallback_on`` only on ``completed`` / ``compensated``, named errors, one meaning each."""
+    for recorder in (props.parked, props.last_resort):
+        if recorder is not None and recorder.fallback_on:
+            raise ValueError(f"recorder {recorder.name!r}: fallback_on is for the completed / compensated recorders")
+    last = props.steps[-1]
+    for recorder in (props.completed, props.compensated):
+        if recorder is None or not recorder.fallback_on:
+            continue
+        if STATES_ALL in recorder.fallback_on:
+            raise ValueError(f"recorder {recorder.name!r}: fallback_on cannot be States.ALL (name the errors)")
+        if recorder is props.completed and set(recorder.fallback_on) & set(last.skip_compensation_on):
+            raise ValueError(f"recorder {recorder.name!r}: fallback_on errors also skip {last.name!r}'s compensation")
+    if any(s.final_compensation is not None for s in props.steps) and not (
+        props.compensated is not None and props.compensated.fallback_on
+    ):
+        raise ValueError("final_compensation needs a compensated recorder with fallback_on (it records the outcome)")
 
 
 def _checked_recorder(recorder: SagaRecorder) -> str:

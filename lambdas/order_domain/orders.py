@@ -225,6 +225,7 @@ class OrderRepository:
         attempt: int | None = None,
         error: dict[str, Any] | None = None,
         from_parked: bool = True,
+        correlation_id: str | None = None,
     ) -> str:
         """Move the order to ``to`` if allowed; a repeat or a late (backwards) move is a no-op.
 
@@ -233,7 +234,7 @@ class OrderRepository:
         (order is past ``to``). ``from_parked=False``: a parked (NEEDS_ATTENTION) order does not
         move (``"stale"``): only an operator's requested compensation takes it out. Raises
         :class:`InvalidTransition` for a skip (e.g. RECEIVED -> COMPLETED) and :class:`UnknownOrder`
-        if the order does not exist.
+        if the order does not exist. ``correlation_id``: kept on the history entry (the outcomes).
         """
         allowed = sorted(s.value for s in sources_of(to) if from_parked or s != OrderStatus.NEEDS_ATTENTION)
         now = _now()
@@ -241,6 +242,8 @@ class OrderRepository:
         entry: dict[str, Any] = {"status": to.value, "at": now}
         if attempt is not None:
             entry["attempt"] = attempt
+        if correlation_id:
+            entry["correlation_id"] = correlation_id
         values: dict[str, Any] = {":to": to.value, ":now": now, ":entry": [entry]}
         placeholders = []
         for i, status in enumerate(allowed):
@@ -271,10 +274,10 @@ class OrderRepository:
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
-            return _refused_move(exc, order_id, to, attempt)
+            return refused_move(exc, order_id, to, attempt)
 
 
-def _refused_move(exc: ClientError, order_id: str, to: OrderStatus, attempt: int | None) -> str:
+def refused_move(exc: ClientError, order_id: str, to: OrderStatus, attempt: int | None) -> str:
     """Why :meth:`OrderRepository.transition`'s condition failed, from the item as it was (``ALL_OLD``):
     ``"stale"``, ``"already"``, or raised (unknown order, unrecorded attempt, a skip)."""
     old = exc.response.get("Item")

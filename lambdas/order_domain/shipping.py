@@ -21,7 +21,8 @@ class ShippingService:
         self.orders = orders
 
     def ship(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Ship this attempt's items to its address (both read from the orders table)."""
+        """Ship this attempt's items to its address (both read from the orders table). The order's
+        status is written after this action by :func:`order_domain.outcomes.completed_by_ship` (decision 0024)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         item = self.orders.step_item(order_id, attempt)
         order = dict(item["order"])
@@ -39,7 +40,6 @@ class ShippingService:
         )
         if result.status != SHIPPED:
             raise ShippingUnavailable(f"order {order_id}: carrier {result.status} ({result.reason or ''})")
-        self.orders.transition(order_id, OrderStatus.SHIPPED, attempt=attempt)
         return {"status": SHIPPED, "tracking_id": result.tracking_id}
 
     def cancel(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -23,11 +23,15 @@ TERMINAL = frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATED, OrderStatu
 #: the order's status (the execution would fail and leave the order where it was, unannounced).
 _PARK = OrderStatus.NEEDS_ATTENTION
 
-#: status -> statuses it may move to. No step moves an order backwards or skips a state.
+#: status -> statuses it may move to. No step moves an order backwards or skips a state (PAYMENT_CHARGED
+#: -> COMPLETED is ShipOrder's one write of SHIPPED and COMPLETED, its history holding both).
 TRANSITIONS: dict[OrderStatus, frozenset[OrderStatus]] = {
     OrderStatus.RECEIVED: frozenset({OrderStatus.INVENTORY_RESERVED, OrderStatus.COMPENSATING, _PARK}),
     OrderStatus.INVENTORY_RESERVED: frozenset({OrderStatus.PAYMENT_CHARGED, OrderStatus.COMPENSATING, _PARK}),
-    OrderStatus.PAYMENT_CHARGED: frozenset({OrderStatus.SHIPPED, OrderStatus.COMPENSATING, _PARK}),
+    # ShipOrder records SHIPPED and COMPLETED in one write (both history entries; decision 0024).
+    OrderStatus.PAYMENT_CHARGED: frozenset(
+        {OrderStatus.SHIPPED, OrderStatus.COMPLETED, OrderStatus.COMPENSATING, _PARK}
+    ),
     OrderStatus.SHIPPED: frozenset({OrderStatus.COMPLETED, OrderStatus.COMPENSATING, _PARK}),
     OrderStatus.COMPENSATING: frozenset({OrderStatus.COMPENSATED, OrderStatus.NEEDS_ATTENTION}),
     OrderStatus.COMPLETED: frozenset(),

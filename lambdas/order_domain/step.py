@@ -11,7 +11,8 @@ from aws_lambda_powertools import Metrics
 
 from lambda_resilience.exceptions import InvalidStepInput
 from lambda_resilience.idempotency import business_key
-from lambda_resilience.step import Handler, StepAction, StepInput, step_handler
+from lambda_resilience.step import Handler, OutcomeRecorder, StepAction, StepInput, step_handler
+from lambda_resilience.tracing import EXECUTION_INPUT
 from order_domain import wiring
 from order_domain.logs import get_logger
 from order_domain.model import MAX_PAYMENT_ATTEMPT, ORDER_ID_PATTERN
@@ -20,6 +21,8 @@ from order_domain.settings import load
 #: The step input contract (references only; see order_domain.saga_start.saga_input).
 ORDER_ID = re.compile(ORDER_ID_PATTERN)
 OUTCOMES = frozenset({"COMPLETED", "COMPENSATED", "NEEDS_ATTENTION"})
+#: The outcomes a step records itself once its effect is done (``record_outcome``, decision 0024).
+RECORDED_BY_STEP = frozenset({"COMPLETED", "COMPENSATED"})
 #: The ``error`` a finalize step records (Step Functions' {"Error", "Cause"}), cut to this size.
 MAX_ERROR_CHARS = 1024
 #: ``$$.Execution.Name`` as the park receives it: the names this app gives executions
@@ -56,8 +59,12 @@ def step_payload(event: Any) -> dict[str, Any]:
     if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= MAX_PAYMENT_ATTEMPT:
         raise InvalidStepInput(f"saga step input 'payment_attempt' must be an integer 1..{MAX_PAYMENT_ATTEMPT}")
     payload: dict[str, Any] = {"order_id": order_id, "payment_attempt": attempt}
-    if event.get("compensate") is True:  # an operator's requested compensation (not hashed: see _parser)
+    if _requested(event):  # an operator's requested compensation (not hashed: see _parser)
         payload["compensate"] = True
+    if "record_outcome" in event:  # the last step records this outcome itself (not hashed: see _parser)
+        if event["record_outcome"] not in RECORDED_BY_STEP:
+            raise InvalidStepInput(f"saga step input 'record_outcome' must be one of {sorted(RECORDED_BY_STEP)}")
+        payload["record_outcome"] = event["record_outcome"]
     if "outcome" in event:  # finalize steps: the outcome, and why (only they record the error)
         if event["outcome"] not in OUTCOMES:
             raise InvalidStepInput(f"saga step input 'outcome' must be one of {sorted(OUTCOMES)}")
@@ -70,6 +77,12 @@ def step_payload(event: Any) -> dict[str, Any]:
                 raise InvalidStepInput("saga step input 'execution_name' must be 1-80 characters of [A-Za-z0-9_-]")
             payload["execution_name"] = name
     return payload
+
+
+def _requested(event: Mapping[str, Any]) -> bool:
+    """``"compensate": true`` in the state, or in the execution input a task naming its fields passes."""
+    whole = event.get(EXECUTION_INPUT)
+    return event.get("compensate") is True or (isinstance(whole, Mapping) and whole.get("compensate") is True)
 
 
 def _operation_name(operation: str, payload: Mapping[str, Any]) -> str:
@@ -95,6 +108,10 @@ def _parser(operation: str) -> Callable[[Any], StepInput]:
         # repair is one operation (a duplicate, never a PayloadMismatch), so it is not hashed either.
         if payload.pop("compensate", False):
             extra["compensate"] = True
+        # Whether this run also records the outcome describes its place in the definition (the last
+        # compensation, or its ThenPark copy), not the operation: one key, one cached release.
+        if "record_outcome" in payload:
+            extra["record_outcome"] = payload.pop("record_outcome")
         return StepInput(
             idempotency_key=business_key(payload["order_id"], _operation_name(operation, payload), attempt),
             payload=payload,
@@ -121,6 +138,7 @@ def build_step_handler(
     operation: str,
     action_factory: Callable[[S], StepAction],
     settings: type[S] | None = None,
+    record_factory: Callable[[S], OutcomeRecorder] | None = None,
 ) -> Handler:
     """Create a Lambda handler for one saga step.
 
@@ -128,6 +146,8 @@ def build_step_handler(
     only) is the step's settings class, read once, here (import time), and ``action_factory`` builds
     the action from them (:mod:`order_domain.wiring`). Each invocation runs the action at most once
     per ``<order>#<operation>#attempt-N`` (finalize steps: ``<operation>-<outcome>``).
+    ``record_factory`` builds the step's own outcome write, run after the action on every
+    invocation (:func:`lambda_resilience.step.step_handler`'s ``record``; decision 0024).
     """
     loaded = load(settings) if settings is not None else _orders_only()
     logger = get_logger()
@@ -141,4 +161,5 @@ def build_step_handler(
         logger=logger,
         metrics=metrics,
         describe=_order_id_of,
+        record=record_factory(loaded) if record_factory is not None else None,
     )

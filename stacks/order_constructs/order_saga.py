@@ -85,6 +85,10 @@ SHIPMENT_NOT_CANCELLABLE = "ShipmentNotCancellable"
 #: Raised by ShipOrder when the carrier rejected the shipment: nothing shipped, CancelShipment is skipped.
 SHIPPING_UNAVAILABLE = "ShippingUnavailable"
 
+#: Raised by ShipOrder / the last compensation when their effect is done but their own outcome write
+#: failed (lambda_resilience.exceptions): MarkCompleted / MarkCompensated record it, nothing is undone.
+EFFECT_DONE = "EffectDoneOutcomeNotWritten"
+
 
 def default_forward_retry() -> RetryPolicy:
     """Forward steps, outcome writes and the park: Step Functions' documented retry of Lambda service
@@ -106,9 +110,12 @@ class OrderSagaProps:
             message on the needs-attention queue), keyed per execution.
         needs_attention_queue: where the last resort sends the order's references and error when
             the park itself fails (a direct SQS SendMessage; the role gets ``sqs:SendMessage`` on it only).
-        orders_table: the orders table; MarkCompleted / MarkCompensated write the outcome to it
-            directly (Step Functions' DynamoDB UpdateItem integration, conditional).
-        completed_from: the statuses COMPLETED may be recorded from; default ``("SHIPPED",)``.
+        orders_table: the orders table; ShipOrder and the last compensation write the outcome to it
+            themselves (decision 0024); MarkCompleted / MarkCompensated, when they raise
+            ``EffectDoneOutcomeNotWritten``, directly (Step Functions' DynamoDB UpdateItem
+            integration, conditional).
+        completed_from: the statuses COMPLETED may be recorded from; default
+            ``("PAYMENT_CHARGED", "SHIPPED")`` (ShipOrder's own write failed / a pre-0024 execution).
         compensated_from: the statuses COMPENSATED may be recorded from; default ``("COMPENSATING",)``
             (both match lambdas/order_domain/status.py's TRANSITIONS; a test keeps them equal).
         step_timeout: the step functions' timeout (used for the execution budget); default 30 s.
@@ -144,7 +151,7 @@ class OrderSagaProps:
     finalize_order: lambda_.IFunction
     orders_table: dynamodb.ITable
     needs_attention_queue: sqs.IQueue
-    completed_from: Sequence[str] = ("SHIPPED",)
+    completed_from: Sequence[str] = ("PAYMENT_CHARGED", "SHIPPED")
     compensated_from: Sequence[str] = ("COMPENSATING",)
     step_timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
     forward_retry: RetryPolicy = field(default_factory=default_forward_retry)
@@ -180,8 +187,13 @@ class OrderSaga(Saga):
       -> MarkNeedsAttention at once: no refund, no release (never refund a parcel that ships).
     - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails
       (a failed refund still releases the stock first: ReleaseInventoryThenPark).
+    - The outcome is written by the last step's own function (decision 0024): ShipOrder records
+      COMPLETED once the parcel is booked and ends the execution; ReleaseInventory, as the last
+      compensation (its payload says ``record_outcome``), records COMPENSATED and ends it. Either
+      raising ``EffectDoneOutcomeNotWritten`` (the effect is done, the write failed) -> MarkCompleted /
+      MarkCompensated (never retried as the step, never compensated).
     - MarkCompleted / MarkCompensated failing with anything but "already recorded", after their
-      retries -> MarkNeedsAttention (the order is never left SHIPPED / COMPENSATING unannounced).
+      retries -> MarkNeedsAttention (the order is never left half-recorded unannounced).
     - MarkNeedsAttention failing after its retries -> NotifyNeedsAttention (the last resort: a direct
       SQS SendMessage of the references and the error, source ``saga-last-resort``) -> Fail; the
       last resort failing -> Fail too. The execution fails either way (ExecutionsFailed alarm).
@@ -190,7 +202,7 @@ class OrderSaga(Saga):
       ``CompensationRequested`` before anything else, caught -> CancelShipment -> RefundPayment ->
       ReleaseInventory (no refund of a possibly shipped order without cancelling its shipment first;
       no routing Choice state, so ordinary executions do not pay a transition for it).
-    - The outcome: MarkCompleted and MarkCompensated are direct DynamoDB UpdateItem tasks
+    - The error-path outcome writes: MarkCompleted and MarkCompensated are direct DynamoDB UpdateItem tasks
       (conditional: from the allowed source statuses, for this payment attempt only; a repeat or
       a late write changes nothing and ends the execution as ``OutcomeAlreadyRecorded``);
       MarkNeedsAttention is the ``finalize_order`` function (it also notifies the queue), keyed
@@ -284,6 +296,20 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
             "ReserveInventory",
             fn(props.reserve_inventory),
             compensation=fn(props.release_inventory),
+            # The last compensation records COMPENSATED itself (its ThenPark copy does not): the
+            # references, the execution input (trace context, an operator's "compensate") and the flag.
+            final_compensation=LambdaTask(
+                props.release_inventory,
+                timeout=props.step_timeout,
+                retry_on=retry_on,
+                payload={
+                    "order_id": sfn.JsonPath.string_at("$.order_id"),
+                    "payment_attempt": sfn.JsonPath.number_at("$.payment_attempt"),
+                    "correlation_id": sfn.JsonPath.string_at("$.correlation_id"),
+                    EXECUTION_INPUT: sfn.JsonPath.object_at("$$.Execution.Input"),
+                    "record_outcome": "COMPENSATED",
+                },
+            ),
             compensation_name="ReleaseInventory",
             result_path="$.reservation",
             compensation_result_path="$.release",
@@ -313,7 +339,8 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
 
 
 def _recorders(props: OrderSagaProps, retry_on: list[str]) -> dict[str, SagaRecorder]:
-    """MarkCompleted / MarkCompensated (direct conditional writes), MarkNeedsAttention (the
+    """MarkCompleted / MarkCompensated (direct conditional writes, on the error path only: decision
+    0024), MarkNeedsAttention (the
     ``finalize_order`` function, keyed per execution) and NotifyNeedsAttention (the last resort)."""
     park = LambdaTask(
         props.finalize_order,
@@ -338,12 +365,14 @@ def _recorders(props: OrderSagaProps, retry_on: list[str]) -> dict[str, SagaReco
             status_write(props.orders_table, "COMPLETED", props.completed_from),
             result_path="$.final",
             already_recorded_on=(CONDITION_FAILED,),
+            fallback_on=(EFFECT_DONE,),
         ),
         "compensated": SagaRecorder(
             "MarkCompensated",
             status_write(props.orders_table, "COMPENSATED", props.compensated_from),
             result_path="$.final",
             already_recorded_on=(CONDITION_FAILED,),
+            fallback_on=(EFFECT_DONE,),
         ),
         "parked": SagaRecorder("MarkNeedsAttention", park, result_path="$.final"),
         "last_resort": SagaRecorder(

@@ -34,6 +34,12 @@ SLICE = {
     "stop": ("ChargePayment|StopExecution|once",),
     "repair": ("repair@stop@ShipOrder|compensate|once", "repair@parked|redrive|once"),
     "crash": ("ChargePayment|crash-before-marker|once",),
+    # decision 0024: the effect done, the step's own outcome write failing (or the function dying there)
+    "outcome_write": (
+        "ShipOrder|outcome-write-crash|forever",
+        "ShipOrder|outcome-write-ConditionalCheckFailedException|once",
+        "ReleaseInventory|outcome-write-ThrottlingException|forever",
+    ),
     "states_runtime": ("ReserveInventory|States.Runtime|once",),
     # issue 28: actors that run while the execution is live, and time that passes
     "concurrency": (

@@ -124,8 +124,8 @@ def test_order_api_one_order_is_one_trace_from_the_api_to_the_last_step(
     """The trace starts at the API: the caller's ``traceparent``, or the stage's X-Ray trace (tracing is
     on: its Root is the W3C trace ID, the API's segment the parent of intake's span); the execution joins
     it (``traceHeader``), so each task function's layer invocation span (parented on Lambda's X-Ray header)
-    is intake's child and our handler span the layer's (decision 0019; MarkCompleted, the last state, is a
-    direct DynamoDB write with no span). The X-Ray Root is the caller's (API Gateway continues it), chosen in the edge's
+    is intake's child and our handler span the layer's (decision 0019; ShipOrder, the last state, writes the
+    outcome itself: decision 0024). The X-Ray Root is the caller's (API Gateway continues it), chosen in the edge's
     sampled bucket at the default rate."""
     assert run.producer.api is not None
     order = make_order(f"order-api-traced-{caller_traceparent}", random.Random(3))

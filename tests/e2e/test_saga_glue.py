@@ -118,18 +118,49 @@ def new_order(order_id: str, country: str | None = None) -> dict[str, Any]:
 
 
 def test_saga_completed_write_failing_parks_the_shipped_order(pipeline: PipelineRun) -> None:
-    """MarkCompleted fails with a non-transient error (access denied): the order is parked and
-    announced, never left SHIPPED with a failed execution and nothing on the queue."""
+    """ShipOrder's own outcome write fails after the parcel left (access denied), then MarkCompleted's
+    too: the order is parked and announced, never compensated (no cancel, no refund: decision 0024),
+    never left half-recorded with a failed execution and nothing on the queue."""
     with failing_status_move("glue-mark", "COMPLETED", AccessDenied) as hits:
         submit_and_drain(pipeline, new_order("glue-mark"), "cid-glue-mark")
-    assert hits == ["COMPLETED"]  # not retried: not a transient name
+    assert hits == ["COMPLETED", "COMPLETED"]  # ShipOrder's write, then MarkCompleted's (not retried)
     assert order_item(pipeline, "glue-mark")["status"] == "NEEDS_ATTENTION"
     described = only_execution(pipeline, "glue-mark")
     assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
-    assert entered(described["executionArn"])[-3:] == ["MarkCompleted", "MarkNeedsAttention", "CompensationFailed"]
+    assert entered(described["executionArn"])[-4:] == [
+        "ShipOrder",
+        "MarkCompleted",
+        "MarkNeedsAttention",
+        "CompensationFailed",
+    ]
+    ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-mark")}
+    assert ops == {"charge": "captured", "ship": "shipped"}  # the parcel left: nothing undone
     (message,) = needs_attention(pipeline, "glue-mark")
     assert message["attribute"] == "cid-glue-mark"
     assert "AccessDeniedException" in json.dumps(message["error"])
+
+
+def test_saga_ship_outcome_write_throttled_is_recorded_by_mark_completed_never_compensated(
+    pipeline: PipelineRun,
+) -> None:
+    """The parcel left and ShipOrder's own write was throttled (botocore gave up): the function says
+    ``EffectDoneOutcomeNotWritten``, MarkCompleted records COMPLETED; nothing is cancelled or refunded,
+    and the step is not rerun (one parcel, one carrier call)."""
+    from harness.fault_cells import Rule
+    from harness.fault_inject import FaultPlan, inject_plan
+
+    plan = FaultPlan()
+    plan.add("glue-throttled", [Rule("ShipOrder", "outcome_write", "ThrottlingException", "once", 1)])
+    with inject_plan(plan):
+        submit_and_drain(pipeline, new_order("glue-throttled"), "cid-glue-throttled")
+    item = order_item(pipeline, "glue-throttled")
+    assert item["status"] == "COMPLETED"
+    assert (item["history"][-1]["status"], item["history"][-1]["correlation_id"]) == ("COMPLETED", "cid-glue-throttled")
+    described = only_execution(pipeline, "glue-throttled")
+    assert described["status"] == "SUCCEEDED"
+    assert entered(described["executionArn"]) == ["ReserveInventory", "ChargePayment", "ShipOrder", "MarkCompleted"]
+    ops = [(op["action"], op["status"]) for op in ledger_ops(pipeline, "glue-throttled")]
+    assert sorted(ops) == [("charge", "captured"), ("ship", "shipped")]
 
 
 def test_saga_park_failing_sends_the_last_resort_message(pipeline: PipelineRun) -> None:
@@ -141,7 +172,7 @@ def test_saga_park_failing_sends_the_last_resort_message(pipeline: PipelineRun) 
     ):
         submit_and_drain(pipeline, new_order("glue-lost"), "cid-glue-lost")
     assert len(park_hits) >= 4  # the park and its retries
-    assert order_item(pipeline, "glue-lost")["status"] == "SHIPPED"  # the park could not record it ...
+    assert order_item(pipeline, "glue-lost")["status"] == "PAYMENT_CHARGED"  # the park could not record it ...
     described = only_execution(pipeline, "glue-lost")
     assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
     assert entered(described["executionArn"])[-3:] == [
@@ -162,19 +193,31 @@ def test_saga_park_failing_sends_the_last_resort_message(pipeline: PipelineRun) 
     assert any("ExecutionsFailedAlarm" in a for a in pipeline.evaluate_alarms())
 
 
+@contextmanager
+def ship_dies_after_the_parcel(order_id: str) -> Iterator[None]:
+    """Every ShipOrder attempt books the parcel (the same one: the carrier's key) and dies before its
+    outcome write: to Step Functions an unknown outcome (Sandbox.Timedout), retried, then caught."""
+    from harness.fault_cells import Rule
+    from harness.fault_inject import FaultPlan, inject_plan
+
+    plan = FaultPlan()
+    plan.add(order_id, [Rule("ShipOrder", "outcome_write", "crash")])
+    with inject_plan(plan):
+        yield
+
+
 def test_saga_ship_outcome_unknown_cancels_the_shipment_before_refunding(pipeline: PipelineRun) -> None:
-    """The carrier shipped but ShipOrder kept failing after it (its status write throttled past the
-    retries): CancelShipment recalls the parcel, then the money goes back. Never refunded while shipping."""
-    with failing_status_move("glue-ship", "SHIPPED", ThrottledError):
+    """The carrier shipped but ShipOrder kept dying after it, before its outcome write: CancelShipment
+    recalls the parcel, then the money goes back. Never refunded while shipping; one parcel."""
+    with ship_dies_after_the_parcel("glue-ship"):
         submit_and_drain(pipeline, new_order("glue-ship"), "cid-glue-ship")
     assert order_item(pipeline, "glue-ship")["status"] == "COMPENSATED"
     described = only_execution(pipeline, "glue-ship")
-    assert entered(described["executionArn"])[-5:] == [
+    assert entered(described["executionArn"])[-4:] == [
         "ShipOrder",
         "CancelShipment",
         "RefundPayment",
-        "ReleaseInventory",
-        "MarkCompensated",
+        "ReleaseInventory",  # records COMPENSATED itself (decision 0024)
     ]
     ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-ship")}
     assert ops == {"charge": "captured", "ship": "cancelled", "refund": "refunded"}
@@ -183,7 +226,7 @@ def test_saga_ship_outcome_unknown_cancels_the_shipment_before_refunding(pipelin
 def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRun) -> None:
     """The same unknown outcome for a parcel already handed over (sandbox country XH): the carrier
     refuses the cancel, so the order is parked at once, the money kept and the stock not released."""
-    with failing_status_move("glue-gone", "SHIPPED", ThrottledError):
+    with ship_dies_after_the_parcel("glue-gone"):
         submit_and_drain(pipeline, new_order("glue-gone", country="XH"), "cid-glue-gone")
     assert order_item(pipeline, "glue-gone")["status"] == "NEEDS_ATTENTION"
     described = only_execution(pipeline, "glue-gone")

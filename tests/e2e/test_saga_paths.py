@@ -249,21 +249,23 @@ def _entered(execution_arn: str) -> list[str]:
     return [e["stateEnteredEventDetails"]["name"] for e in events if e["type"].endswith("StateEntered")]
 
 
-def test_saga_completed_order_written_by_the_state_machine_in_four_states(pipeline: PipelineRun) -> None:
-    """MarkCompleted is a direct DynamoDB UpdateItem: the outcome, its history entry and the correlation ID."""
+def test_saga_completed_order_written_by_ship_order_in_three_states(pipeline: PipelineRun) -> None:
+    """ShipOrder records the outcome itself (decision 0024): SHIPPED and COMPLETED in one write, the
+    correlation ID on the outcome's entry; the execution ends there (MarkCompleted is the error path's)."""
     submit_and_drain(pipeline, (new_order("path-direct", "ok"), "cid-path-direct"))
     item = order_item(pipeline, "path-direct")
     assert item["status"] == "COMPLETED"
     last = item["history"][-1]
     assert (last["status"], last["attempt"], last["correlation_id"]) == ("COMPLETED", 1, "cid-path-direct")
+    assert [h["status"] for h in item["history"]][-2:] == ["SHIPPED", "COMPLETED"]
     assert [h["status"] for h in item["history"]].count("COMPLETED") == 1
     (execution,) = order_executions(pipeline.target(), "path-direct")
-    assert _entered(execution["executionArn"]) == ["ReserveInventory", "ChargePayment", "ShipOrder", "MarkCompleted"]
+    assert _entered(execution["executionArn"]) == ["ReserveInventory", "ChargePayment", "ShipOrder"]
 
 
 def test_saga_repeated_execution_never_rewrites_the_outcome(pipeline: PipelineRun) -> None:
-    """A second execution for a completed order: every step answers from its idempotency record and the
-    conditional outcome write fails, so the order keeps its one COMPLETED entry."""
+    """A second execution for a completed order: every step answers from its idempotency record and
+    ShipOrder's conditional outcome write finds it already COMPLETED, so the order keeps its one entry."""
     submit_and_drain(pipeline, (new_order("path-again", "ok"), "cid-path-again"))
     before = order_item(pipeline, "path-again")
     sfn = boto3.client("stepfunctions")
@@ -274,7 +276,7 @@ def test_saga_repeated_execution_never_rewrites_the_outcome(pipeline: PipelineRu
     )["executionArn"]
     pipeline.drain()
     assert sfn.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
-    assert _entered(arn)[-2:] == ["MarkCompleted", "OutcomeAlreadyRecorded"]
+    assert _entered(arn)[-1] == "ShipOrder"
     after = order_item(pipeline, "path-again")
     assert after["status"] == "COMPLETED"
     assert after["history"] == before["history"]
@@ -285,7 +287,8 @@ def test_saga_late_compensated_write_never_moves_a_completed_order_back(pipeline
     before = order_item(pipeline, "path-late")
     sfn = boto3.client("stepfunctions")
     # An operator's compensate request for an order that completed meanwhile: the compensations find
-    # the order terminal (their status moves are no-ops) and MarkCompensated's condition fails.
+    # the order terminal (their status moves are no-ops), the last one cannot record COMPENSATED
+    # (EffectDoneOutcomeNotWritten) and MarkCompensated's condition fails.
     arn = sfn.start_execution(
         stateMachineArn=pipeline.target().output("StateMachineArn"),
         name="order-path-late-attempt-1-late",
@@ -325,8 +328,7 @@ def test_saga_repair_compensate_goes_straight_to_the_compensations(pipeline: Pip
         "ReserveInventory",
         "CancelShipment",  # no refund of a possibly shipped order without cancelling its shipment first
         "RefundPayment",
-        "ReleaseInventory",
-        "MarkCompensated",
+        "ReleaseInventory",  # records COMPENSATED itself (decision 0024)
     ]
     ops = ledger_ops(pipeline, "path-undo")
     assert not [op for op in ops if op.get("status") in ("captured", "refunded", "shipped")], ops  # nothing moved

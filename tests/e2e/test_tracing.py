@@ -39,7 +39,7 @@ def test_tracing_one_order_is_one_connected_trace_from_the_producer_span(pipelin
     (intake,) = trace.named("record")
     by_id = {trace.span_id(s): s for s in trace.spans}
     assert trace.parent_id(by_id[str(trace.parent_id(intake))]) == PARENT_ID  # via intake's handler span
-    # The saga's steps (MarkCompleted, the last state, is a direct DynamoDB write: no function, no span),
+    # The saga's steps (ShipOrder, the last state, records the outcome itself: decision 0024),
     # each under its function's invocation span, that under intake's record span.
     for step in ("reserve-inventory", "charge-payment", "ship-order"):
         (span,) = trace.named(step)

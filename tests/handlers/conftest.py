@@ -20,6 +20,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +29,8 @@ from unittest import mock
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.validation import validate
+from botocore.client import BaseClient
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 import lambda_resilience.aws as aws_clients
@@ -589,3 +592,33 @@ def present(value: T | None) -> T:
     """``value``, asserted not None: the test expects the item to exist."""
     assert value is not None
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# The step's own outcome write failing (decision 0024)
+
+
+class Died(BaseException):
+    """The process dies (not an ``Exception``: nothing in the function catches it)."""
+
+
+@contextmanager
+def failing_outcome_write(status: str, make: Callable[[], BaseException], times: int = 1) -> Iterator[list[str]]:
+    """The orders table's UpdateItem that moves an order to ``status`` fails ``times`` times with
+    ``make()`` (before DynamoDB applies it); ``before`` hooks run instead when ``make`` returns None."""
+    original = BaseClient._make_api_call
+    seen: list[str] = []
+
+    def call(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        to = (params.get("ExpressionAttributeValues") or {}).get(":to", {}).get("S")
+        if operation == "UpdateItem" and to == status and len(seen) < times:
+            seen.append(str(params["Key"]["order_id"]["S"]))
+            raise make()
+        return original(self, operation, params)
+
+    with mock.patch.object(BaseClient, "_make_api_call", call):
+        yield seen
+
+
+def throttled() -> ClientError:
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")

@@ -13,8 +13,10 @@ import json
 from typing import Any
 
 import boto3
+import pytest
 
 import order_domain.env as env_names
+from order_domain.errors import StaleAttempt
 from order_domain.status import OrderStatus
 from sandbox.http_server import serve_sandbox
 
@@ -44,6 +46,8 @@ def _env(endpoints: Any) -> dict[str, str]:
 def test_redrive_after_our_records_and_the_providers_keys_expired_charges_and_ships_once(
     load, tables: Tables, ledger: LedgerView, order_factory, saga_input, seed_order, lambda_context
 ):
+    """ShipOrder records COMPLETED itself (decision 0024): a redrive 16 days later, after our
+    idempotency records and the providers' keys expired, is refused by the order's own status."""
     clock = [1_000_000.0]
     with serve_sandbox(tables.ledger, key_window_seconds=24 * 3600, now=lambda: clock[0]) as endpoints:
         env = _env(endpoints)
@@ -52,13 +56,14 @@ def test_redrive_after_our_records_and_the_providers_keys_expired_charges_and_sh
         state = saga_input(order)
         assert load("charge_payment", **env)(state, lambda_context)["status"] == "captured"
         assert load("ship_order", **env)(state, lambda_context)["status"] == "shipped"
-        clock[0] += 16 * 24 * 3600  # the execution was stopped; an operator redrives 16 days later
+        clock[0] += 16 * 24 * 3600  # an operator redrives the execution 16 days later
         _expire_our_records(tables.idempotency)
 
-        again = load("charge_payment", **env)(state, lambda_context)
-        shipped = load("ship_order", **env)(state, lambda_context)
+        with pytest.raises(StaleAttempt):
+            load("charge_payment", **env)(state, lambda_context)
+        with pytest.raises(StaleAttempt):
+            load("ship_order", **env)(state, lambda_context)
 
     captures = [op for op in ledger.ops("payment") if op.get("status") == "captured"]
     shipments = [op for op in ledger.ops("carrier") if op.get("status") == "shipped"]
     assert (len(captures), len(shipments)) == (1, 1)
-    assert again["status"] == "captured" and shipped["status"] == "shipped"

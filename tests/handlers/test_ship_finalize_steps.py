@@ -9,7 +9,15 @@ from lambda_resilience.exceptions import ConfigurationError
 from order_domain.errors import ShipmentNotCancellable, ShippingUnavailable
 from order_domain.status import OrderStatus
 
-from .conftest import IdempotencyView, Inventory, LedgerView, LogCapture, NeedsAttentionQueue
+from .conftest import (
+    Died,
+    IdempotencyView,
+    Inventory,
+    LedgerView,
+    LogCapture,
+    NeedsAttentionQueue,
+    failing_outcome_write,
+)
 
 
 @pytest.fixture
@@ -56,7 +64,7 @@ def test_ship_twice_ships_once_with_one_tracking_id(
     (op,) = ledger.ops("carrier")
     assert op["tracking_id"] == first["tracking_id"]
     assert len(ledger.requests("carrier")) == 1
-    assert orders.get(order["order_id"])["status"] == OrderStatus.SHIPPED.value
+    assert orders.get(order["order_id"])["status"] == OrderStatus.COMPLETED.value  # recorded by ShipOrder (0024)
 
 
 def test_finalize_moves_shipped_to_completed_and_a_repeat_is_a_no_op(
@@ -112,7 +120,7 @@ def test_finalize_needs_attention_payload_with_error_parks_the_order(
     assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value
 
 
-def test_forward_steps_chain_with_step_functions_state_reach_shipped(
+def test_forward_steps_chain_with_step_functions_state_reach_completed(
     load,
     providers,
     order_factory,
@@ -141,8 +149,14 @@ def test_forward_steps_chain_with_step_functions_state_reach_shipped(
     assert state["payment"]["status"] == "captured"
     assert state["shipment"]["status"] == "shipped"
     stored = orders.get(order["order_id"])
-    assert stored["status"] == OrderStatus.SHIPPED.value
-    assert [h["status"] for h in stored["history"]] == ["RECEIVED", "INVENTORY_RESERVED", "PAYMENT_CHARGED", "SHIPPED"]
+    assert stored["status"] == OrderStatus.COMPLETED.value  # ShipOrder records the outcome (0024)
+    assert [h["status"] for h in stored["history"]] == [
+        "RECEIVED",
+        "INVENTORY_RESERVED",
+        "PAYMENT_CHARGED",
+        "SHIPPED",
+        "COMPLETED",
+    ]
     assert len(ledger.ops()) == 2
     assert {line["correlation_id"] for line in logs.read()} == {"cid-chain"}
 
@@ -276,12 +290,21 @@ def cancel(load, providers):
     return load("cancel_shipment")
 
 
+def ship_lost(ship, event, ledger: LedgerView, lambda_context):
+    """ShipOrder books the parcel and dies before its outcome write: the saga does not know the
+    outcome (Sandbox.Timedout after the retries) and runs CancelShipment. Returns the parcel."""
+    with failing_outcome_write("COMPLETED", lambda: Died("killed")), pytest.raises(Died):
+        ship(event, lambda_context)
+    (booked,) = ledger.ops("carrier")
+    return booked
+
+
 def test_cancel_shipment_recalls_a_shipped_parcel(
     ship, cancel, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context
 ):
     order = order_factory()
     seed_order(order, OrderStatus.PAYMENT_CHARGED)
-    shipped = ship(saga_input(order), lambda_context)
+    shipped = ship_lost(ship, saga_input(order), ledger, lambda_context)
 
     result = cancel(saga_input(order, "cid-cancel"), lambda_context)
 
@@ -322,7 +345,7 @@ def test_cancel_shipment_handed_over_raises_shipment_not_cancellable(
 ):
     order = order_factory(shipping_address={"name": "N", "line1": "L", "city": "C", "postcode": "P", "country": "XH"})
     seed_order(order, OrderStatus.PAYMENT_CHARGED)
-    ship(saga_input(order), lambda_context)
+    ship_lost(ship, saga_input(order), ledger, lambda_context)
 
     with pytest.raises(ShipmentNotCancellable) as raised:
         cancel(saga_input(order, "cid-xh"), lambda_context)

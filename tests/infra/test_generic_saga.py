@@ -284,3 +284,69 @@ def _refused(make: Any) -> str:
 )
 def test_saga_rejects_bad_prop_combinations_at_synth(make: Any, message: str) -> None:
     assert message in _refused(make)
+
+
+def test_saga_fallback_recorders_run_only_when_the_last_task_could_not_record() -> None:
+    """``fallback_on``: the last step and the last compensation record the outcome themselves and end
+    the execution; the recorders run only on the named "effect done, outcome not written" error,
+    which is never retried and never compensated (decision 0024)."""
+    stack = Stack(App(), "SagaUnderTest")
+    record = LambdaTask(_fn(stack, "Rec"))
+    steps = _steps(stack)
+    steps[0] = SagaStep(
+        "Reserve",
+        LambdaTask(_fn(stack, "R2")),
+        compensation=LambdaTask(_fn(stack, "UR2")),
+        final_compensation=LambdaTask(_fn(stack, "URF"), payload={"record": True}),
+    )
+    Saga(
+        stack,
+        "Saga",
+        props=SagaProps(
+            steps=steps,
+            completed=SagaRecorder("RecordDone", record, fallback_on=("NotWritten",)),
+            compensated=SagaRecorder("RecordUndone", record, fallback_on=("NotWritten",)),
+            parked=SagaRecorder("Park", record),
+        ),
+    )
+    states = _definition(stack)["States"]
+    assert states["Notify"].get("End") is True
+    assert [c["Next"] for c in states["Notify"]["Catch"]] == ["RecordDone", "UndoCharge"]
+    assert states["Notify"]["Catch"][0]["ErrorEquals"] == ["NotWritten"]
+    assert states["UndoReserve"].get("End") is True
+    assert states["UndoReserve"]["Retry"][0] == {"ErrorEquals": ["NotWritten"], "MaxAttempts": 0}
+    assert [c["Next"] for c in states["UndoReserve"]["Catch"]] == ["RecordUndone", "Park"]
+    assert states["UndoReserve"]["Parameters"] == {"record": True}  # payload_response_only: the payload itself
+    # The copy before the park is the plain compensation: it records nothing and parks after.
+    assert "Parameters" not in states["UndoReserveThenPark"] or "record" not in json.dumps(
+        states["UndoReserveThenPark"]["Parameters"]
+    )
+    assert states["UndoReserveThenPark"]["Next"] == "Park"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"parked": True}, "fallback_on is for"),
+        ({"completed_fallback": ("States.ALL",)}, "cannot be States.ALL"),
+        ({"final_only": True}, "final_compensation needs"),
+    ],
+)
+def test_saga_refuses_fallbacks_that_cannot_keep_their_promise(change: dict[str, Any], message: str) -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    record = LambdaTask(_fn(stack, "Rec"))
+    steps = _steps(stack)
+    kwargs: dict[str, Any] = {"steps": steps, "parked": SagaRecorder("Park", record)}
+    if "parked" in change:
+        kwargs["parked"] = SagaRecorder("Park", record, fallback_on=("X",))
+    if "completed_fallback" in change:
+        kwargs["completed"] = SagaRecorder("Done", record, fallback_on=change["completed_fallback"])
+    if "final_only" in change:
+        steps[0] = SagaStep(
+            "Reserve",
+            LambdaTask(_fn(stack, "R2")),
+            compensation=LambdaTask(_fn(stack, "UR2")),
+            final_compensation=LambdaTask(_fn(stack, "URF")),
+        )
+    with pytest.raises(ValueError, match=message):
+        Saga(stack, "Saga", props=SagaProps(**kwargs))

@@ -179,8 +179,9 @@ def test_saga_forward_path_reserve_charge_ship_complete(saga_definition: dict[st
     assert saga_definition["StartAt"] == "ReserveInventory"
     assert states["ReserveInventory"]["Next"] == "ChargePayment"
     assert states["ChargePayment"]["Next"] == "ShipOrder"
-    assert states["ShipOrder"]["Next"] == "MarkCompleted"
-    assert states["MarkCompleted"].get("End") is True  # no Succeed state after it: one transition less
+    # ShipOrder records COMPLETED itself and ends the execution (decision 0024): one transition less.
+    assert states["ShipOrder"].get("End") is True and "Next" not in states["ShipOrder"]
+    assert states["MarkCompleted"].get("End") is True  # the error path's recorder: no Succeed after it
 
 
 def test_saga_tasks_invoke_their_functions(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
@@ -252,6 +253,8 @@ def test_saga_ship_failure_cancels_the_shipment_unless_the_carrier_rejected_it(s
     """Rejected: nothing shipped, refund. Any other failure (outcome unknown): cancel the shipment first."""
     assert _catches(saga_definition["States"]["ShipOrder"]) == [
         (["ShippingUnavailable"], "RefundPayment"),
+        # the parcel is booked, its outcome write failed: record it, never cancel (decision 0024)
+        (["EffectDoneOutcomeNotWritten"], "MarkCompleted"),
         (["States.ALL"], "CancelShipment"),
     ]
     cancel = saga_definition["States"]["CancelShipment"]
@@ -278,7 +281,10 @@ def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]
     assert states["RefundPayment"]["Next"] == "ReleaseInventory"
     assert states["RefundPayment"]["ResultPath"] == "$.refund"
     assert states["ReleaseInventory"]["ResultPath"] == "$.release"
-    assert states["ReleaseInventory"]["Next"] == "MarkCompensated"
+    # The last compensation records COMPENSATED itself (decision 0024); its failure to write goes to
+    # MarkCompensated, and is never retried as a compensation.
+    assert states["ReleaseInventory"].get("End") is True and "Next" not in states["ReleaseInventory"]
+    assert states["ReleaseInventory"]["Retry"][0] == {"ErrorEquals": ["EffectDoneOutcomeNotWritten"], "MaxAttempts": 0}
     assert states["MarkCompensated"].get("End") is True
 
 
@@ -295,8 +301,11 @@ def test_saga_compensations_retry_all_errors_with_full_jitter(saga_definition: d
 
 def test_saga_compensation_failure_parks_order_and_fails(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
-    assert _catches(states["ReleaseInventory"]) == [(["States.ALL"], "MarkNeedsAttention")]
-    assert states["ReleaseInventory"]["Catch"][0]["ResultPath"] == "$.compensation_error"
+    assert _catches(states["ReleaseInventory"]) == [
+        (["EffectDoneOutcomeNotWritten"], "MarkCompensated"),
+        (["States.ALL"], "MarkNeedsAttention"),
+    ]
+    assert all(c["ResultPath"] == "$.compensation_error" for c in states["ReleaseInventory"]["Catch"])
     fail = states[states["MarkNeedsAttention"]["Next"]]
     assert fail["Type"] == "Fail"
     assert fail["Error"] == "CompensationFailed"
@@ -452,6 +461,8 @@ def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: 
 
 def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict[str, Any]) -> None:
     for name in (*FORWARD, *COMPENSATIONS):
+        if name == "ReleaseInventory":  # the last compensation names its payload (next test)
+            continue
         state = saga_definition["States"][name]
         assert not {"Parameters", "InputPath", "ItemSelector"} & set(state), name
     # ... so they get the execution input plus earlier results / the caught error, which the handler accepts.
@@ -465,6 +476,25 @@ def test_saga_steps_receive_full_state_accepted_by_handler(saga_definition: dict
     repair, first = _parser("refund-payment")({**SAGA_INPUT, "compensate": True}), _parser("refund-payment")(SAGA_INPUT)
     assert (repair.payload, repair.idempotency_key) == (first.payload, first.idempotency_key)
     assert repair.extra == {"compensate": True} and first.extra == {}
+
+
+def test_saga_last_compensation_payload_records_compensated_and_keeps_the_repair_flag(
+    saga_definition: dict[str, Any],
+) -> None:
+    """ReleaseInventory (the end of the chain) tells the function to record COMPENSATED (decision 0024);
+    its ThenPark copy gets the whole state and records nothing. The execution input goes whole, so an
+    operator's ``"compensate": true`` and the trace context reach the function; the key is the same."""
+    from order_domain.step import _parser
+
+    states = saga_definition["States"]
+    assert not {"Parameters", "InputPath"} & set(states["ReleaseInventoryThenPark"])
+    repair_input = {**SAGA_INPUT, "compensate": True}
+    state_document = {**repair_input, "refund": {}, "__execution_input__": repair_input}
+    rendered = _render_parameters(states["ReleaseInventory"]["Parameters"], state_document)
+    parsed = _parser("release-inventory")(rendered)
+    assert parsed.extra == {"compensate": True, "record_outcome": "COMPENSATED"}
+    assert parsed.idempotency_key == _parser("release-inventory")(SAGA_INPUT).idempotency_key
+    assert traceparent_from_payload(rendered) == SAGA_INPUT["traceparent"]
 
 
 def test_saga_park_payload_accepted_by_step_handler(saga_definition: dict[str, Any]) -> None:

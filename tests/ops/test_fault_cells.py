@@ -311,3 +311,37 @@ def test_classify_reads_money_and_parcel_for_an_announced_order_too() -> None:
         status="NEEDS_ATTENTION", captures=1, live_shipments=1, attention_messages=1, attention_alarm=True
     )
     assert classify(parked_holding_money)[0] == "NEEDS_ATTENTION"
+
+
+def test_cells_reach_a_fallback_recorder_by_failing_the_steps_own_outcome_write() -> None:
+    """Decision 0024: ChargePayment ends the execution having recorded the outcome itself; its
+    ``EffectDoneOutcomeNotWritten`` leads to MarkCompleted. No cell injects that error before the step
+    acted (it would claim an effect that never happened); the route and the new cells fail the step's
+    outcome write (a DynamoDB error, or the function dying between its effect and the write)."""
+    definition = saga()
+    charge = definition["States"]["ChargePayment"]
+    del charge["Next"]
+    charge["End"] = True
+    charge["Catch"].insert(1, {"ErrorEquals": ["EffectDoneOutcomeNotWritten"], "Next": "MarkCompleted"})
+    states = task_states(definition)
+
+    route = route_to(states, "Reserve", "MarkCompleted")
+    assert route is not None
+    assert [(r.state, r.kind, r.error) for r in route] == [("ChargePayment", "outcome_write", "ThrottlingException")]
+    keys = {c.key for c in generate_cells(definition)}
+    assert not any("EffectDoneOutcomeNotWritten" in k for k in keys)
+    for fault in ("ThrottlingException", "InternalServerError", "ConditionalCheckFailedException", "crash"):
+        assert {f"ChargePayment|outcome-write-{fault}|once", f"ChargePayment|outcome-write-{fault}|forever"} <= keys
+    assert not any(k.startswith("Reserve|outcome-write") for k in keys)  # Reserve records nothing itself
+
+
+def test_outcome_write_names_only_a_steps_update_to_an_outcome() -> None:
+    from harness.fault_inject import outcome_write
+
+    def update(to: str) -> dict[str, Any]:
+        return {"Key": {"order_id": {"S": "o-1"}}, "ExpressionAttributeValues": {":to": {"S": to}}}
+
+    assert outcome_write("UpdateItem", update("COMPLETED")) == "o-1"
+    assert outcome_write("UpdateItem", update("COMPENSATED")) == "o-1"
+    assert outcome_write("UpdateItem", update("COMPENSATING")) is None
+    assert outcome_write("PutItem", update("COMPLETED")) is None

@@ -65,6 +65,14 @@ class TransientStepError(TransientError):
     """The one error name workflow steps raise for transient failures (Step Functions retries it)."""
 
 
+class EffectDoneOutcomeNotWritten(PermanentError):
+    """A workflow step's effect is done (a parcel booked, stock given back) but recording the
+    workflow's outcome failed (throttled, refused by a concurrent writer, a bug): the workflow must
+    record the outcome another way and never compensate the effect. Raised under this name, never
+    retried as the step (its effect would be asked for again), counted as expected unless its
+    cause is unknown (docs/decisions/0024)."""
+
+
 class UnknownStepError(ResilienceError):
     """The error name workflow steps raise for unexpected failures (a bug?): retried, then compensated."""
 

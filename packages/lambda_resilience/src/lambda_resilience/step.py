@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
 from lambda_resilience.correlation import correlation_scope, from_payload
-from lambda_resilience.exceptions import BusinessOutcome, TransientStepError, UnknownStepError
+from lambda_resilience.exceptions import (
+    BusinessOutcome,
+    EffectDoneOutcomeNotWritten,
+    TransientStepError,
+    UnknownStepError,
+)
 from lambda_resilience.tracing import step_span, traced, traceparent_from_payload
 
 if TYPE_CHECKING:
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
 
 #: A step's action: ``action(payload) -> result`` (the payload :class:`StepInput` names).
 StepAction = Callable[[dict[str, Any]], dict[str, Any]]
+#: ``record(payload, result) -> result``: records the workflow's outcome after the action (see :func:`step_handler`).
+OutcomeRecorder = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
 #: EMF metric (Count, dimension ``service``): failed invocations the workflow handles by design.
 EXPECTED_ERRORS_METRIC = "ExpectedErrors"
@@ -62,11 +69,18 @@ def step_handler(
     logger: Logger,
     metrics: Metrics | None = None,
     describe: Callable[[Any], Mapping[str, Any]] = lambda event: {},
+    record: OutcomeRecorder | None = None,
 ) -> Handler:
     """A Lambda handler running ``action`` at most once per ``parse(event).idempotency_key``.
 
     ``parse`` validates the input (raise a permanent error, e.g. ``InvalidStepInput``, if bad);
     ``describe`` picks log fields from any input, valid or not (for the failure line).
+    ``record``: the step records the workflow's outcome itself once its action is done (one state
+    transition less than a separate recorder state). It runs on every invocation, a duplicate's
+    cached result included, outside the idempotency record (a crash between the action and the
+    write leaves the action's result cached, and the retry writes); whatever it raises is raised as
+    :class:`EffectDoneOutcomeNotWritten` (the effect is done: record the outcome another way, never
+    compensate), its cause chained.
     """
 
     @idempotent
@@ -91,6 +105,8 @@ def step_handler(
                 logger.info(f"{operation} started", extra=dict(step.fields))
                 command = {"idempotency_key": step.idempotency_key, "payload": step.payload, "extra": step.extra}
                 result = run(command, context)
+                if record is not None:
+                    result = _recorded(record, {**step.payload, **step.extra}, result)
                 logger.info(f"{operation} done", extra={**known, "result": result})
                 return result
             except Exception as exc:
@@ -98,6 +114,23 @@ def step_handler(
 
     traced_handler = traced(handler)
     return metrics.log_metrics(traced_handler) if metrics is not None else traced_handler
+
+
+def _recorded(record: OutcomeRecorder, payload: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return record(payload, result)
+    except EffectDoneOutcomeNotWritten:
+        raise
+    except Exception as exc:
+        raise EffectDoneOutcomeNotWritten(f"effect done, outcome not written: {type(exc).__name__}: {exc}") from exc
+
+
+def _expected(exc: Exception, category: str) -> bool:
+    """Handled by the workflow by design: a business outcome, a retried transient failure, or an
+    outcome left to the recorder state (unless its cause is unknown: a bug pages)."""
+    if isinstance(exc, EffectDoneOutcomeNotWritten):
+        return exc.__cause__ is None or classify(exc.__cause__) != UNKNOWN
+    return category == TRANSIENT or isinstance(exc, BusinessOutcome)
 
 
 def _fail(
@@ -112,7 +145,7 @@ def _fail(
         exc_info=not isinstance(exc, BusinessOutcome),
         extra={**known, "error_type": type(exc).__name__, "category": category},
     )
-    if metrics is not None and (category == TRANSIENT or isinstance(exc, BusinessOutcome)):
+    if metrics is not None and _expected(exc, category):
         metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
     if metrics is not None and category == TRANSIENT:
         metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
