@@ -94,7 +94,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             if definition is not None:
                 # Saga faults (a stop) can leave an order for the sweeper: its schedule comes round
                 # once the order is past its threshold, so let that much simulated time pass first.
-                run.clock.advance(sweeper_threshold(run) + SWEEP_MARGIN_SECONDS)
+                run.advance(sweeper_threshold(run) + SWEEP_MARGIN_SECONDS)
             run.sweep()
             if definition is not None:
                 run.drain()  # what the sweeper started or sent
