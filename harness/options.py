@@ -31,3 +31,5 @@ class RunOptions:
     #: The scheduled rules' targets (logical ID prefixes) fired on the simulated clock per their rule's
     #: ScheduleExpression while the run drains or lets time pass (local_cloud.schedules); () fires none.
     scheduled_targets: tuple[str, ...] = ("Sweeper",)
+    #: Incident families injected after the first drain (harness.incidents; a family twice: two incidents).
+    incidents: tuple[str, ...] = ()
