@@ -136,12 +136,13 @@ bench: setup ## middleware benchmark: prints figures, writes reports/bench-resul
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \
 	--refund-fail-rate 0.03 --malformed-rate 0.03 --hostile-rate 0.03 --throttle-rate 0.02 \
-	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001
+	--ambiguous-rate 0.005 --status-write-fail-rate 0.005 --park-fail-rate 0.01 --stop-rate 0.001 \
+	--incidents all
 
 # sqs: producers send to the orders queue; api: every order is POSTed to the order API (make chaos CHAOS_VIA=api).
 CHAOS_VIA ?= sqs
 
-chaos: setup ## 2,000 orders with every fault on (2 processes): reports/chaos-report.json and reports/chaos-outcomes.png
+chaos: setup ## 2,000 orders with every fault and incident family on (2 processes): reports/chaos-report.json, reports/chaos-outcomes.png
 	@mkdir -p reports
 	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --via $(CHAOS_VIA) --report-file reports/chaos-report.json

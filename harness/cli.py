@@ -64,6 +64,14 @@ def add_local_parser(commands: Any) -> None:
         "--park-fail-rate", type=_rate, default=0.0, help="attempts of the park (MarkNeedsAttention) failing"
     )
     run.add_argument("--stop-rate", type=_rate, default=0.0, help="per Task state entered, StopExecution there")
+    run.add_argument(
+        "--incidents",
+        type=_incidents,
+        default=(),
+        help="after the first drain, let the sweeper's threshold pass and inject these incident families at "
+        "random simulated times from the seed: all, or some of provider_outage, sweeper_stopped, throttle_sfn, "
+        "api_5xx separated by commas (a family twice: two incidents); each must page within a minute",
+    )
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument(
@@ -108,6 +116,15 @@ def add_local_parser(commands: Any) -> None:
     spike.add_argument("--check", action="store_true", help="exit 1 unless every order is terminal, none dead-lettered")
     spike.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
     quota_argument(spike)
+
+
+def _incidents(value: str) -> tuple[str, ...]:
+    from harness.incidents import parse_incidents
+
+    try:
+        return parse_incidents(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def quota_argument(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +203,7 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
                 stop=args.stop_rate,
             ),
             replay_transient=args.replay_transient,
+            incidents=args.incidents,
             stage=args.stage,
             timeout_seconds=args.timeout,
             assembly_dir=args.assembly,

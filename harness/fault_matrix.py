@@ -67,7 +67,11 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
     """Run the selected cells; returns ``{"cells": [...], "totals": {...}, "violations": n, ...}``."""
     started = time.monotonic()
     run_options = RunOptions(
-        orders=0, seed=options.seed, timeout_seconds=options.timeout_seconds, assembly_dir=options.assembly_dir
+        orders=0,
+        seed=options.seed,
+        timeout_seconds=options.timeout_seconds,
+        assembly_dir=options.assembly_dir,
+        scheduled_targets=(),  # the matrix runs the sweeper itself, once its cells are past the threshold
     )
     with local_pipeline(run_options) as run:
         deployed = time.monotonic()

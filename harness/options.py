@@ -28,3 +28,8 @@ class RunOptions:
     via: str = "sqs"  # how producers send orders: "sqs" (SendMessage) or "api" (POST /orders, SigV4)
     serve_api: bool = False  # serve the template's REST API on 127.0.0.1 even when producing via SQS
     api_port: int = 0  # its port (0: any free port)
+    #: The scheduled rules' targets (logical ID prefixes) fired on the simulated clock per their rule's
+    #: ScheduleExpression while the run drains or lets time pass (local_cloud.schedules); () fires none.
+    scheduled_targets: tuple[str, ...] = ("Sweeper",)
+    #: Incident families injected after the first drain (harness.incidents; a family twice: two incidents).
+    incidents: tuple[str, ...] = ()

@@ -33,6 +33,15 @@ HARMFUL: dict[str, tuple[str, ...]] = {
 #: Faults whose harm depends on getting past the edge -> the report's count of those that did. A malformed order
 #: the order API refused (400) told its caller at once: no incident, no page; one dead-lettered is an incident.
 REACHED_THE_PIPELINE: dict[str, str] = {"malformed": "malformed_in_dlq_as_permanent"}
+#: Each injected incident's family (harness.incidents) -> the alarm kind that must announce it, within
+#: :data:`INCIDENT_PAGE_SECONDS` of the incident becoming harmful (the seeds' one minute).
+INCIDENT_ALARM: dict[str, str] = {
+    "provider_outage": "provider_outage",
+    "sweeper_stopped": "sweeper_stopped",
+    "throttle_sfn": "throttled",
+    "api_5xx": "api",
+}
+INCIDENT_PAGE_SECONDS = 60.0
 #: Injected faults that cause function errors the middleware does not expect (so they page).
 _FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
 
@@ -151,10 +160,15 @@ def pager_section(
             }
         )
     first_at: Mapping[str, float] = report.get("faults_first_at") or {}
-    announced = []
+    incidents: list[Mapping[str, Any]] = report.get("incidents") or []
+    # An incident that never became harmful (an outage too short to be one by its alarm's definition) is
+    # reported with harmful_at None and is not counted.
+    announced = [_incident_row(i, pages, started) for i in incidents if i.get("harmful_at") is not None]
     for family in sorted({_fault_family(k) for k, v in faults.items() if v}):
         if family not in HARMFUL or not report.get(REACHED_THE_PIPELINE.get(family, ""), True):
             continue
+        if any(i["family"] == family for i in incidents):
+            continue  # counted per incident above
         kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
         happened = min((first_at[k] for k in kinds if k in first_at), default=started)
         hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
@@ -171,6 +185,21 @@ def pager_section(
             }
         )
     return {"pages": pages, "faults": announced}
+
+
+def _incident_row(incident: Mapping[str, Any], pages: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    """One injected incident and the pages of its family's alarm delivered within a minute of its becoming
+    harmful: a page of that alarm before it (the alarm already in ALARM) does not announce it."""
+    kind, at = INCIDENT_ALARM[incident["family"]], float(incident["harmful_at"])
+    hits = [p for p in pages if p["kind"] == kind and p["delivered"] and at <= p["at"] <= at + INCIDENT_PAGE_SECONDS]
+    return {
+        "fault": incident["family"],
+        "incident": True,
+        "injected": 1,
+        "first_injected_after_s": round(at - started, 1),
+        "paged_by": sorted({p["alarm"] for p in hits}),
+        "first_page_after_s": min((round(p["at"] - at, 1) for p in hits), default=None),
+    }
 
 
 def precision_recall(pager: Mapping[str, Any]) -> tuple[float, float]:
@@ -190,12 +219,17 @@ def pager_table(pager: Mapping[str, Any]) -> list[str]:
             cause += f" (REFUSED: {p['refusal']})"
         lines.append(f"{p['alarm'][:64]:<64} {p['after_s']:>7}s  {cause}")
     for f in pager.get("faults", []):
-        paged = ", ".join(a.split("-", 2)[-1] for a in f["paged_by"]) or "NOBODY PAGED"
+        paged = ", ".join(a.split("-", 2)[-1] for a in f["paged_by"]) or (
+            f"NOBODY PAGED within {INCIDENT_PAGE_SECONDS:g} s" if f.get("incident") else "NOBODY PAGED"
+        )
         if f.get("first_page_after_s") is not None:
             at = f" first page {f['first_page_after_s']} s after the first fault"
         else:
             at = " (announced only before the fault: alarm already in ALARM)" if f["paged_by"] else ""
-        lines.append(f"fault {f['fault']} x{f['injected']}: {paged}{at}")
+        what = f"fault {f['fault']}"
+        if f.get("incident"):
+            what = f"incident {f['fault']} at {f['first_injected_after_s']} s"
+        lines.append(f"{what} x{f['injected']}: {paged}{at}")
     precision, recall = precision_recall(pager)
     lines.append(f"pager: {len(pager.get('pages', []))} pages, precision {precision}%, recall {recall}%")
     return lines

@@ -28,6 +28,7 @@ from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
+from local_cloud.schedules import Scheduled, Schedules
 from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
 from ops.target import Target
@@ -37,6 +38,8 @@ from sandbox.http_server import serve_sandbox
 LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
 #: Wall seconds the loop waits while executions run and no message is deliverable.
 EXECUTION_POLL_SECONDS = 0.25
+#: The event EventBridge sends a scheduled rule's target.
+SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
 
 
 class PipelineRun:
@@ -67,6 +70,11 @@ class PipelineRun:
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self.producer = Producer(self.pollers[0].spec.queue_url, self.state_machine_arn, self.inventory_table)
         self.api_url: str | None = None  # the order API's stage URL while it is served
+        #: The scheduled rules whose targets fire on the simulated clock (``options.scheduled_targets``).
+        self.schedules: Schedules[Any] = Schedules(
+            [(e, fn) for e, fn in self.deployment.schedules if fn.logical_id.startswith(options.scheduled_targets)],
+            clock.now(),
+        )
 
     # -- producer ---------------------------------------------------------------------------------
     def seed_inventory(self) -> None:
@@ -115,6 +123,7 @@ class PipelineRun:
         timeout = self.options.timeout_seconds
         deadline, moved = time.monotonic() + timeout, self.progress()
         while time.monotonic() < deadline:
+            self.fire_schedules()
             self.tick_alarms()
             now_moved = self.progress()
             if now_moved != moved:
@@ -128,7 +137,7 @@ class PipelineRun:
             upcoming = self.next_visible_at()
             if upcoming is not None:
                 self.tick_alarms(before_jump=upcoming - self.clock.now() >= 60)
-                self.clock.advance(max(0.0, upcoming - self.clock.now()))
+                self._step_clock(max(0.0, upcoming - self.clock.now()))
                 continue
             if not self.cloud.queued():
                 # Settled: CloudWatch keeps evaluating every minute whatever the caller does next
@@ -141,8 +150,49 @@ class PipelineRun:
             # (nothing else happens meanwhile), or a second at a time where that is not known.
             delayed = self.cloud.next_delayed_at()
             self.tick_alarms(before_jump=delayed is not None and delayed - self.clock.now() >= 60)
-            self.clock.advance(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
+            self._step_clock(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline made no progress (no message delivered, no function invoked) for {timeout:g} s")
+
+    # -- EventBridge schedules and the passage of time -------------------------------------------
+    def schedule(self, prefix: str) -> Scheduled[Any]:
+        """The scheduled rule whose target's logical ID starts with ``prefix`` (e.g. ``"Sweeper"``)."""
+        for rule in self.schedules.rules:
+            if rule.target.logical_id.startswith(prefix):
+                return rule
+        raise KeyError(f"no scheduled rule fires a target named {prefix}* in this run (scheduled_targets)")
+
+    def pause_schedule(self, prefix: str, start: float, until: float) -> None:
+        """Skip the runs of ``prefix``'s schedule due in [start, until): the schedule stopped."""
+        self.schedules.pause(self.schedule(prefix), start, until)
+
+    def fire_schedules(self) -> int:
+        """Run each scheduled target whose time has come (synchronously, as EventBridge's async invoke
+        would run it); how many ran."""
+        due = self.schedules.due(self.clock.now())
+        for rule, _ in due:
+            rule.target.invoke(dict(SCHEDULED_EVENT))
+        return len(due)
+
+    def _step_clock(self, seconds: float) -> None:
+        """Move the simulated clock ``seconds`` ahead, stopping at each scheduled run on the way to fire it
+        (a jump must not skip the sweeper's schedule) and evaluating alarms before each jump."""
+        end = self.clock.now() + seconds
+        while (upcoming := self.schedules.next_at()) is not None and upcoming <= end:
+            self.tick_alarms(before_jump=True)
+            self.clock.advance(max(0.0, upcoming - self.clock.now()))
+            self.fire_schedules()
+        self.clock.advance(max(0.0, end - self.clock.now()))
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass as on AWS: scheduled targets run on their schedule and what
+        they start is drained; CloudWatch evaluates alarms every minute on the way."""
+        end = self.clock.now() + seconds
+        while (upcoming := self.schedules.next_at()) is not None and upcoming <= end:
+            self._step_clock(max(0.0, upcoming - self.clock.now()))
+            self.drain()
+        self.tick_alarms(before_jump=True)
+        self._step_clock(max(0.0, end - self.clock.now()))
+        self.tick_alarms(before_jump=True)
 
     def run_schedules(self, only: str | None = None) -> list[str]:
         """Fire each scheduled rule's target once (sweeper, DLQ replay); returns the raw results.

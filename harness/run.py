@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 from typing import Any
 
 from harness.chaos import SAGA_FAULTS, inject, plan_deliveries
 from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
+from harness.incidents import Incident, IncidentRunner, provider_outages
 from harness.options import RunOptions
 from harness.orders import make_orders
 from harness.pipeline import (
@@ -78,11 +80,14 @@ def run_local(options: RunOptions) -> dict[str, Any]:
     orders = make_orders(options.orders, options.seed, options.mix)[options.shard :: options.shards]
     shard_seed = options.seed * 1000 + options.shard
     plan = plan_deliveries(orders, options.faults, random.Random(shard_seed + 1), counter)
-    with local_pipeline(options) as run:
+    if "api_5xx" in options.incidents:
+        options = replace(options, serve_api=True)  # the front door the api_5xx incident fails
+    with provider_outages(options.incidents, counter) as outage, local_pipeline(options) as run:
         deployed = time.monotonic()
         run.submitted.extend(orders)
         definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
         counter.clock = run.clock.now
+        incidents: list[Incident] = []
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
             counter.happened_at(run.clock.now())  # the planned extras are sent now
             run.submit_messages(plan.initial)
@@ -91,10 +96,12 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             if plan.late:  # late duplicates: after the first deliveries were processed
                 run.submit_messages(plan.late)
                 run.drain()
-            if definition is not None:
+            if definition is not None or options.incidents:
                 # Saga faults (a stop) can leave an order for the sweeper: its schedule comes round
-                # once the order is past its threshold, so let that much simulated time pass first.
-                run.clock.advance(sweeper_threshold(run) + SWEEP_MARGIN_SECONDS)
+                # once the order is past its threshold, so let that much simulated time pass first;
+                # the incidents happen at random times within it.
+                span = sweeper_threshold(run) + SWEEP_MARGIN_SECONDS
+                incidents = IncidentRunner(run, counter, outage, shard_seed + 3).span(span, options.incidents)
             run.sweep()
             if definition is not None:
                 run.drain()  # what the sweeper started or sent
@@ -102,6 +109,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         report = run.report(drained - started)
         report["faults_injected"] = dict(counter.injected)
         report["faults_first_at"] = dict(counter.first_at)
+        report["incidents"] = [i.as_report() for i in incidents]
         report["aws_calls"] = {
             "by_service": calls.by_service(),
             "by_operation": calls.operations(),

@@ -357,6 +357,7 @@ def run_spike(options: SpikeOptions) -> dict[str, Any]:
     clock = SteppedClock()
     run_options = RunOptions(
         orders=1,
+        scheduled_targets=(),  # the spike judges throughput on its stepped clock; no schedule runs in it
         quotas=options.quotas.scaled(options.scale),
         lambda_concurrency_check=False,  # modelled by the mapping's concurrency (see module doc)
         timeout_seconds=options.timeout_seconds,

@@ -181,3 +181,32 @@ def test_pager_check_expect_no_pages_fails_on_any_page_even_explained(monkeypatc
     assert code == 1
     assert "FAIL no_page_in_a_run_without_incidents: 1 pages: dlq" in err
     assert _check_exit(monkeypatch, capsys, _section({"faults_injected": {}}), "--expect-no-pages")[0] == 0
+
+
+OUTAGE = {
+    "AlarmName": "outage",
+    "Metrics": [
+        {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "TransientFailures"}}},
+        {"Id": "invoked0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
+        {"Id": "e", "Expression": "failed0 - 0.5 * invoked0"},
+    ],
+}
+
+
+def test_pager_each_incident_needs_its_own_page_within_a_minute() -> None:
+    """Two provider outages: the first paged 40 s after it began; the second's only page came 75 s after:
+    too late (the seeds' one minute), so recall counts it as missed, even though the family paged."""
+    ALARMS["outage"] = OUTAGE
+    try:
+        incidents = [
+            {"family": "provider_outage", "started_at": 100.0, "harmful_at": 100.0, "ended_at": 190.0},
+            {"family": "provider_outage", "started_at": 600.0, "harmful_at": 600.0, "ended_at": 690.0},
+        ]
+        report = {"faults_injected": {"provider_outage": 40}, "incidents": incidents}
+        section = _section(report, _page("outage", 140.0), _page("outage", 675.0))
+    finally:
+        del ALARMS["outage"]
+    rows = [f for f in section["faults"] if f["fault"] == "provider_outage"]
+    assert [(f["paged_by"], f["first_page_after_s"]) for f in rows] == [(["outage"], 40.0), ([], None)]
+    assert precision_recall(section) == (100.0, 50.0)
+    assert "incident provider_outage at 600.0 s x1: NOBODY PAGED within 60 s" in pager_table(section)

@@ -29,6 +29,8 @@ from local_cloud.metrics import EXECUTION_METRICS, MetricKey, MetricStore, metri
 __all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
 #: At most this many period boundaries are replayed per call (a day of 1-minute periods).
 MAX_CATCH_UP = 1440
+#: Seconds between two evaluations of an alarm (one minute for periods of a minute or more).
+EVALUATION_INTERVAL = 60.0
 DEPTH = ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
 AGE = ("AWS/SQS", "ApproximateAgeOfOldestMessage")
 
@@ -196,11 +198,17 @@ class AlarmEvaluator:
         )
 
     def _boundaries(self, name: str, period: float, now: float) -> list[float]:
+        """The instants to evaluate at since the last call: every minute (CloudWatch evaluates each minute),
+        and now. The window ending at each slides with it, whatever the period ("SlidingWindow - the
+        default. The window advances each time the alarm is evaluated":
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation-window.html): a
+        10-minute heartbeat lapses 10 minutes after its last datapoint, not at the next aligned boundary."""
+        step = min(period, EVALUATION_INTERVAL)
         last = self.evaluated_at.get(name, self.started)
-        first = math.floor(last / period) * period + period
-        count = max(0, int((now - first) // period) + 1)
+        first = math.floor(last / step) * step + step
+        count = max(0, int((now - first) // step) + 1)
         skipped = max(0, count - MAX_CATCH_UP)  # a longer gap: its last MAX_CATCH_UP boundaries only
-        steps = [first + i * period for i in range(skipped, count)]
+        steps = [first + i * step for i in range(skipped, count)]
         return [t for t in steps if t < now] + [now + 1e-6]  # now's own datapoints included
 
     def evaluate(self) -> list[str]:

@@ -106,6 +106,12 @@ def name_key(d: Deployment, r: Resource) -> None:
     d.attrs[(r.logical_id, "Arn")] = f"arn:aws:kms:{BASE}:key/local-key-{r.logical_id}"
 
 
+def name_api_stage(d: Deployment, r: Resource) -> None:
+    """Ref is the stage's name (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-apigateway-stage.html):
+    what an ``AWS/ApiGateway`` alarm's ``Stage`` dimension names and the gateway's datapoints carry."""
+    d.refs[r.logical_id] = str(r.properties.get("StageName") or f"{d.stack}-{r.logical_id}")
+
+
 def name_default(d: Deployment, r: Resource) -> None:
     """Any other type: Ref is ``<stack>-<logicalId>``."""
     d.refs[r.logical_id] = f"{d.stack}-{r.logical_id}"
@@ -348,6 +354,7 @@ PLAN: dict[str, Entry] = {
     "AWS::Lambda::LayerVersion": Entry(name_layer),
     "AWS::IAM::Role": Entry(name_role),
     "AWS::KMS::Key": Entry(name_key),
+    "AWS::ApiGateway::Stage": Entry(name_api_stage),
 }
 DEFAULT_ENTRY = Entry(name_default)
 
