@@ -15,8 +15,12 @@ import sys
 from typing import Any
 
 import harness.reporter as reporter
-from local_cloud.histories import History, billed_transitions_per_execution
 from tools.bench import BUSINESS_MIX, PIPELINE_ORDERS
+
+#: (execution ARN, its history events), as the local run's reporter receives them.
+History = tuple[str, list[dict[str, Any]]]
+#: The count the bill uses (local_cloud.histories, through the reporter: tools import nothing of the emulator).
+billed_transitions_per_execution = reporter.billed_transitions_per_execution
 
 
 def by_path(histories: list[History]) -> dict[str, dict[str, float]]:
