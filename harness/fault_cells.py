@@ -306,7 +306,7 @@ def generate_cells(definition: Mapping[str, Any]) -> list[Cell]:
         if state.records_outcome():  # the effect done, its outcome write failing (decision 0024)
             for fault in OUTCOME_WRITE_FAULTS:
                 for persistence, count in (("once", 1), ("forever", 0)):
-                    rule = Rule(name, "outcome_write", fault, persistence, count)  # type: ignore[arg-type]
+                    rule = Rule(name, "outcome_write", fault, persistence, count)
                     cells.append(Cell(name, f"outcome-write-{fault}", persistence, (*route, rule)))
         cells.append(Cell(name, "StopExecution", "once", (*route, Rule(name, "stop", first_execution_only=True))))
         cells.append(

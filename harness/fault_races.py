@@ -117,11 +117,16 @@ def _after_drain_cells(states: Mapping[str, TaskState], routes: Mapping[str, lis
         for label, rules in setups.items()
         if not label.startswith("stop@")
     ]
-    shipped = setups.get("stop@ShipOrder")
+    # The order stopped mid-way with the most effects out. Since decision 0024 ShipOrder records COMPLETED
+    # itself, so a stop after it finds nothing to redrive: the last mid-way order is charged, not shipped.
+    where = (
+        "stop@ChargePayment" if "ShipOrder" in states and states["ShipOrder"].records_outcome() else "stop@ShipOrder"
+    )
+    shipped = setups.get(where)
     if shipped is not None:
         for label, (after, actions) in TIME_SETUPS.items():
             for action in actions:
-                cell = Cell(f"time@{label}", action, "once", shipped, action, "stop@ShipOrder", after)
+                cell = Cell(f"time@{label}", action, "once", shipped, action, where, after)
                 cells.append(cell)
     for setup in ("stop@ChargePayment", "stop@ShipOrder"):
         rules = setups.get(setup)
