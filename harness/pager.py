@@ -195,6 +195,7 @@ def _incident_row(incident: Mapping[str, Any], pages: list[dict[str, Any]], star
     return {
         "fault": incident["family"],
         "incident": True,
+        "detail": incident.get("detail", ""),
         "injected": 1,
         "first_injected_after_s": round(at - started, 1),
         "paged_by": sorted({p["alarm"] for p in hits}),
@@ -228,7 +229,8 @@ def pager_table(pager: Mapping[str, Any]) -> list[str]:
             at = " (announced only before the fault: alarm already in ALARM)" if f["paged_by"] else ""
         what = f"fault {f['fault']}"
         if f.get("incident"):
-            what = f"incident {f['fault']} at {f['first_injected_after_s']} s"
+            detail = f" ({f['detail']})" if f.get("detail") else ""
+            what = f"incident {f['fault']}{detail} at {f['first_injected_after_s']} s"
         lines.append(f"{what} x{f['injected']}: {paged}{at}")
     precision, recall = precision_recall(pager)
     lines.append(f"pager: {len(pager.get('pages', []))} pages, precision {precision}%, recall {recall}%")
