@@ -128,6 +128,10 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
         return f"the order API answered {report.get('api_server_errors', 0)} 5XX"
     if kind == "provider_outage" and families.get("provider_outage"):
         return f"provider outage injected ({families['provider_outage']} failed calls)"
+    lost_answers = any(k.startswith("ambiguous") and n for k, n in families.items())
+    if kind == "provider_outage" and (families.get("throttle_dynamodb") or lost_answers):
+        # TransientFailures counts AWS throttling inside a provider step and lost provider answers too (0023).
+        return "provider steps failing transiently: injected DynamoDB throttling and lost provider answers"
     if kind == "sweeper_stopped" and families.get("sweeper_stopped"):
         return "the sweeper's schedule stopped (injected)"
     return None
