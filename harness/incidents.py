@@ -41,7 +41,7 @@ FAMILIES = ("provider_outage", "sweeper_stopped", "throttle_sfn", "api_5xx")
 #: ``--incidents all``: each family once, and a second provider outage (a second incident of a family pages too).
 ALL = (*FAMILIES, "provider_outage")
 OUTAGE_SECONDS = 90.0
-OUTAGE_ORDERS = 40  # enough failures a minute for a clear breach even when a loaded machine slows the run
+OUTAGE_ORDERS = 16
 THROTTLE_ORDERS = 2
 API_ORDERS = 3
 #: Simulated seconds kept free after a short incident: its rate alarm (1-minute period) is back to OK
