@@ -4,8 +4,9 @@
 on AWS (:meth:`harness.pipeline.PipelineRun.advance`: the sweeper's schedule, alarms every minute) and,
 at times drawn from the run's seed, starts each incident:
 
-- ``provider_outage``: for :data:`OUTAGE_SECONDS` the payment and carrier stand-ins answer 503 (their
-  ``provider_unavailable``) to every request, while :data:`OUTAGE_ORDERS` orders arrive.
+- ``provider_outage``: for :data:`OUTAGE_SECONDS` a provider stand-in answers 503 (its ``provider_unavailable``)
+  to every request, while :data:`OUTAGE_ORDERS` orders arrive: the payment provider, then the carrier, in turn
+  (each has its own outage alarm).
 - ``throttle_sfn``: the account's StateTransition bucket is empty (another workload spent it) until the
   first of :data:`THROTTLE_ORDERS` new executions is throttled (AWS/States ``ExecutionThrottled``).
 - ``api_5xx``: the orders queue fails behind the order API (SendMessage answers 500, InternalError), so
@@ -34,6 +35,7 @@ from harness.api_client import OrderApi
 from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun
 from local_cloud.faults import FaultCounter
+from local_cloud.metrics import metric_key
 
 FAMILIES = ("provider_outage", "sweeper_stopped", "throttle_sfn", "api_5xx")
 #: ``--incidents all``: each family once, and a second provider outage (a second incident of a family pages too).
@@ -58,10 +60,12 @@ class Incident:
     started_at: float | None = None
     harmful_at: float | None = None  # from then on the pager must announce it
     ended_at: float | None = None
+    detail: str = ""  # e.g. which provider went down
 
     def as_report(self) -> dict[str, Any]:
         return {
             "family": self.family,
+            "detail": self.detail,
             "started_at": self.started_at,
             "harmful_at": self.harmful_at,
             "ended_at": self.ended_at,
@@ -94,24 +98,28 @@ def plan(families: tuple[str, ...], span: float, stop_seconds: float, rng: rando
     return sorted(incidents, key=lambda i: i.offset)
 
 
+#: The stand-ins that go down, in turn, one per outage incident.
+PROVIDERS = ("payment", "carrier")
+#: A step of each provider (its Powertools service: the TransientFailures dimension of its outage alarm).
+OUTAGE_SERVICE = {"payment": "charge-payment", "carrier": "ship-order"}
+
+
 class ProviderOutage:
     """The stand-in providers' outage windows (simulated time); the handlers consult it on every request."""
 
     def __init__(self, counter: FaultCounter) -> None:
         self.counter = counter
-        self.windows: list[tuple[float, float]] = []
+        self.windows: list[tuple[str, float, float]] = []  # (provider, start, end)
         self.now: Callable[[], float] | None = None
-        self.failed_at: list[float] = []  # when each request was answered 503
 
-    def down(self) -> bool:
+    def down(self, provider: str) -> bool:
         now = self.now() if self.now else None
-        return now is not None and any(start <= now < end for start, end in self.windows)
+        return now is not None and any(p == provider and start <= now < end for p, start, end in self.windows)
 
-    def wrap(self, handle: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    def wrap(self, provider: str, handle: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         def handler(request: dict[str, Any], ledger: Any) -> dict[str, Any]:
-            if self.down():
+            if self.down(provider):
                 self.counter.add("provider_outage")
-                self.failed_at.append(self.now() if self.now else 0.0)
                 return {"status": "error", "error": "provider_unavailable"}  # 503 (sandbox.http_server)
             return handle(request, ledger)
 
@@ -128,8 +136,8 @@ def provider_outages(families: tuple[str, ...], counter: FaultCounter) -> Iterat
     from sandbox import carrier, payment
 
     with (
-        mock.patch.object(payment, "handle", outage.wrap(payment.handle)),
-        mock.patch.object(carrier, "handle", outage.wrap(carrier.handle)),
+        mock.patch.object(payment, "handle", outage.wrap("payment", payment.handle)),
+        mock.patch.object(carrier, "handle", outage.wrap("carrier", carrier.handle)),
     ):
         yield outage
 
@@ -170,23 +178,30 @@ class IncidentRunner:
         now = self.run.clock.now()
         incident.started_at, incident.ended_at = now, now + OUTAGE_SECONDS
         self.outage.now = self.run.clock.now
-        self.outage.windows.append((now, now + OUTAGE_SECONDS))
+        provider = incident.detail = PROVIDERS[len(self.outage.windows) % len(PROVIDERS)]
+        self.outage.windows.append((provider, now, now + OUTAGE_SECONDS))
         self.run.submit(self._orders(OUTAGE_ORDERS, n))
         self.run.drain()
-        # Harmful from the failed call that makes it an outage by the alarm's own definition (decision 0023:
-        # TransientFailures - 0.5 x Invocations > threshold in a minute; every call failing: 2 x threshold + 1
-        # failures); a blip below it is no incident and must not page.
-        failed = sorted(t for t in self.outage.failed_at if now <= t < incident.ended_at)
-        needed = int(2 * self._outage_threshold()) + 1
-        incident.harmful_at = failed[needed - 1] if len(failed) >= needed else None
+        incident.harmful_at = self._outage_breached(provider, now, incident.ended_at)
 
-    def _outage_threshold(self) -> float:
-        alarms = self.run.deployment.alarms.values()
-        watched = (
-            (a, {q["MetricStat"]["Metric"]["MetricName"] for q in a.get("Metrics", []) if "MetricStat" in q})
-            for a in alarms
-        )
-        return next(float(a["Threshold"]) for a, names in watched if "TransientFailures" in names)
+    def _outage_breached(self, provider: str, start: float, end: float) -> float | None:
+        """When the outage became one by its alarm's own definition (decision 0023: over the last minute,
+        TransientFailures - 0.5 x Invocations of the provider's steps > the threshold): the first failed call's
+        datapoint at which that held. None: it never did (a blip, no incident; it must not page either)."""
+        evaluator = self.run.alarm_evaluator
+        evaluator.store.refresh()
+        service = OUTAGE_SERVICE[provider]
+        for alarm in self.run.deployment.alarms.values():
+            metrics = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q]
+            if not any(d["Value"] == service for m in metrics for d in m.get("Dimensions", [])):
+                continue
+            keys = [metric_key(m["Namespace"], m["MetricName"], m.get("Dimensions", [])) for m in metrics]
+            times = sorted(t for k in keys if k[1] == "TransientFailures" for t, _ in evaluator.store.points[k])
+            for at in (t for t in times if start <= t <= end + 60.0):
+                value = evaluator._period_value(alarm, at - float(alarm["Period"]), at + 1e-6)  # as CloudWatch would
+                if value is not None and value > float(alarm["Threshold"]):
+                    return at
+        return None
 
     def _sweeper_stopped(self, incident: Incident, n: int) -> None:
         rule = self.run.schedule("Sweeper")

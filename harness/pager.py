@@ -128,6 +128,10 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
         return f"the order API answered {report.get('api_server_errors', 0)} 5XX"
     if kind == "provider_outage" and families.get("provider_outage"):
         return f"provider outage injected ({families['provider_outage']} failed calls)"
+    lost_answers = any(k.startswith("ambiguous") and n for k, n in families.items())
+    if kind == "provider_outage" and (families.get("throttle_dynamodb") or lost_answers):
+        # TransientFailures counts AWS throttling inside a provider step and lost provider answers too (0023).
+        return "provider steps failing transiently: injected DynamoDB throttling and lost provider answers"
     if kind == "sweeper_stopped" and families.get("sweeper_stopped"):
         return "the sweeper's schedule stopped (injected)"
     return None
@@ -195,6 +199,7 @@ def _incident_row(incident: Mapping[str, Any], pages: list[dict[str, Any]], star
     return {
         "fault": incident["family"],
         "incident": True,
+        "detail": incident.get("detail", ""),
         "injected": 1,
         "first_injected_after_s": round(at - started, 1),
         "paged_by": sorted({p["alarm"] for p in hits}),
@@ -228,7 +233,8 @@ def pager_table(pager: Mapping[str, Any]) -> list[str]:
             at = " (announced only before the fault: alarm already in ALARM)" if f["paged_by"] else ""
         what = f"fault {f['fault']}"
         if f.get("incident"):
-            what = f"incident {f['fault']} at {f['first_injected_after_s']} s"
+            detail = f" ({f['detail']})" if f.get("detail") else ""
+            what = f"incident {f['fault']}{detail} at {f['first_injected_after_s']} s"
         lines.append(f"{what} x{f['injected']}: {paged}{at}")
     precision, recall = precision_recall(pager)
     lines.append(f"pager: {len(pager.get('pages', []))} pages, precision {precision}%, recall {recall}%")

@@ -96,12 +96,13 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             if plan.late:  # late duplicates: after the first deliveries were processed
                 run.submit_messages(plan.late)
                 run.drain()
-            if definition is not None or options.incidents:
-                # Saga faults (a stop) can leave an order for the sweeper: its schedule comes round
-                # once the order is past its threshold, so let that much simulated time pass first;
-                # the incidents happen at random times within it.
-                span = sweeper_threshold(run) + SWEEP_MARGIN_SECONDS
+            span = sweeper_threshold(run) + SWEEP_MARGIN_SECONDS
+            if options.incidents:  # at random times within a span as long as the sweeper's threshold
                 incidents = IncidentRunner(run, counter, outage, shard_seed + 3).span(span, options.incidents)
+            if definition is not None or options.incidents:
+                # Saga faults (a stop) can leave an order for the sweeper (an incident's orders too): its
+                # schedule comes round once the order is past its threshold, so let that much time pass first.
+                run.advance(span)
             run.sweep()
             if definition is not None:
                 run.drain()  # what the sweeper started or sent

@@ -149,7 +149,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.reserve, self.charge, self.ship = steps.reserve, steps.charge, steps.ship
         self.cancel_shipment, self.refund, self.release = steps.cancel_shipment, steps.refund, steps.release
         self.finalize = steps.finalize
-        self.provider_outage_alarm = steps.provider_outage_alarm
+        self.provider_outage_alarms = steps.provider_outage_alarms
         self.saga = OrderSaga(
             self,
             "OrderSaga",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -49,8 +50,10 @@ class SagaSteps(TransparentScope):
     Attributes:
         reserve, release, charge, refund, ship, cancel_shipment, finalize: the functions.
         all: the seven, in saga order (forward steps, compensations, finalize).
-        provider_outage_alarm: the share of transient failures of the four provider steps (a provider
-            outage pages within a minute; docs/decisions/0023).
+        payment_outage_alarm, carrier_outage_alarm: the share of transient failures of each provider's
+            steps (charge and refund; ship and cancel): an outage pages within a minute, and one provider
+            failing while the other's alarm is already in ALARM pages too (docs/decisions/0023).
+        provider_outage_alarms: the two.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: SagaStepsProps) -> None:
@@ -79,20 +82,30 @@ class SagaSteps(TransparentScope):
             self.finalize,
         )
         self._grant(props)
-        calling = (self.charge, self.refund, self.ship, self.cancel_shipment)
-        services = ("charge-payment", "refund-payment", "ship-order", "cancel-shipment")  # their service names
-        self.provider_outage_alarm = TransientShareAlarm(
+        # Their Powertools service names (the TransientFailures dimension).
+        payment = ((self.charge, "charge-payment"), (self.refund, "refund-payment"))
+        carrier = ((self.ship, "ship-order"), (self.cancel_shipment, "cancel-shipment"))
+        self.payment_outage_alarm = self._outage_alarm(props, "PaymentOutage", "the payment provider", payment)
+        self.carrier_outage_alarm = self._outage_alarm(props, "CarrierOutage", "the carrier", carrier)
+        self.provider_outage_alarms = (self.payment_outage_alarm, self.carrier_outage_alarm)
+        props.functions.monitoring.add_alarms(self.provider_outage_alarms)
+
+    def _outage_alarm(
+        self, props: SagaStepsProps, construct_id: str, provider: str, steps: tuple[tuple[PipelineFunction, str], ...]
+    ) -> cloudwatch.Alarm:
+        """One provider's outage alarm: its own, so a second provider's outage is announced while the first's
+        alarm is still in ALARM (CloudWatch notifies on a state change only)."""
+        return TransientShareAlarm(
             self,
-            "ProviderOutage",
+            construct_id,
             props=TransientShareAlarmProps(
-                functions=tuple((f.function, s) for f, s in zip(calling, services, strict=True)),
+                functions=tuple((f.function, service) for f, service in steps),
                 namespace=METRICS_NAMESPACE,
                 alarm_topic=props.functions.alarm_topic,
-                description="a provider is failing: over half of the provider steps' invocations failed transiently "
-                "in a minute (retried, but orders stall and park)",
+                description=f"{provider} is failing: over half of its steps' invocations failed transiently in a "
+                "minute (retried, but orders stall and park)",
             ),
         ).alarm
-        props.functions.monitoring.add_alarms((self.provider_outage_alarm,))
 
     def _grant(self, props: SagaStepsProps) -> None:
         grant_queue(props.needs_attention_queue, self.finalize.function, "sqs:SendMessage")

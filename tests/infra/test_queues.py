@@ -272,7 +272,7 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
         stack.stuck_alarm,
         stack.sweeper_heartbeat_alarm,
         stack.parked_alarm,
-        stack.provider_outage_alarm,
+        *stack.provider_outage_alarms,
         stack.mismatch_alarm,
         stack.sweeper_errors_alarm,
         *(f.errors_alarm for f in stack.functions),

@@ -210,3 +210,16 @@ def test_pager_each_incident_needs_its_own_page_within_a_minute() -> None:
     assert [(f["paged_by"], f["first_page_after_s"]) for f in rows] == [(["outage"], 40.0), ([], None)]
     assert precision_recall(section) == (100.0, 50.0)
     assert "incident provider_outage at 600.0 s x1: NOBODY PAGED within 60 s" in pager_table(section)
+
+
+def test_pager_outage_alarm_page_explained_by_injected_throttling_inside_provider_steps() -> None:
+    """TransientFailures counts AWS throttling inside a provider step (decision 0023): a chaos run's DynamoDB
+    throttling can page a provider's outage alarm with no outage injected, and that page is explained."""
+    ALARMS["outage"] = OUTAGE
+    try:
+        section = _section({"faults_injected": {"throttle_dynamodb": 12}}, _page("outage", 90.0))
+        unexplained = _section({"faults_injected": {"duplicate_late": 3}}, _page("outage", 90.0))
+    finally:
+        del ALARMS["outage"]
+    assert precision_recall(section)[0] == 100.0
+    assert precision_recall(unexplained)[0] == 0.0
