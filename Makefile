@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos business faults spike clean
+.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos business faults spike patch-costs clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -132,6 +132,12 @@ clean: ## remove build output (keeps the virtualenv and node_modules)
 
 bench: setup ## middleware benchmark: prints figures, writes reports/bench-results.json
 	$(PY) -m tools.bench
+
+PATCH_COST_ORDERS ?= 200
+
+patch-costs: setup ## each speed patch's cost to drop: paired, interleaved local runs with it on and off (CPU s)
+	@mkdir -p reports
+	$(PY) -m harness.patch_costs --orders $(PATCH_COST_ORDERS) --json reports/patch-costs.json
 
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \

@@ -42,6 +42,7 @@ from local_cloud.moto_patches import (
     cached_json_path_parse,
     cached_serializer_keys,
     cached_update_expressions,
+    cached_url_dispatch,
     direct_sqs_retention_check,
     dynamodb_task_timeout,
     item_level_transaction_rollback,
@@ -312,15 +313,6 @@ def test_canary_emf_flush_prints_through_the_module_print() -> None:
 
 
 # -- speed -------------------------------------------------------------------------------------------
-def test_canary_backend_dict_is_a_dict_of_accounts(aws: None) -> None:
-    from moto.core.base_backend import BackendDict
-    from moto.sqs.models import sqs_backends
-
-    assert issubclass(BackendDict, dict) and "__getitem__" in vars(BackendDict)
-    boto3.client("sqs", region_name=REGION).list_queues()
-    assert dict.__contains__(sqs_backends, ACCOUNT)  # fast_backend_lookup's shortcut finds it
-
-
 def test_canary_sqs_sent_timestamp_is_the_send_time(aws: None) -> None:
     """alarms.oldest_age reads Message.sent_timestamp (ms) from moto's in-process queue."""
     from moto.sqs.models import sqs_backends
@@ -567,6 +559,26 @@ def test_canary_action_names_are_a_function_of_the_class(aws: None) -> None:
             ddb.describe_table(TableName="missing")
 
 
+def test_canary_url_dispatch_cache_reaches_the_same_handler(aws: None) -> None:
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    source = inspect.getsource(BotocoreStubber.process_request)
+    for step in ("backend_url_patterns", "backend.urls.items()", "normalize_request(request)", "_record_request("):
+        assert step in source  # the steps cached_url_dispatch repeats, in moto's order
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    sqs = boto3.client("sqs", region_name=REGION)
+    _table(ddb, "urls")
+    queue = sqs.create_queue(QueueName="urls")["QueueUrl"]
+    with cached_url_dispatch():
+        for _ in range(2):  # found, then from the cache
+            ddb.put_item(TableName="urls", Item={"pk": {"S": "a"}})
+            assert ddb.get_item(TableName="urls", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}}
+            sqs.send_message(QueueUrl=queue, MessageBody="x")
+            assert sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
+        with pytest.raises(ClientError):  # an error answer still comes from the handler
+            ddb.describe_table(TableName="missing")
+
+
 def test_canary_sqs_retention_check_still_drops_expired_messages(aws: None) -> None:
     from moto.sqs import models as sqs_models
 
@@ -657,9 +669,7 @@ def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
 
 
 def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
-    """The speed patches together under threads: lookups from 8 threads reach one backend."""
-    from local_cloud.moto_patches import fast_backend_lookup
-
+    """The speed patches under threads: requests from 8 threads reach one backend through the URL dispatch cache."""
     sqs = boto3.client("sqs", region_name=REGION)
     errors: list[BaseException] = []
 
@@ -669,7 +679,7 @@ def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    with fast_backend_lookup():
+    with cached_url_dispatch():
         threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
         for t in threads:
             t.start()

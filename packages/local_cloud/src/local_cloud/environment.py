@@ -24,9 +24,9 @@ from local_cloud.moto_patches import (
     cached_serializer_keys,
     cached_step_functions_clients,
     cached_update_expressions,
+    cached_url_dispatch,
     direct_sqs_retention_check,
     dynamodb_task_timeout,
-    fast_backend_lookup,
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
 )
@@ -48,7 +48,6 @@ FAKE_ENV = {
 
 #: The speed patches on moto that need no particular order (``local_cloud.patches`` names each one).
 SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...] = (
-    ("backend_lookup", fast_backend_lookup),
     ("sfn_client_cache", cached_step_functions_clients),
     ("asl_parse_cache", cached_asl_parse),
     ("json_path_cache", cached_json_path_parse),
@@ -57,6 +56,7 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("condition_lex_cache", cached_condition_lexing),
     ("action_names_cache", cached_action_names),
     ("sqs_retention_check", direct_sqs_retention_check),
+    ("url_dispatch_cache", cached_url_dispatch),
 )
 
 

@@ -48,24 +48,6 @@ def atomic_dynamodb() -> Iterator[None]:
         yield
 
 
-@contextmanager
-def fast_backend_lookup() -> Iterator[None]:
-    """moto takes a process-wide lock and copies the account list on *every* backend lookup;
-    with a dozen threads (executions, batch workers) that lock is the bottleneck. Accounts that
-    already exist are returned without it (creation still goes through moto's locked path)."""
-    from moto.core.base_backend import BackendDict
-
-    original = BackendDict.__getitem__
-
-    def getitem(self: Any, account_id: str) -> Any:
-        if dict.__contains__(self, account_id):
-            return dict.__getitem__(self, account_id)
-        return original(self, account_id)
-
-    with mock.patch.object(BackendDict, "__getitem__", getitem):
-        yield
-
-
 #: moto's Step Functions task modules that call AWS through a module-level ``boto_client_for``
 #: (Lambda tasks, and the direct service integrations a saga may use). Patched together here and
 #: by local_cloud/iam_enforce.py, so every task's AWS call gets the same client and IAM check.
@@ -421,4 +403,75 @@ def dynamodb_task_timeout() -> Iterator[None]:
         return original(self, env, ex)
 
     with mock.patch.object(StateTaskServiceDynamoDB, "_from_error", from_error):
+        yield
+
+
+@contextmanager
+def cached_url_dispatch() -> Iterator[None]:
+    """moto finds the handler of every request by matching its URL against every service's URL
+    patterns (about 120 regular expressions for a DynamoDB call), then compiling and matching the
+    backend's own URL patterns. Which handler a URL reaches depends only on the URL (the patterns
+    are module constants; the handlers are the response classes' ``dispatch`` functions), so it is
+    found once per URL; passthrough and allow-list settings are still checked on every request,
+    and the request is normalised, recorded and handled as moto does."""
+    import re
+
+    import moto.backend_index as backend_index
+    from moto.core import botocore_stubber
+    from moto.core.config import passthrough_service, passthrough_url, service_whitelisted
+    from moto.core.exceptions import HTTPException, ServiceNotWhitelisted
+    from moto.core.request import normalize_request
+    from moto.core.utils import get_equivalent_url_in_aws_domain
+
+    original = botocore_stubber.BotocoreStubber.process_request
+    handlers: dict[str, tuple[str, Callable[..., Any]]] = {}
+
+    def handler_for(clean_url: str) -> tuple[str, Callable[..., Any]] | None:
+        found = handlers.get(clean_url)
+        if found is not None:
+            return found
+        import moto.backends as backends
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.core.base_backend import BackendDict
+
+        for service, pattern in backend_index.backend_url_patterns:
+            if not pattern.match(clean_url):
+                continue
+            backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
+            if isinstance(backend_dict, BackendDict):
+                regions = backend_dict[DEFAULT_ACCOUNT_ID]
+                backend = regions["us-east-1"] if "us-east-1" in regions else regions["aws"]
+            else:
+                backend = backend_dict["global"]
+            for url, method in backend.urls.items():
+                if re.compile(url).match(clean_url):
+                    # Only a handler that is not bound to a backend instance is the same for every request.
+                    if isinstance(getattr(method, "__self__", type), type) and len(handlers) < PARSE_CACHE_LIMIT:
+                        handlers[clean_url] = (service, method)
+                    return service, method
+        return None  # moto goes on to the next service when no URL of the backend matches, and so does this
+
+    @functools.wraps(original)
+    def process_request(self: Any, request: Any) -> Any:
+        parsed_url, _ = get_equivalent_url_in_aws_domain(request.url)
+        clean_url = f"{parsed_url.scheme}://{parsed_url.netloc}{parsed_url.path}"
+        found = None if passthrough_url(clean_url) else handler_for(clean_url)
+        if found is None:
+            return original(self, request)  # passthrough, 404 or not implemented: moto answers as before
+        service, method = found
+        if passthrough_service(service):
+            return None
+        if not service_whitelisted(service):
+            raise ServiceNotWhitelisted(service)
+        from moto.moto_api import recorder
+
+        normalized = normalize_request(request)
+        try:
+            recorder._record_request(normalized)
+            status, headers, body = method(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as e:
+            status, headers, body = e.code, e.get_headers(), e.get_body()
+        return status, headers, body
+
+    with mock.patch.object(botocore_stubber.BotocoreStubber, "process_request", process_request):
         yield
