@@ -125,8 +125,9 @@ def test_alarms_every_alarm_acts_on_the_one_topic(stage: str, request: pytest.Fi
     synth.template.resource_count_is("AWS::SNS::Topic", 1)
     alarms = synth.of_type("AWS::CloudWatch::Alarm")
     # With the order API's 5XX alarm and the orders queue's oldest-message age; the arrivals alarms of both
-    # DLQs and the needs-attention queue, the sweeper's heartbeat and parked orders, the provider outage (0023).
-    assert len(alarms) == (30 if stage == "dev" else 28)
+    # DLQs and the needs-attention queue, the sweeper's heartbeat and parked orders, one outage alarm per
+    # provider (payment, carrier: 0023).
+    assert len(alarms) == (31 if stage == "dev" else 29)
     for logical_id, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == _topic(synth), logical_id
         assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id

@@ -15,6 +15,7 @@ import pytest
 from harness import pipeline
 from harness.pipeline import PipelineRun
 from local_cloud.clock import SimClock
+from local_cloud.schedules import Schedules
 
 
 class _Cloud:
@@ -49,6 +50,7 @@ def _run(busy_for: float, timeout: float, *, stuck: bool = False) -> PipelineRun
     run.cloud = _Cloud(busy_for, function)  # type: ignore[assignment]
     run.deployment = SimpleNamespace(functions={"f": function})  # type: ignore[assignment]
     run.running_executions = lambda: stuck  # type: ignore[method-assign]
+    run.schedules = Schedules([], run.clock.now())  # no scheduled rule fires in this pipeline
     return run
 
 
