@@ -55,7 +55,9 @@ class FaultRates:
         ambiguous: per provider request (charge, refund, ship, cancel), the provider acts and its
             answer is lost (read timeout or connection reset, at the transport).
         status_write_fail: per status-write attempt (the saga's direct DynamoDB integrations), a DynamoDB
-            error AWS documents for it (throttling, server, validation, access, KMS).
+            error AWS documents for it (throttling, server, validation, access, KMS); per outcome write
+            of a step (decision 0024), throttling, a server error, a failed condition, or the function
+            dying between its effect and the write.
         park_fail: per attempt of the park (MarkNeedsAttention), Lambda.Unknown after it acted or
             Lambda.ServiceException before.
         stop: per Task state entered, StopExecution there (an operator's stop).

@@ -308,7 +308,8 @@ class RandomFaults(FaultPlan):
     """The chaos run's low-rate faults in the same emulator hooks, rolled per attempt instead of planned.
 
     ``status_write``: a status write (a direct DynamoDB integration) fails with a DynamoDB error
-    AWS documents, chosen at random; ``park``: the park (a state whose name holds ``NeedsAttention``)
+    AWS documents, chosen at random, and so does a step's own outcome write (decision 0024), or the
+    function dies between its effect and that write; ``park``: the park (a state whose name holds ``NeedsAttention``)
     fails with ``Lambda.Unknown`` after it acted, or ``Lambda.ServiceException`` before; ``stop``:
     StopExecution in the state being entered; ``ambiguous``: a provider's answer is lost after it acted.
     """
@@ -318,7 +319,7 @@ class RandomFaults(FaultPlan):
     ) -> None:
         import random
 
-        from harness.fault_cells import DYNAMODB_FAULTS, task_states
+        from harness.fault_cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, task_states
 
         super().__init__(counter=counter)
         states = task_states(definition)
@@ -326,6 +327,7 @@ class RandomFaults(FaultPlan):
         self.parks = {n for n in states if "NeedsAttention" in n}
         self.rates = dict(rates)
         self._dynamodb_errors = DYNAMODB_FAULTS
+        self._outcome_write_errors = OUTCOME_WRITE_FAULTS
         self._rng = random.Random(seed)
 
     def applies(self, order_id: str | None) -> bool:
@@ -345,6 +347,10 @@ class RandomFaults(FaultPlan):
             with self._lock:
                 error = self._rng.choice(self._dynamodb_errors)
             rule, kind = Rule(state, "error", error), "status_write_error"
+        elif "outcome_write" in kinds and self._roll(self.rates.get("status_write", 0.0)):
+            with self._lock:  # a step's own outcome write (decision 0024): DynamoDB's answer, or the function dies
+                error = self._rng.choice(self._outcome_write_errors)
+            rule, kind = Rule(state, "outcome_write", error), "status_write_error"
         elif "error" in kinds and state in self.parks and self._roll(self.rates.get("park", 0.0)):
             with self._lock:
                 after = self._rng.random() < 0.5
