@@ -53,10 +53,14 @@ def test_pager_provider_outage_pages_within_a_minute(assembly: CloudAssembly) ->
     (no function alarm), yet the outage alarm (a share of transient failures) pages within a minute (0023)."""
     from sandbox import payment
 
+    import order_domain.clock
+
     original = payment.handle
+    failed_at: list[float] = []  # the run's clock (the harness wires order_domain.clock to it)
 
     def down(request: dict[str, Any], ledger: Any) -> dict[str, Any]:
         if request.get("action") == "charge":
+            failed_at.append(order_domain.clock.now())
             return {"status": "error", "error": "provider_unavailable"}
         return original(request, ledger)
 
@@ -64,4 +68,6 @@ def test_pager_provider_outage_pages_within_a_minute(assembly: CloudAssembly) ->
         report = run_local(RunOptions(orders=16, seed=7, mix=OrderMix(), assembly_dir=assembly.outdir))
     outage = [p for p in report["pager"]["pages"] if p["kind"] == "provider_outage"]
     assert outage and outage[0]["delivered"], report["pager"]["pages"]
-    assert outage[0]["after_s"] <= 60
+    # Within a minute of the outage happening (its first failed charge), not of the run's start: a loaded
+    # machine takes longer to bring the first orders to ChargePayment.
+    assert outage[0]["at"] - min(failed_at) <= 60, (outage[0]["at"] - min(failed_at), outage[0]["after_s"])
