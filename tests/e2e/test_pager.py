@@ -51,9 +51,8 @@ def test_pager_business_only_run_pages_nobody(business_report: dict[str, Any]) -
 def test_pager_provider_outage_pages_within_a_minute(assembly: CloudAssembly) -> None:
     """The payment provider answers 503 to every charge (an outage): each failure is transient and retried
     (no function alarm), yet the outage alarm (a share of transient failures) pages within a minute (0023)."""
-    from sandbox import payment
-
     import order_domain.clock
+    from sandbox import payment
 
     original = payment.handle
     failed_at: list[float] = []  # the run's clock (the harness wires order_domain.clock to it)
