@@ -461,7 +461,11 @@ def _pipeline_run(mix: tuple[str, ...], name: str) -> dict[str, Any]:
         "--report-file",
         str(report_file),
     ]
-    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+    run = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if run.returncode != 0:  # say which check failed, not only that the subprocess did
+        lines = (run.stdout + run.stderr).splitlines()
+        failed = [line for line in lines if line.startswith(("FAIL", "pager:", "invariants:"))]
+        raise RuntimeError(f"bench: `{' '.join(command[1:])}` exited {run.returncode}: {failed or run.stderr[-2000:]}")
     report: dict[str, Any] = json.loads(report_file.read_text())
     return report
 
