@@ -1,4 +1,5 @@
-"""``python -m ops local ...``: the arguments of the local commands (run, faults, spike, up) and their output.
+"""``python -m ops local ...``: the arguments of the local commands (run, faults, spike, up) and their dispatch
+(the run command's own options and output: :mod:`harness.cli_run`).
 
 The operator runbook commands (dlq, trace, repair, smoke, capacity) stay in :mod:`ops.cli`, which
 registers these with :func:`add_local_parser` and hands a parsed ``local`` command to :func:`run_local_command`.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cli_run import run_command
 from harness.up import add_up_parser, main_up
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
@@ -26,6 +28,12 @@ def add_local_parser(commands: Any) -> None:
     local = commands.add_parser("local", help="run the pipeline on this machine, against moto")
     local_commands = local.add_subparsers(dest="local_command", required=True)
     add_up_parser(local_commands)
+    _add_faults_parser(local_commands)
+    _add_run_parser(local_commands)
+    _add_spike_parser(local_commands)
+
+
+def _add_faults_parser(local_commands: Any) -> None:
     faults = local_commands.add_parser(
         "faults", help="the fault matrix: every fault at every Task state, one order per cell, judged from the records"
     )
@@ -34,7 +42,17 @@ def add_local_parser(commands: Any) -> None:
     faults.add_argument("--persistence", choices=("once", "retries", "forever"), help="only this persistence")
     faults.add_argument("--json", action="store_true", help="print the cells as JSON instead of the matrix")
     faults.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+
+
+def _add_run_parser(local_commands: Any) -> None:
     run = local_commands.add_parser("run", help="synthesize, deploy into moto, push orders through, report")
+    _add_run_mix_arguments(run)
+    _add_run_fault_arguments(run)
+    _add_run_control_arguments(run)
+
+
+def _add_run_mix_arguments(run: argparse.ArgumentParser) -> None:
+    """The order mix: how many orders, the seed, the business outcomes' shares."""
     run.add_argument("--orders", type=_positive, default=20, help="orders to submit (default 20)")
     run.add_argument("--seed", type=_integer, default=7, help="seed for the order mix (default 7)")
     run.add_argument("--decline-rate", type=_rate, default=0.15, help="share of orders whose payment is declined")
@@ -44,6 +62,10 @@ def add_local_parser(commands: Any) -> None:
     run.add_argument("--auth-only-rate", type=_rate, default=0.0, help="share authorised but never captured")
     run.add_argument("--refund-flaky-rate", type=_rate, default=0.0, help="share whose refund fails twice first")
     run.add_argument("--refund-fail-rate", type=_rate, default=0.0, help="share whose refund keeps failing")
+
+
+def _add_run_fault_arguments(run: argparse.ArgumentParser) -> None:
+    """The injected faults and incident families."""
     run.add_argument("--duplicate-rate", type=_rate, default=0.0, help="extra deliveries (same batch, later, late)")
     run.add_argument("--crash-rate", type=_rate, default=0.0, help="abrupt ends after the side effect")
     run.add_argument("--malformed-rate", type=_rate, default=0.0, help="extra malformed messages")
@@ -72,6 +94,10 @@ def add_local_parser(commands: Any) -> None:
         "random simulated times from the seed: all, or some of provider_outage, sweeper_stopped, throttle_sfn, "
         "api_5xx separated by commas (a family twice: two incidents); each must page within a minute",
     )
+
+
+def _add_run_control_arguments(run: argparse.ArgumentParser) -> None:
+    """What the run does after the orders, what it checks and prints, how it is split and deployed."""
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument(
@@ -101,6 +127,9 @@ def add_local_parser(commands: Any) -> None:
         help="how orders are sent: SendMessage to the queue (default), or POST /orders to the order API "
         "(the template's REST API served on 127.0.0.1, SigV4, an Idempotency-Key per order)",
     )
+
+
+def _add_spike_parser(local_commands: Any) -> None:
     spike = local_commands.add_parser(
         "spike", help="a traffic spike at scale 1:k against AWS's quotas (similitude): backlog, latency, DLQ"
     )
@@ -175,68 +204,7 @@ def _spike(args: argparse.Namespace) -> int:
 def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """Run a parsed ``local`` command; the exit status."""
     if args.local_command == "run":
-        from harness.chaos import FaultRates
-        from harness.orders import OrderMix
-        from harness.run import RunOptions, run_local
-
-        options = RunOptions(
-            orders=args.orders,
-            seed=args.seed,
-            mix=OrderMix(
-                decline_rate=args.decline_rate,
-                ship_fail_rate=args.ship_fail_rate,
-                out_of_stock_rate=args.out_of_stock_rate,
-                partial_capture_rate=args.partial_capture_rate,
-                auth_only_rate=args.auth_only_rate,
-                refund_flaky_rate=args.refund_flaky_rate,
-                refund_fail_rate=args.refund_fail_rate,
-            ),
-            faults=FaultRates(
-                duplicate=args.duplicate_rate,
-                crash=args.crash_rate,
-                malformed=args.malformed_rate,
-                throttle=args.throttle_rate,
-                hostile=args.hostile_rate,
-                ambiguous=args.ambiguous_rate,
-                status_write_fail=args.status_write_fail_rate,
-                park_fail=args.park_fail_rate,
-                stop=args.stop_rate,
-            ),
-            replay_transient=args.replay_transient,
-            incidents=args.incidents,
-            stage=args.stage,
-            timeout_seconds=args.timeout,
-            assembly_dir=args.assembly,
-            echo_logs=args.echo_logs,
-            quotas=quotas(args),
-            via=args.via,
-        )
-        if args.workers > 1:
-            from harness.shards import run_sharded
-
-            passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
-            passthrough = _without(
-                passthrough, ("--workers", "--assembly", "--report-file", "--json", "--check", "--expect-no-pages")
-            )
-            report = run_sharded(options, passthrough, args.workers)
-        else:
-            from harness.shards import shard_options
-
-            report = run_local(shard_options(options, args.shard, args.shards))
-        if args.expect_no_pages:
-            report["invariants"][NO_PAGES] = _pages_seen(report)
-        if args.report_file:
-            args.report_file.write_text(json.dumps(report, indent=2, default=str) + "\n")
-        if args.json:
-            json.dump(report, sys.stdout, indent=2, default=str)
-            print()
-        else:
-            _print_summary(report)
-        failed = {k: v for k, v in report["invariants"].items() if v}
-        if args.check:
-            for name, why in report["invariants"].items():
-                print(f"{'FAIL' if why else 'ok  '} {name}{': ' + why if why else ''}", file=sys.stderr)
-        return 1 if args.check and failed else 0
+        return run_command(args, argv, quotas(args))
     if args.local_command == "faults":
         from harness.fault_matrix import MatrixOptions
         from harness.fault_matrix import main as main_faults
@@ -250,74 +218,3 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
     if args.local_command == "spike":
         return _spike(args)
     return 2
-
-
-#: The invariant ``--expect-no-pages`` adds.
-NO_PAGES = "no_page_in_a_run_without_incidents"
-
-
-def _pages_seen(report: dict[str, Any]) -> str | None:
-    """None when the run paged nobody; else how many pages, of which alarms."""
-    pages = [p["alarm"] for p in report.get("pager", {}).get("pages", [])]
-    return f"{len(pages)} pages: {', '.join(sorted(set(pages))[:5])}" if pages else None
-
-
-def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]:
-    """Drop the given options (and their values, if any) from an argument list."""
-    flags = {"--json", "--check", "--expect-no-pages"}
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in options_with_values:
-            skip = name not in flags and "=" not in arg
-            continue
-        out.append(arg)
-    return out
-
-
-def _print_summary(report: dict[str, Any]) -> None:
-    """The run in a few lines: each order, then outcomes, invariants and where to look next."""
-    o = report["orders"]
-    print(f"{'order':<22} {'status':<16} correlation id")
-    for detail in report["order_details"]:
-        print(f"{detail['order_id']:<22} {detail['status']:<16} {detail['correlation_id']}")
-    print()
-    print(
-        f"orders: {o['submitted']} submitted, {o['completed']} completed, {o['compensated']} compensated, "
-        f"{o['needs_attention']} needs attention, {o['failed']} failed, {o['in_flight']} in flight"
-    )
-    ledger = report["ledger"]
-    print(
-        f"sandbox ledger: {ledger['charges']} charges, {ledger['refunds']} refunds, {ledger['shipments']} shipments, "
-        f"{ledger['duplicate_charges']} duplicate charges, "
-        f"{ledger['reservations_outstanding']} reservations outstanding"
-    )
-    print(f"DLQs: {report['dlq']}   alarms in ALARM: {report['alarms_in_alarm'] or 'none'}")
-    for kind, ended in (report.get("hostile") or {}).items():
-        where = ", ".join(f"{k} {v}" for k, v in ended.items() if k != "injected")
-        print(f"hostile {kind}: {ended['injected']} injected ({where})")
-    if "cost" in report:
-        usd = report["cost"]["usd_per_million_orders"]
-        print(
-            f"USD per million orders: {usd['standard_workflow']} (Standard workflow), "
-            f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
-        )
-    if "pager" in report:
-        from harness.pager import pager_table
-
-        print()
-        for line in pager_table(report["pager"]):
-            print(line)
-    failed = sorted(name for name, why in report["invariants"].items() if why)
-    held = len(report["invariants"]) - len(failed)
-    print(f"invariants: {held} hold" + (f", {len(failed)} fail: {', '.join(failed)}" if failed else ""))
-    e = report["elapsed"]
-    print(f"elapsed: {e['wall_seconds']} s wall, {e['simulated_seconds']} s simulated")
-    print(
-        "next: --json for the full report (logs, IAM, costs, per-order units), --check to fail on an invariant; "
-        "docs/local-run.md explains each figure"
-    )

@@ -173,39 +173,48 @@ def _duplicates(plan: FaultPlan, actors: Actors) -> Iterator[None]:
             rule = plan.fire(order_id, plan.current_state(order_id), ("duplicate",))
         if rule is None or order_id is None:
             return original_invoke(fn, event)
-        return _duplicated(fn, event, rule, order_id)
-
-    def _duplicated(fn: Any, event: Any, rule: Rule, order_id: str) -> tuple[str, bool]:
-        state = rule.state
-        answered = threading.Event()
-        if rule.action == "outlives-retries":
-            gate = _Gate(lambda: plan.current_state(order_id) != state)
-        else:
-            gate = _Gate(answered.is_set)
-
-        def duplicate() -> None:
-            _local.gate = gate
-            try:
-                original_invoke(fn, event)
-            finally:
-                _local.gate = None
-                gate.saved.set()
-
-        thread = threading.Thread(target=duplicate, name=f"duplicate-{state}", daemon=True)
-        thread.start()
-        gate.saved.wait(WAIT_CAP_SECONDS)
-        try:
-            return original_invoke(fn, event)
-        finally:
-            answered.set()
-            how = "held at its IN_PROGRESS record while the step ran" if gate.held else "ran to its end first"
-            actors.note(order_id, f"duplicate invocation of {state} ({rule.action}): {how}")
+        return _duplicated(original_invoke, fn, event, (plan, actors, rule, order_id))
 
     with (
         mock.patch.object(BasePersistenceLayer, "save_inprogress", save_inprogress),
         mock.patch.object(LocalFunction, "invoke", invoke),
     ):
         yield
+
+
+def _duplicated(
+    original_invoke: Callable[[Any, Any], tuple[str, bool]],
+    fn: Any,
+    event: Any,
+    fired: tuple[FaultPlan, Actors, Rule, str],
+) -> tuple[str, bool]:
+    """Step Functions' invocation of ``fn`` with a live duplicate of it, started first and held at its
+    IN_PROGRESS record until the first answered (or the execution left the state: ``outlives-retries``)."""
+    plan, actors, rule, order_id = fired
+    state = rule.state
+    answered = threading.Event()
+    if rule.action == "outlives-retries":
+        gate = _Gate(lambda: plan.current_state(order_id) != state)
+    else:
+        gate = _Gate(answered.is_set)
+
+    def duplicate() -> None:
+        _local.gate = gate
+        try:
+            original_invoke(fn, event)
+        finally:
+            _local.gate = None
+            gate.saved.set()
+
+    thread = threading.Thread(target=duplicate, name=f"duplicate-{state}", daemon=True)
+    thread.start()
+    gate.saved.wait(WAIT_CAP_SECONDS)
+    try:
+        return original_invoke(fn, event)
+    finally:
+        answered.set()
+        how = "held at its IN_PROGRESS record while the step ran" if gate.held else "ran to its end first"
+        actors.note(order_id, f"duplicate invocation of {state} ({rule.action}): {how}")
 
 
 def expire_record(layer: Any, data: Any, actors: Actors) -> None:
@@ -287,16 +296,9 @@ def _in_flight(plan: FaultPlan, actors: Actors) -> Iterator[None]:
         owner = order_id
         state = rule.state
         waits = {state, COMPENSATION_OF.get(state, state)}
-        if rule.persistence == "once":
-
-            def until() -> bool:
-                with lock:
-                    return key in released
-        else:
-
-            def until() -> bool:
-                return plan.current_state(owner) not in waits
-
+        until = _release_when(
+            rule.persistence, lambda: key in released, lock, lambda: plan.current_state(owner) not in waits
+        )
         with lock:
             pending[key] = until
         origin = f"{self.scheme}://{self.host}:{self.port}"
@@ -309,6 +311,21 @@ def _in_flight(plan: FaultPlan, actors: Actors) -> Iterator[None]:
 
     with holding(hold), mock.patch.object(pool_class, "_make_request", make_request):
         yield
+
+
+def _release_when(
+    persistence: str, released: Callable[[], bool], lock: threading.Lock, left: Callable[[], bool]
+) -> Callable[[], bool]:
+    """When a held request is let go: after one 409 (``once``: ``released`` under ``lock``), else once
+    the execution ``left`` the state and its compensation."""
+    if persistence != "once":
+        return left
+
+    def until() -> bool:
+        with lock:
+            return released()
+
+    return until
 
 
 def _send_alone(method: str, url: str, body: Any, headers: Any) -> None:

@@ -1,8 +1,9 @@
 """The layout rules of the infrastructure code, checked on its source (AST scans).
 
 - No product module (``app.py``, ``stacks/``, ``constructs_lib/``, ``lambdas/``, ``packages/lambda_resilience``)
-  is longer than 400 lines, and none of its functions longer than 60. Complexity (branches, statements,
-  returns, McCabe) is ruff's rule in ``make lint`` (pyproject.toml), over the same code.
+  is longer than 400 lines, and none of its functions longer than 60; nor is any module or function of the
+  workshop (``ops/``, ``harness/``, ``tools/``, ``packages/local_cloud/src``). Complexity (branches,
+  statements, returns, McCabe) is ruff's rule in ``make lint`` (pyproject.toml).
 - The order functions' environment variable names are written once, in ``lambdas/order_domain/env.py``:
   every other module (the app, stacks, constructs, Lambda code, packages, ops, tools, examples and
   the tests) uses its constants.
@@ -25,10 +26,18 @@ MAX_MODULE_LINES = 400
 PRODUCT_CODE = tuple(
     REPO_ROOT / name for name in ("app.py", "stacks", "constructs_lib", "lambdas", "packages/lambda_resilience/src")
 )
-#: The operator CLI (``python -m ops``, run against production) is held to the same lengths. The app's scenarios
-#: (``harness/``), the emulator (``packages/local_cloud``) and ``tools/`` are not (yet): each has modules or
-#: functions over them.
-OPERATOR_CLI = REPO_ROOT / "ops"
+#: The workshop is held to the same lengths as the product (the developers' guide states them for the whole
+#: project): the operator CLI (``python -m ops``, run against production), the app's scenarios (``harness/``),
+#: the tools and the emulator (``packages/local_cloud/src``).
+WORKSHOP_CODE = tuple(REPO_ROOT / name for name in ("ops", "harness", "tools", "packages/local_cloud/src"))
+#: TEMPORARY, delete at merge: the emulator's two patch registries are split by the helper making ``make chaos``
+#: faster (who owns these files); until that split lands they are the only workshop modules allowed over the limits.
+AWAITING_PATCH_SPLIT = frozenset(
+    {
+        "packages/local_cloud/src/local_cloud/patches.py",
+        "packages/local_cloud/src/local_cloud/moto_patches.py",
+    }
+)
 ENV_SCAN = tuple(
     REPO_ROOT / name
     for name in (
@@ -91,9 +100,11 @@ def test_layout_product_modules_at_most_400_lines_and_functions_at_most_60() -> 
     assert long_functions == {}, f"functions over {MAX_FUNCTION_LINES} lines"
 
 
-def test_layout_operator_cli_modules_at_most_400_lines_and_functions_at_most_60() -> None:
-    files = _python_files(OPERATOR_CLI)
-    assert OPERATOR_CLI / "smoke.py" in files and OPERATOR_CLI / "cli.py" in files
+def test_layout_workshop_modules_at_most_400_lines_and_functions_at_most_60() -> None:
+    files = _python_files(*WORKSHOP_CODE)
+    expected = ("ops/cli.py", "harness/cli.py", "tools/bench.py", "packages/local_cloud/src/local_cloud/iam_enforce.py")
+    assert {REPO_ROOT / name for name in expected} <= set(files) and len(files) > 100
+    files = [p for p in files if str(p.relative_to(REPO_ROOT)) not in AWAITING_PATCH_SPLIT]
     long_modules, long_functions = _too_long(files)
     assert long_modules == {}, f"modules over {MAX_MODULE_LINES} lines"
     assert long_functions == {}, f"functions over {MAX_FUNCTION_LINES} lines"
