@@ -171,23 +171,12 @@ def all_in(
     other services, each line item with the per-order counts it is computed from."""
     n = max(1, orders)
     per_million = 1e6 / n
-    if levers.app_log_level in ("WARN", "WARNING", "ERROR"):
-        log_lines = [line for line in log_lines if '"level": "INFO"' not in line and '"level":"INFO"' not in line]
-    platform = 2 if levers.system_log_level in ("INFO", "DEBUG") else 0
-    fn_events = len(log_lines) + platform * lambda_invocations
-    app_bytes = sum(len(line.encode("utf-8", "surrogatepass")) for line in log_lines)
-    fn_bytes = app_bytes + lambda_invocations * (PLATFORM_START_BYTES + PLATFORM_REPORT_BYTES) * (platform // 2)
-    fn_compressed = fn_bytes * _gzip6(log_lines) / max(1, app_bytes)  # the app lines' compression ratio
+    log_lines, fn_events, fn_bytes, fn_compressed = _function_logs(log_lines, lambda_invocations, levers)
     saga_lines = _saga_log_lines(histories, levers)
     saga_bytes = sum(len(line.encode()) for line in saga_lines)
     series = _metric_series(log_lines)
     secrets_calls = operations.get("secretsmanager:GetSecretValue", 0)
-    monthly_fixed = {
-        "custom_metrics": len(series) * CUSTOM_METRIC_PER_MONTH,
-        "secrets": SECRETS * SECRET_PER_MONTH,
-        "kms": KMS_KEYED_RESOURCES * KMS_REQUESTS_PER_RESOURCE_PER_MONTH * KMS_PER_10K_REQUESTS / 10_000,
-        "xray_reservoir": levers.xray_reservoir_per_second * SECONDS_PER_MONTH * XRAY_PER_MILLION_TRACES / 1e6,
-    }
+    monthly_fixed = _monthly_fixed(len(series), levers)
     per_month_to_per_million = 1e6 / ORDERS_PER_MONTH
     items = {
         "pipeline": pipeline_usd,
@@ -225,4 +214,29 @@ def all_in(
         "monthly_fixed_usd": {k: round(v, 2) for k, v in monthly_fixed.items()},
         "orders_per_month_assumed": ORDERS_PER_MONTH,
         "levers": asdict(levers),
+    }
+
+
+def _function_logs(
+    log_lines: Sequence[str], lambda_invocations: int, levers: Levers
+) -> tuple[Sequence[str], int, int, float]:
+    """The functions' log lines the levers keep, and their (events, bytes, compressed bytes) with the
+    platform's START/REPORT lines."""
+    if levers.app_log_level in ("WARN", "WARNING", "ERROR"):
+        log_lines = [line for line in log_lines if '"level": "INFO"' not in line and '"level":"INFO"' not in line]
+    platform = 2 if levers.system_log_level in ("INFO", "DEBUG") else 0
+    fn_events = len(log_lines) + platform * lambda_invocations
+    app_bytes = sum(len(line.encode("utf-8", "surrogatepass")) for line in log_lines)
+    fn_bytes = app_bytes + lambda_invocations * (PLATFORM_START_BYTES + PLATFORM_REPORT_BYTES) * (platform // 2)
+    fn_compressed = fn_bytes * _gzip6(log_lines) / max(1, app_bytes)  # the app lines' compression ratio
+    return log_lines, fn_events, fn_bytes, fn_compressed
+
+
+def _monthly_fixed(metric_series: int, levers: Levers) -> dict[str, float]:
+    """The month's fixed charges (USD), whatever the order count."""
+    return {
+        "custom_metrics": metric_series * CUSTOM_METRIC_PER_MONTH,
+        "secrets": SECRETS * SECRET_PER_MONTH,
+        "kms": KMS_KEYED_RESOURCES * KMS_REQUESTS_PER_RESOURCE_PER_MONTH * KMS_PER_10K_REQUESTS / 10_000,
+        "xray_reservoir": levers.xray_reservoir_per_second * SECONDS_PER_MONTH * XRAY_PER_MILLION_TRACES / 1e6,
     }

@@ -176,10 +176,27 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
     import urllib3
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from botocore.client import BaseClient
-    from botocore.exceptions import ClientError
     from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 
-    original_eval = ExecutionState._evaluate_with_timeout
+    evaluate = _step_hook(plan, ExecutionState._evaluate_with_timeout)
+    save_success = _crash_hook(plan, BasePersistenceLayer.save_success)
+    api_call = _outcome_write_hook(plan, BaseClient._make_api_call)
+    pool_class = urllib3.connectionpool.HTTPConnectionPool
+    make_request = _ambiguous_hook(plan, pool_class._make_request)
+    with ExitStack() as stack:
+        for cls in _execution_state_classes():
+            stack.enter_context(mock.patch.object(cls, "_from_error", _from_error(cls.__dict__["_from_error"])))
+        stack.enter_context(mock.patch.object(ExecutionState, "_evaluate_with_timeout", evaluate))
+        stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", save_success))
+        stack.enter_context(mock.patch.object(pool_class, "_make_request", make_request))
+        stack.enter_context(mock.patch.object(BaseClient, "_make_api_call", api_call))
+        if plan.actors is not None:
+            stack.enter_context(plan.actors.hooks(plan))
+        yield plan
+
+
+def _step_hook(plan: FaultPlan, original_eval: Any) -> Any:
+    """Step Functions' Task state evaluation with the plan's races, errors, stops and timeouts."""
 
     @functools.wraps(original_eval)
     def evaluate(self: Any, env: Any) -> None:
@@ -207,7 +224,11 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
             env.set_timed_out()
         return None
 
-    original_save = BasePersistenceLayer.save_success
+    return evaluate
+
+
+def _crash_hook(plan: FaultPlan, original_save: Any) -> Any:
+    """Powertools' completion marker: a ``crash`` rule kills the function after the side effect, before it."""
 
     @functools.wraps(original_save)
     def save_success(self: Any, data: Any, result: Any) -> Any:
@@ -216,7 +237,12 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
             raise SimulatedCrash("killed after the side effect, before the completion marker (fault matrix)")
         return original_save(self, data, result)
 
-    original_call = BaseClient._make_api_call
+    return save_success
+
+
+def _outcome_write_hook(plan: FaultPlan, original_call: Any) -> Any:
+    """botocore's API call: an ``outcome_write`` rule fails (or crashes) the step's own outcome write."""
+    from botocore.exceptions import ClientError
 
     @functools.wraps(original_call)
     def api_call(self: Any, operation: str, params: Any) -> Any:
@@ -230,8 +256,12 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
                 raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, operation)
         return original_call(self, operation, params)
 
-    pool_class = urllib3.connectionpool.HTTPConnectionPool
-    original_request = pool_class._make_request
+    return api_call
+
+
+def _ambiguous_hook(plan: FaultPlan, original_request: Any) -> Any:
+    """urllib3's request to a provider: an ``ambiguous`` rule loses the answer after the provider acted."""
+    import urllib3
 
     @functools.wraps(original_request)
     def make_request(self: Any, conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
@@ -249,27 +279,21 @@ def inject_plan(plan: FaultPlan) -> Iterator[FaultPlan]:
             "Connection aborted.", ConnectionResetError(104, "Connection reset by peer (injected after acting)")
         )
 
-    def from_error(original: Any) -> Any:
-        @functools.wraps(original)
-        def wrapped(self: Any, env: Any, ex: Exception) -> Any:
-            # Each integration maps exceptions its own way (moto's DynamoDB task turns anything but a
-            # ClientError into DynamoDB.AmazonDynamoDBException); an injected one is reported as named.
-            if isinstance(ex, InjectedFailure):
-                return failure_event(self, env, ex.error)
-            return original(self, env, ex)
+    return make_request
 
-        return wrapped
 
-    with ExitStack() as stack:
-        for cls in _execution_state_classes():
-            stack.enter_context(mock.patch.object(cls, "_from_error", from_error(cls.__dict__["_from_error"])))
-        stack.enter_context(mock.patch.object(ExecutionState, "_evaluate_with_timeout", evaluate))
-        stack.enter_context(mock.patch.object(BasePersistenceLayer, "save_success", save_success))
-        stack.enter_context(mock.patch.object(pool_class, "_make_request", make_request))
-        stack.enter_context(mock.patch.object(BaseClient, "_make_api_call", api_call))
-        if plan.actors is not None:
-            stack.enter_context(plan.actors.hooks(plan))
-        yield plan
+def _from_error(original: Any) -> Any:
+    """A Task state's error mapping that reports an injected failure as named."""
+
+    @functools.wraps(original)
+    def wrapped(self: Any, env: Any, ex: Exception) -> Any:
+        # Each integration maps exceptions its own way (moto's DynamoDB task turns anything but a
+        # ClientError into DynamoDB.AmazonDynamoDBException); an injected one is reported as named.
+        if isinstance(ex, InjectedFailure):
+            return failure_event(self, env, ex.error)
+        return original(self, env, ex)
+
+    return wrapped
 
 
 #: The outcomes a step writes itself (decision 0024).

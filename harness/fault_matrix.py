@@ -106,26 +106,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
         facts = order_facts(run, list(by_order), in_alarm)
         results = []
         for order_id, cell in by_order.items():
-            outcome, problems = judge(facts[order_id], repairs.get(order_id), raced=bool(cell.race or cell.after_drain))
-            row = cell.row
-            if order_id in repairs and not (cell.race or cell.after_drain):
-                # the row names the status the repair found, and how it got there
-                row = f"repair@{repairs[order_id]['status_before']} ({cell.setup})"
-            result: dict[str, Any] = {
-                "cell": cell.key,
-                "row": row,
-                "fault": cell.fault,
-                "persistence": cell.persistence,
-                "order_id": order_id,
-                "outcome": outcome,
-                "problems": problems,
-                "status": facts[order_id].status,
-            }
-            if order_id in repairs:
-                result["repair"] = repairs[order_id]
-            if order_id in actors.notes:
-                result["races"] = actors.notes[order_id]
-            results.append(result)
+            results.append(_cell_result(cell, order_id, facts[order_id], repairs.get(order_id), actors))
         totals = Counter(r["outcome"] for r in results)
         return {
             "cells": results,
@@ -138,6 +119,32 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
                 "total": round(time.monotonic() - started, 1),
             },
         }
+
+
+def _cell_result(
+    cell: Cell, order_id: str, facts: OrderFacts, repair: dict[str, Any] | None, actors: Actors
+) -> dict[str, Any]:
+    """One cell's row of the matrix: its order judged from the records (and the repair and races, if any)."""
+    outcome, problems = judge(facts, repair, raced=bool(cell.race or cell.after_drain))
+    row = cell.row
+    if repair is not None and not (cell.race or cell.after_drain):
+        # the row names the status the repair found, and how it got there
+        row = f"repair@{repair['status_before']} ({cell.setup})"
+    result: dict[str, Any] = {
+        "cell": cell.key,
+        "row": row,
+        "fault": cell.fault,
+        "persistence": cell.persistence,
+        "order_id": order_id,
+        "outcome": outcome,
+        "problems": problems,
+        "status": facts.status,
+    }
+    if repair is not None:
+        result["repair"] = repair
+    if order_id in actors.notes:
+        result["races"] = actors.notes[order_id]
+    return result
 
 
 def run_repairs(run: PipelineRun, by_order: dict[str, Cell], actors: Actors | None = None) -> dict[str, dict[str, Any]]:

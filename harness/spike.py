@@ -264,20 +264,9 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
         key: ledger[key]
         for key in ("charges", "duplicate_charges", "shipments", "duplicate_shipments", "refunds", "duplicate_refunds")
     }
-    depth = [s.depth for s in driver.samples]
-    max_depth = max(depth, default=0)
-    drained = next(
-        (s.t for s in driver.samples if s.t >= driver.peak_end and s.depth == 0),
-        None,
-    )
-    oldest = _oldest_ages(driver)
+    backlog = _backlog(driver)
+    max_depth = backlog["max_depth"]
     throttles = dict(run.limits.throttles)
-    backlog = {
-        "max_depth": max_depth,
-        "max_oldest_age_seconds": round(max(oldest, default=0.0), 1),
-        "drained_after_seconds": round(drained - driver.peak_end, 1) if drained is not None else None,
-    }
-    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
     return {
         "scale": k,
         "rates_per_minute": {
@@ -293,10 +282,7 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
         "valid_orders_dead_lettered": len(dead),
         "throttles": throttles,
         "backlog": backlog,
-        "latency_seconds": {
-            "p50": round(p50, 1) if p50 is not None else None,
-            "p99": round(p99, 1) if p99 is not None else None,
-        },
+        "latency_seconds": _p50_p99(latencies),
         "scaled_to_1_1": {
             "orders_submitted": counts["submitted"] * k,
             "valid_orders_dead_lettered": len(dead) * k,
@@ -313,6 +299,31 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
             "all_terminal_after_seconds": _all_terminal_after(driver),
         },
         "series": [[s.t, s.depth, s.started, s.throttles, s.finished] for s in driver.samples],
+    }
+
+
+def _backlog(driver: SpikeDriver) -> dict[str, Any]:
+    """The queue's backlog over the run: its maximum depth, oldest message's age, and when it drained."""
+    depth = [s.depth for s in driver.samples]
+    max_depth = max(depth, default=0)
+    drained = next(
+        (s.t for s in driver.samples if s.t >= driver.peak_end and s.depth == 0),
+        None,
+    )
+    oldest = _oldest_ages(driver)
+    return {
+        "max_depth": max_depth,
+        "max_oldest_age_seconds": round(max(oldest, default=0.0), 1),
+        "drained_after_seconds": round(drained - driver.peak_end, 1) if drained is not None else None,
+    }
+
+
+def _p50_p99(latencies: list[float]) -> dict[str, float | None]:
+    """The latencies' median and 99th percentile (s, one decimal), None without any."""
+    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+    return {
+        "p50": round(p50, 1) if p50 is not None else None,
+        "p99": round(p99, 1) if p99 is not None else None,
     }
 
 
