@@ -16,5 +16,8 @@ and state store). What is ours here is the request pipeline; the Velocity engine
   integration's role, its identity policies evaluated as :mod:`local_cloud.iam` does for functions;
 - :mod:`.gateway`: one request through the pipeline (route, size, auth, throttling, validation,
   integration request, call, integration response, gateway responses, access log);
+- :mod:`.http`: the request and response, headers, media types, path matching for routing;
+- :mod:`.mapping`: parameter mappings (where a mapped header's value comes from);
+- :mod:`.gateway_responses`: API Gateway's own errors, as the template customises them;
 - :mod:`.server`: a ``ThreadingHTTPServer`` on 127.0.0.1 in front of it.
 """

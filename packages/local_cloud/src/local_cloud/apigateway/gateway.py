@@ -12,10 +12,8 @@ content type, passthrough behaviour, request parameter mapping) -> the integrati
 (:mod:`.integrations`) -> integration response (``SelectionPattern`` against the status code,
 template, response parameters, ``$context.responseOverride``) -> access log line.
 
-API Gateway's own errors are gateway responses: the template's ``AWS::ApiGateway::GatewayResponse``
-for that type (or its ``DEFAULT_4XX`` / ``DEFAULT_5XX``), else AWS's default
-``{"message":$context.error.messageString}`` with the type's status
-(https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html).
+API Gateway's own errors are gateway responses (:mod:`.gateway_responses`); the request and response,
+headers and path matching are :mod:`.http`; parameter mappings' sources are :mod:`.mapping`.
 """
 
 from __future__ import annotations
@@ -29,21 +27,21 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import airspeed
 
 from local_cloud.apigateway.auth import AuthFailure, verify_sigv4
+from local_cloud.apigateway.gateway_responses import gateway_response
+from local_cloud.apigateway.http import Request, Response, header, media_type, path_parameters, specificity
 from local_cloud.apigateway.integrations import AwsIntegrations, IntegrationError, IntegrationResult
+from local_cloud.apigateway.mapping import mapped_value
 from local_cloud.apigateway.model import Integration, Method, RestApi, Stage, Throttle
 from local_cloud.apigateway.validation import body_errors, missing_parameters
 from local_cloud.apigateway.vtl import (
-    _json_path,
     java_values,
     render,
-    substitute,
     substitute_with,
     template_variables,
 )
@@ -58,91 +56,6 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 ACCOUNT_RATE, ACCOUNT_BURST = 10_000.0, 5_000.0
 
 MAX_KEPT_LOG_LINES = 10_000
-#: Gateway response type -> (default status, x-amzn-ErrorType), per the response types page.
-RESPONSE_TYPES: dict[str, tuple[int, str]] = {
-    "ACCESS_DENIED": (403, "AccessDeniedException"),
-    "API_CONFIGURATION_ERROR": (500, "InternalServerErrorException"),
-    "BAD_REQUEST_BODY": (400, "BadRequestException"),
-    "BAD_REQUEST_PARAMETERS": (400, "BadRequestException"),
-    "EXPIRED_TOKEN": (403, "ExpiredTokenException"),
-    "INTEGRATION_FAILURE": (504, "InternalServerErrorException"),
-    "INTEGRATION_TIMEOUT": (504, "InternalServerErrorException"),
-    "INVALID_API_KEY": (403, "ForbiddenException"),
-    "INVALID_SIGNATURE": (403, "InvalidSignatureException"),
-    "MISSING_AUTHENTICATION_TOKEN": (403, "MissingAuthenticationTokenException"),
-    "QUOTA_EXCEEDED": (429, "LimitExceededException"),
-    "REQUEST_TOO_LARGE": (413, "RequestTooLargeException"),
-    "RESOURCE_NOT_FOUND": (404, "ResourceNotFoundException"),
-    "THROTTLED": (429, "TooManyRequestsException"),
-    "UNAUTHORIZED": (401, "UnauthorizedException"),
-    "UNSUPPORTED_MEDIA_TYPE": (415, "UnsupportedMediaTypeException"),
-    # Not customisable types of their own (they fall under DEFAULT_4XX): SigV4's other refusals.
-    "INCOMPLETE_SIGNATURE": (403, "IncompleteSignatureException"),
-    "UNRECOGNIZED_CLIENT": (403, "UnrecognizedClientException"),
-}
-DEFAULT_GATEWAY_TEMPLATE = '{"message":$context.error.messageString}'
-
-
-@dataclass
-class Request:
-    """An HTTP request as the server received it."""
-
-    method: str
-    path: str  # "/<stage>/<resource path>", without the query string
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-    url: str  # as the client addressed it (for SigV4): "http://<Host><path>[?query]"
-    source_ip: str = "127.0.0.1"
-
-
-@dataclass
-class Response:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Trace:
-    """What one request did, for the access log and tests."""
-
-    context: dict[str, Any]
-    integration_calls: int = 0
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    lowered = name.lower()
-    return next((v for k, v in headers.items() if k.lower() == lowered), None)
-
-
-def _media_type(value: str | None) -> str:
-    return (value or "application/json").split(";", 1)[0].strip().lower() or "application/json"
-
-
-def _segments_match(template: str, path: str) -> dict[str, str] | None:
-    """Path parameters if ``path`` matches the resource ``template`` (``{id}``, ``{proxy+}``)."""
-    want = [s for s in template.split("/") if s]
-    got = [s for s in path.split("/") if s]
-    params: dict[str, str] = {}
-    for i, part in enumerate(want):
-        if part.startswith("{") and part.endswith("+}"):
-            if i >= len(got):
-                return None
-            params[part[1:-2]] = "/".join(got[i:])
-            return params
-        if i >= len(got):
-            return None
-        if part.startswith("{") and part.endswith("}"):
-            params[part[1:-1]] = got[i]
-        elif part != got[i]:
-            return None
-    return params if len(want) == len(got) else None
-
-
-def _specificity(template: str) -> tuple[int, ...]:
-    """Literal segments outrank parameters, which outrank a greedy ``{proxy+}``."""
-    return tuple(2 if not s.startswith("{") else 0 if s.endswith("+}") else 1 for s in template.split("/") if s)
 
 
 class RestApiGateway:
@@ -181,9 +94,9 @@ class RestApiGateway:
         path = "/" + rest
         candidates = []
         for method in self.api.methods:
-            params = _segments_match(method.path, path)
+            params = path_parameters(method.path, path)
             if params is not None and method.http_method in (request.method.upper(), "ANY"):
-                candidates.append((_specificity(method.path), method.http_method != "ANY", method, params))
+                candidates.append((specificity(method.path), method.http_method != "ANY", method, params))
         if not candidates:
             return None
         _, _, method, params = max(candidates, key=lambda c: (c[0], c[1]))
@@ -217,7 +130,7 @@ class RestApiGateway:
         stage_vars = stage.variables
         context.update(java_values({"stage": stage.name, "resourcePath": method.path, "resourceId": method.path}))
         if stage.tracing_enabled:
-            context["xrayTraceId"] = java_values(self.xray.trace_header(_header(request.headers, "X-Amzn-Trace-Id")))
+            context["xrayTraceId"] = java_values(self.xray.trace_header(header(request.headers, "X-Amzn-Trace-Id")))
         params = {
             "path": path_params,
             "querystring": dict(request.query),
@@ -252,7 +165,7 @@ class RestApiGateway:
                 context["error"]["validationErrorString"] = message
                 return self.gateway_response("BAD_REQUEST_PARAMETERS", message, context, params, stage)
         body = request.body.decode("utf-8", errors="replace")
-        content_type = _media_type(_header(request.headers, "Content-Type"))
+        content_type = media_type(header(request.headers, "Content-Type"))
         if validator is not None and validator.body:
             model = method.request_models.get(content_type) or method.request_models.get("$default")
             schema = self.api.models.get(model) if model else None
@@ -294,7 +207,7 @@ class RestApiGateway:
             key.split(".", 3)[3]: value
             for key, source in integration.request_parameters.items()
             if key.startswith("integration.request.header.")
-            and (value := self._source(source, params, context, stage, body)) is not None
+            and (value := mapped_value(source, params, context, stage, body)) is not None
         }
         override = context.get("requestOverride", {})
         headers.update({str(k): str(v) for k, v in (override.get("header") or {}).items() if v is not None})
@@ -341,7 +254,7 @@ class RestApiGateway:
         ) or next((r for r in integration.responses if not r.selection_pattern), None)
         if chosen is None:
             return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
-        accept = _media_type(_header(request.headers, "Accept")) if _header(request.headers, "Accept") else None
+        accept = media_type(header(request.headers, "Accept")) if header(request.headers, "Accept") else None
         if chosen.templates:
             content_type = (
                 accept
@@ -359,7 +272,7 @@ class RestApiGateway:
         headers = {"Content-Type": content_type}
         for key, source in chosen.parameters.items():
             if key.startswith("method.response.header."):
-                value = self._source(source, params, context, stage, result.body, result.headers)
+                value = mapped_value(source, params, context, stage, result.body, result.headers)
                 if value is not None:
                     headers[key[len("method.response.header.") :]] = value
         status = int(chosen.status_code)
@@ -370,39 +283,6 @@ class RestApiGateway:
             if value is not None and str(value) != "":
                 headers[str(name)] = str(value)
         return Response(status, headers, body.encode())
-
-    @staticmethod
-    def _source(
-        source: str,
-        params: Mapping[str, Mapping[str, str]],
-        context: Mapping[str, Any],
-        stage: Stage,
-        body: str,
-        integration_headers: Mapping[str, str] | None = None,
-    ) -> str | None:
-        """A parameter mapping's value: ``'static'``, ``method.request.{header,querystring,path}.X``,
-        ``integration.response.header.X`` / ``.body[.JSONPath]``, ``context.X``, ``stageVariables.X``."""
-        if len(source) >= 2 and source[0] == source[-1] == "'":
-            return source[1:-1]
-        if source.startswith("method.request."):
-            kind, _, name = source[len("method.request.") :].partition(".")
-            if kind == "header":
-                return _header(params.get("header", {}), name)
-            return params.get(kind, {}).get(name)
-        if source.startswith("integration.response.header."):
-            return _header(integration_headers or {}, source.split(".", 3)[3])
-        if source == "integration.response.body":
-            return body
-        if source.startswith("integration.response.body."):
-            try:
-                found = _json_path(json.loads(body), "$." + source.split(".", 3)[3])
-            except ValueError:
-                return None
-            return None if found is None else found if isinstance(found, str) else json.dumps(found)
-        if source.startswith("context.") or source.startswith("stageVariables."):
-            text = substitute("$" + source, context, stage.variables)
-            return text or None
-        return None
 
     # -- throttling ------------------------------------------------------------------------------
     def _bucket(self, key: tuple[str, ...], throttle: Throttle) -> TokenBucket:
@@ -417,7 +297,7 @@ class RestApiGateway:
         method_throttle = stage.method_throttles.get((method.path, method.http_method)) or stage.default_throttle
         if method_throttle is not None:
             buckets.append(self._bucket(("method", stage.name, method.path, method.http_method), method_throttle))
-        api_key = _header(request.headers, "x-api-key")
+        api_key = header(request.headers, "x-api-key")
         if method.api_key_required and api_key:
             plan = stage.usage_plan_method_throttles.get((method.path, method.http_method)) or stage.usage_plan_throttle
             if plan is not None:
@@ -437,24 +317,8 @@ class RestApiGateway:
         params: Mapping[str, Mapping[str, str]],
         stage: Stage | None = None,
     ) -> Response:
-        status, error_type = RESPONSE_TYPES.get(response_type, (403, "ForbiddenException"))
-        custom = self.api.gateway_responses.get(response_type)
-        if custom is not None and custom.status_code:
-            status = int(custom.status_code)
-        if custom is None:
-            custom = self.api.gateway_responses.get("DEFAULT_5XX" if status >= 500 else "DEFAULT_4XX")
-        context["error"].update(message=message, messageString=json.dumps(message), responseType=response_type)
-        variables = stage.variables if stage else {}
-        templates = custom.templates if custom is not None and custom.templates else {}
-        content_type = "application/json" if "application/json" in templates or not templates else next(iter(templates))
-        body = substitute_with(templates.get(content_type, DEFAULT_GATEWAY_TEMPLATE), context, variables, missing="")
-        headers = {"Content-Type": content_type, "x-amzn-ErrorType": error_type}
-        for key, source in (custom.parameters if custom is not None else {}).items():
-            if key.startswith("gatewayresponse.header."):
-                value = self._source(source, params, context, stage or _NO_STAGE, "")
-                if value is not None:
-                    headers[key[len("gatewayresponse.header.") :]] = value
-        return Response(status, headers, body.encode())
+        """API Gateway's own error of this type, as this API customises it (:mod:`.gateway_responses`)."""
+        return gateway_response(self.api, response_type, message, context, params, stage)
 
     # -- context and access log ------------------------------------------------------------------
     def _context(self, request: Request) -> dict[str, Any]:
@@ -469,10 +333,10 @@ class RestApiGateway:
                 "httpMethod": request.method.upper(),
                 "path": request.path,
                 "protocol": "HTTP/1.1",
-                "domainName": _header(request.headers, "Host") or "",
+                "domainName": header(request.headers, "Host") or "",
                 "requestTime": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
                 "requestTimeEpoch": int(now.timestamp() * 1000),
-                "identity": {"sourceIp": request.source_ip, "userAgent": _header(request.headers, "User-Agent") or ""},
+                "identity": {"sourceIp": request.source_ip, "userAgent": header(request.headers, "User-Agent") or ""},
                 "error": {"message": "", "messageString": "", "responseType": "", "validationErrorString": ""},
                 "responseOverride": {"status": "", "header": {}},
                 "integration": {"status": "", "latency": "", "error": ""},
@@ -503,6 +367,3 @@ class RestApiGateway:
             if self.access_log is not None:
                 self.access_log(stage.access_log_group, line)
         return response
-
-
-_NO_STAGE = Stage(name="")

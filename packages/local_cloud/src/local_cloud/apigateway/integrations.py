@@ -40,7 +40,8 @@ from local_cloud.apigateway.model import Integration
 from local_cloud.clients import aws
 from local_cloud.iam import Decision, Policy
 from local_cloud.iam_calls import checks_for
-from local_cloud.iam_enforce import IamEnforcer, role_policies
+from local_cloud.iam_enforce import IamEnforcer
+from local_cloud.iam_principals import role_policies
 from local_cloud.interfaces import Deployment
 from local_cloud.template import ACCOUNT, REGION
 

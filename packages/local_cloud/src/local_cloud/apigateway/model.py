@@ -140,76 +140,84 @@ def rest_apis(deployment: Deployment) -> list[RestApi]:
     """Every ``AWS::ApiGateway::RestApi`` of the deployed template, with its methods and stages."""
     assembly = deployment.assembly
     resources = {r.logical_id: r for r in assembly.resources()}
-    apis: list[RestApi] = []
-    for api in assembly.resources("AWS::ApiGateway::RestApi"):
+    return [_rest_api(deployment, api, resources) for api in assembly.resources("AWS::ApiGateway::RestApi")]
 
-        def mine(type_: str, api_lid: str = api.logical_id) -> list[Any]:
-            return [r for r in resources.values() if r.type == type_ and _ref(r.properties.get("RestApiId")) == api_lid]
 
-        paths: dict[str, str] = {}
+def _rest_api(deployment: Deployment, api: Any, resources: Mapping[str, Any]) -> RestApi:
+    """One REST API of the template: its methods (by path), models, gateway responses and stages."""
 
-        def path_of(resource_lid: str, paths: dict[str, str] = paths) -> str:
-            if resource_lid not in paths:
-                props = resources[resource_lid].properties
-                parent = props.get("ParentId")
-                base = "" if _is_root(parent) else path_of(str(_ref(parent)))
-                paths[resource_lid] = f"{base}/{props['PathPart']}"
-            return paths[resource_lid]
+    def mine(type_: str) -> list[Any]:
+        return [
+            r for r in resources.values() if r.type == type_ and _ref(r.properties.get("RestApiId")) == api.logical_id
+        ]
 
-        validators = {
-            v.logical_id: Validator(
-                bool(v.properties.get("ValidateRequestBody")), bool(v.properties.get("ValidateRequestParameters"))
-            )
-            for v in mine("AWS::ApiGateway::RequestValidator")
-        }
-        methods = []
-        for m in mine("AWS::ApiGateway::Method"):
-            p = m.properties
-            resource = p.get("ResourceId")
-            path = "/" if _is_root(resource) else path_of(str(_ref(resource)))
-            methods.append(
-                Method(
-                    http_method=str(p["HttpMethod"]).upper(),
-                    path=path,
-                    authorization_type=str(p.get("AuthorizationType", "NONE")),
-                    api_key_required=bool(p.get("ApiKeyRequired", False)),
-                    request_parameters={str(k): bool(v) for k, v in (p.get("RequestParameters") or {}).items()},
-                    request_models={str(k): str(_ref(v) or v) for k, v in (p.get("RequestModels") or {}).items()},
-                    validator=validators.get(str(_ref(p.get("RequestValidatorId")))),
-                    integration=_integration(deployment, p.get("Integration")),
-                )
-            )
-        models = {}
-        names = {}
-        for model in mine("AWS::ApiGateway::Model"):
-            schema = deployment.resolve(model.properties.get("Schema", {}))
-            models[model.logical_id] = schema if isinstance(schema, dict) else {}
-            if model.properties.get("Name"):
-                names[str(model.properties["Name"])] = model.logical_id
-        for name, lid in names.items():  # RequestModels may name a model instead of Ref-ing it
-            models.setdefault(name, models[lid])
-        gateway_responses = {
-            str(g.properties["ResponseType"]): GatewayResponse(
-                str(g.properties["StatusCode"]) if g.properties.get("StatusCode") else None,
-                _strings(deployment, g.properties.get("ResponseTemplates")),
-                _strings(deployment, g.properties.get("ResponseParameters")),
-            )
-            for g in mine("AWS::ApiGateway::GatewayResponse")
-        }
-        stages = _stages(deployment, mine("AWS::ApiGateway::Stage"), mine("AWS::ApiGateway::Deployment"))
-        _usage_plans(deployment, api.logical_id, stages)
-        apis.append(
-            RestApi(
-                logical_id=api.logical_id,
-                name=str(api.properties.get("Name", api.logical_id)),
-                api_id=deployment.refs.get(api.logical_id, api.logical_id),
-                methods=methods,
-                models=models,
-                gateway_responses=gateway_responses,
-                stages=stages,
-            )
+    paths: dict[str, str] = {}
+
+    def path_of(resource_lid: str) -> str:
+        if resource_lid not in paths:
+            props = resources[resource_lid].properties
+            parent = props.get("ParentId")
+            base = "" if _is_root(parent) else path_of(str(_ref(parent)))
+            paths[resource_lid] = f"{base}/{props['PathPart']}"
+        return paths[resource_lid]
+
+    validators = {
+        v.logical_id: Validator(
+            bool(v.properties.get("ValidateRequestBody")), bool(v.properties.get("ValidateRequestParameters"))
         )
-    return apis
+        for v in mine("AWS::ApiGateway::RequestValidator")
+    }
+    methods = [_method(deployment, m.properties, validators, path_of) for m in mine("AWS::ApiGateway::Method")]
+    models = _models(deployment, mine("AWS::ApiGateway::Model"))
+    gateway_responses = {
+        str(g.properties["ResponseType"]): GatewayResponse(
+            str(g.properties["StatusCode"]) if g.properties.get("StatusCode") else None,
+            _strings(deployment, g.properties.get("ResponseTemplates")),
+            _strings(deployment, g.properties.get("ResponseParameters")),
+        )
+        for g in mine("AWS::ApiGateway::GatewayResponse")
+    }
+    stages = _stages(deployment, mine("AWS::ApiGateway::Stage"), mine("AWS::ApiGateway::Deployment"))
+    _usage_plans(deployment, api.logical_id, stages)
+    return RestApi(
+        logical_id=api.logical_id,
+        name=str(api.properties.get("Name", api.logical_id)),
+        api_id=deployment.refs.get(api.logical_id, api.logical_id),
+        methods=methods,
+        models=models,
+        gateway_responses=gateway_responses,
+        stages=stages,
+    )
+
+
+def _method(deployment: Deployment, p: Mapping[str, Any], validators: Mapping[str, Validator], path_of: Any) -> Method:
+    """An ``AWS::ApiGateway::Method``'s properties as the data plane reads them."""
+    resource = p.get("ResourceId")
+    path = "/" if _is_root(resource) else path_of(str(_ref(resource)))
+    return Method(
+        http_method=str(p["HttpMethod"]).upper(),
+        path=path,
+        authorization_type=str(p.get("AuthorizationType", "NONE")),
+        api_key_required=bool(p.get("ApiKeyRequired", False)),
+        request_parameters={str(k): bool(v) for k, v in (p.get("RequestParameters") or {}).items()},
+        request_models={str(k): str(_ref(v) or v) for k, v in (p.get("RequestModels") or {}).items()},
+        validator=validators.get(str(_ref(p.get("RequestValidatorId")))),
+        integration=_integration(deployment, p.get("Integration")),
+    )
+
+
+def _models(deployment: Deployment, resources: list[Any]) -> dict[str, dict[str, Any]]:
+    """The API's model schemas by logical ID, and by name (RequestModels may name a model instead of Ref-ing it)."""
+    models: dict[str, dict[str, Any]] = {}
+    names = {}
+    for model in resources:
+        schema = deployment.resolve(model.properties.get("Schema", {}))
+        models[model.logical_id] = schema if isinstance(schema, dict) else {}
+        if model.properties.get("Name"):
+            names[str(model.properties["Name"])] = model.logical_id
+    for name, lid in names.items():
+        models.setdefault(name, models[lid])
+    return models
 
 
 def _integration(deployment: Deployment, raw: Mapping[str, Any] | None) -> Integration | None:
