@@ -7,12 +7,12 @@ package (``packages/local_cloud/tests/test_patch_canaries.py``).
 from __future__ import annotations
 
 import inspect
-import re
 from pathlib import Path
 from typing import Any
 
 from harness import patches
 from local_cloud import patches as emulator
+from local_cloud.patch_scan import unregistered_patches
 
 REPO = Path(__file__).resolve().parents[2]
 #: The app's scenarios on the emulator.
@@ -48,14 +48,8 @@ def test_registry_every_app_canary_named_exists_in_this_module() -> None:
 
 def test_registry_lists_every_attribute_the_harness_patches() -> None:
     """A ``mock.patch.object(owner, "attr", ...)`` in harness on third-party code is registered."""
-    registered = {attribute.rsplit(".", 1)[-1] for p in patches.PATCHES for _, attribute in emulator.targets(p)}
-    pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
-    unregistered = []
-    for source in sorted(p for d in PATCHING_SOURCES for p in d.glob("*.py")):
-        for owner, attribute in pattern.findall(source.read_text()):
-            if owner not in OWN_TARGETS and attribute not in registered:
-                unregistered.append(f"{source.name}: {owner}.{attribute}")
-    assert unregistered == []
+    registered = [target for p in patches.PATCHES for target in emulator.targets(p)]
+    assert unregistered_patches(PATCHING_SOURCES, registered, OWN_TARGETS) == []
 
 
 # -- fault injection ---------------------------------------------------------------------------------

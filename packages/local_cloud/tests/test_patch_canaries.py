@@ -10,7 +10,6 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import json
-import re
 import threading
 import time
 import types
@@ -48,6 +47,7 @@ from local_cloud.moto_patches import (
     item_level_transaction_rollback,
     states_all_excludes_terminal_errors,
 )
+from local_cloud.patch_scan import unregistered_patches
 from local_cloud.template import ACCOUNT, REGION
 
 #: The emulator package's sources.
@@ -86,14 +86,8 @@ def test_registry_every_canary_named_exists_in_this_module() -> None:
 
 def test_registry_lists_every_attribute_the_emulator_patches() -> None:
     """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud on third-party code is registered."""
-    registered = {attribute.rsplit(".", 1)[-1] for p in emulator.PATCHES for _, attribute in emulator.targets(p)}
-    pattern = re.compile(r'mock\.patch\.object\(\s*([\w.]+),\s*"(\w+)"')
-    unregistered = []
-    for source in sorted(p for d in PATCHING_SOURCES for p in d.glob("*.py")):
-        for owner, attribute in pattern.findall(source.read_text()):
-            if owner not in OWN_TARGETS and attribute not in registered:
-                unregistered.append(f"{source.name}: {owner}.{attribute}")
-    assert unregistered == []
+    registered = [target for p in emulator.PATCHES for target in emulator.targets(p)]
+    assert unregistered_patches(PATCHING_SOURCES, registered, OWN_TARGETS) == []
 
 
 def test_registry_only_speed_patches_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
