@@ -110,7 +110,7 @@ class RestApiGateway:
         except Exception:  # a long-running server answers and keeps serving
             traceback.print_exc(file=sys.stderr)
             context = self._context(request)
-            response = self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, {})
+            response = gateway_response(self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, {})
             stage = request.path.lstrip("/").partition("/")[0]
             if self.metrics is not None and stage in self.api.stages:  # a 500 of the stage is in its 5XXError
                 self.metrics.api_request(self.api.name, stage, response.status)
@@ -122,8 +122,8 @@ class RestApiGateway:
         routed = self.route(request)
         stage_vars: Mapping[str, str] = {}
         if routed is None:
-            response = self.gateway_response(
-                "MISSING_AUTHENTICATION_TOKEN", "Missing Authentication Token", context, {}
+            response = gateway_response(
+                self.api, "MISSING_AUTHENTICATION_TOKEN", "Missing Authentication Token", context, {}
             )
             return self._finish(response, context, None, started)
         stage, method, path_params = routed
@@ -143,11 +143,11 @@ class RestApiGateway:
         self, request: Request, stage: Stage, method: Method, params: dict[str, dict[str, str]], context: dict[str, Any]
     ) -> Response:
         if len(request.body) > MAX_PAYLOAD_BYTES:
-            return self.gateway_response("REQUEST_TOO_LARGE", "Request Too Long", context, params, stage)
+            return gateway_response(self.api, "REQUEST_TOO_LARGE", "Request Too Long", context, params, stage)
         if method.authorization_type == "AWS_IAM":
             verdict = verify_sigv4(request.method, request.url, request.headers, request.body, self.secrets)
             if isinstance(verdict, AuthFailure):
-                return self.gateway_response(verdict.response_type, verdict.message, context, params, stage)
+                return gateway_response(self.api, verdict.response_type, verdict.message, context, params, stage)
             context["identity"].update(
                 accessKey=verdict.access_key,
                 caller=verdict.access_key,
@@ -156,14 +156,14 @@ class RestApiGateway:
                 userArn=f"arn:aws:iam::{ACCOUNT}:user/{verdict.access_key}",  # one IAM user per local key
             )
         if not self._take(stage, method, request):
-            return self.gateway_response("THROTTLED", "Too Many Requests", context, params, stage)
+            return gateway_response(self.api, "THROTTLED", "Too Many Requests", context, params, stage)
         validator = method.validator
         if validator is not None and validator.parameters:
             missing = missing_parameters(method.request_parameters, params)
             if missing:
                 message = f"Missing required request parameters: [{', '.join(missing)}]"
                 context["error"]["validationErrorString"] = message
-                return self.gateway_response("BAD_REQUEST_PARAMETERS", message, context, params, stage)
+                return gateway_response(self.api, "BAD_REQUEST_PARAMETERS", message, context, params, stage)
         body = request.body.decode("utf-8", errors="replace")
         content_type = media_type(header(request.headers, "Content-Type"))
         if validator is not None and validator.body:
@@ -173,10 +173,14 @@ class RestApiGateway:
                 errors = body_errors(schema, body)
                 if errors is not None:
                     context["error"]["validationErrorString"] = errors
-                    return self.gateway_response("BAD_REQUEST_BODY", "Invalid request body", context, params, stage)
+                    return gateway_response(
+                        self.api, "BAD_REQUEST_BODY", "Invalid request body", context, params, stage
+                    )
         integration = method.integration
         if integration is None:
-            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
+            return gateway_response(
+                self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, params, stage
+            )
         return self._integrate(integration, body, content_type, params, context, stage, request)
 
     # -- integration request, call, integration response ------------------------------------------
@@ -194,7 +198,9 @@ class RestApiGateway:
         template = templates.get(content_type)
         behaviour = integration.passthrough_behavior
         if template is None and (behaviour == "NEVER" or (behaviour == "WHEN_NO_TEMPLATES" and templates)):
-            return self.gateway_response("UNSUPPORTED_MEDIA_TYPE", "Unsupported Media Type", context, params, stage)
+            return gateway_response(
+                self.api, "UNSUPPORTED_MEDIA_TYPE", "Unsupported Media Type", context, params, stage
+            )
         try:
             rendered = (
                 render(template, template_variables(body, params, context, stage.variables))
@@ -202,7 +208,9 @@ class RestApiGateway:
                 else body
             )
         except airspeed.TemplateError:
-            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
+            return gateway_response(
+                self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, params, stage
+            )
         headers = {
             key.split(".", 3)[3]: value
             for key, source in integration.request_parameters.items()
@@ -220,7 +228,9 @@ class RestApiGateway:
             else:
                 raise IntegrationError(f"integration type {integration.type} is not served locally")
         except IntegrationError:
-            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
+            return gateway_response(
+                self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, params, stage
+            )
         context["integrationLatency"] = int((time.monotonic() - called) * 1000)
         context["integrationStatus"] = str(result.status)
         context["integration"] = {"status": str(result.status), "latency": context["integrationLatency"], "error": ""}
@@ -253,7 +263,9 @@ class RestApiGateway:
             None,
         ) or next((r for r in integration.responses if not r.selection_pattern), None)
         if chosen is None:
-            return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
+            return gateway_response(
+                self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, params, stage
+            )
         accept = media_type(header(request.headers, "Accept")) if header(request.headers, "Accept") else None
         if chosen.templates:
             content_type = (
@@ -266,7 +278,9 @@ class RestApiGateway:
                     chosen.templates[content_type], template_variables(result.body, params, context, stage.variables)
                 )
             except airspeed.TemplateError:
-                return self.gateway_response("API_CONFIGURATION_ERROR", "Internal server error", context, params, stage)
+                return gateway_response(
+                    self.api, "API_CONFIGURATION_ERROR", "Internal server error", context, params, stage
+                )
         else:
             content_type, body = "application/json", result.body
         headers = {"Content-Type": content_type}
@@ -307,18 +321,6 @@ class RestApiGateway:
         with self._lock:
             self.throttled += 1
         return False
-
-    # -- gateway responses -----------------------------------------------------------------------
-    def gateway_response(
-        self,
-        response_type: str,
-        message: str,
-        context: dict[str, Any],
-        params: Mapping[str, Mapping[str, str]],
-        stage: Stage | None = None,
-    ) -> Response:
-        """API Gateway's own error of this type, as this API customises it (:mod:`.gateway_responses`)."""
-        return gateway_response(self.api, response_type, message, context, params, stage)
 
     # -- context and access log ------------------------------------------------------------------
     def _context(self, request: Request) -> dict[str, Any]:
