@@ -33,20 +33,24 @@ from local_cloud.clock import SimClock
 from local_cloud.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
+from local_cloud.moto_data_speed import (
+    cached_condition_lexing,
+    cached_update_expressions,
+    direct_sqs_retention_check,
+    item_level_transaction_rollback,
+)
 from local_cloud.moto_patches import (
-    JSON_PATH_MODULES,
     atomic_dynamodb,
+    dynamodb_task_timeout,
+    states_all_excludes_terminal_errors,
+)
+from local_cloud.moto_speed import (
+    JSON_PATH_MODULES,
     cached_action_names,
     cached_asl_parse,
-    cached_condition_lexing,
     cached_json_path_parse,
     cached_serializer_keys,
-    cached_update_expressions,
     cached_url_dispatch,
-    direct_sqs_retention_check,
-    dynamodb_task_timeout,
-    item_level_transaction_rollback,
-    states_all_excludes_terminal_errors,
 )
 from local_cloud.template import ACCOUNT, REGION
 
