@@ -19,6 +19,7 @@ from local_cloud.moto_data_speed import (
     cached_condition_lexing,
     cached_update_expressions,
     direct_sqs_retention_check,
+    index_query_by_key,
     item_level_transaction_rollback,
 )
 from local_cloud.moto_patches import (
@@ -61,6 +62,7 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("action_names_cache", cached_action_names),
     ("sqs_retention_check", direct_sqs_retention_check),
     ("url_dispatch_cache", cached_url_dispatch),
+    ("index_query_by_key", index_query_by_key),
 )
 
 

@@ -125,6 +125,21 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "CPU).",
     ),
     Patch(
+        "index_query_by_key",
+        "moto.dynamodb.models.table:Table.{query,all_items}",
+        "speed",
+        "moto answers a Query on a secondary index by walking the whole table, sizing every item with the "
+        "partition key before comparing its sort key, and deep-copying and converting each match whole before "
+        "projecting it; the sweeper queries the by-status index twice per sweep (about 57 sweeps per chaos shard). "
+        "The items are narrowed to those whose keys match (moto's own comparisons) and cut to the index entry "
+        "first; moto's query then runs on them (a Limit or a multi-attribute key: the whole table, as before).",
+        "local_cloud.moto_data_speed.index_query_by_key",
+        "test_canary_index_query_by_key_gives_the_same_pages",
+        "A sweep's two by-status queries on a 1,000-order table (40 rows returned), CPU per sweep, two interleaved "
+        "pairs (2026-11-25): 115.0 / 117.6 ms without it, 27.4 / 28.3 ms with it (-76%); see docs/results.md "
+        "(Speed, session 35) for the chaos run.",
+    ),
+    Patch(
         "fewer_gc_passes",
         "gc:freeze + gc:set_threshold",
         "speed",
