@@ -8,6 +8,7 @@ processes. Each shard checks its own invariants; the merged report is checked ag
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,14 @@ def _finish(merged: dict[str, Any], reports: list[dict[str, Any]], wall: float) 
     return merged
 
 
+def wait_cpu_seconds(proc: subprocess.Popen[bytes]) -> tuple[int, float]:
+    """Wait for a shard process; its exit code and the CPU seconds it used (user + system, from
+    ``wait4``: the shard's own, which ``RUSAGE_CHILDREN`` of the whole run would sum with the synth's)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, round(usage.ru_utime + usage.ru_stime, 1)
+
+
 def run_sharded(options: RunOptions, args: list[str], workers: int) -> dict[str, Any]:
     """Synthesize once, run ``workers`` shard processes (``python -m ops local run``), merge."""
     started = time.monotonic()
@@ -124,13 +133,15 @@ def run_sharded(options: RunOptions, args: list[str], workers: int) -> dict[str,
             cmd += ["--assembly", str(assembly.outdir), "--shard", str(shard), "--shards", str(workers)]
             cmd += ["--report-file", str(out), "--workers", "1"]
             procs.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
-        reports = []
+        reports, cpu = [], []
         for proc, out in procs:
-            proc.wait()
+            cpu.append(wait_cpu_seconds(proc)[1])
             if not out.exists():  # a failed invariant still writes its report; a crash does not
                 raise RuntimeError(f"shard {out.name} ended with exit code {proc.returncode} and no report")
             reports.append(json.loads(out.read_text()))
-    return _finish(merge(reports), reports, time.monotonic() - started)
+    merged = _finish(merge(reports), reports, time.monotonic() - started)
+    merged["elapsed"]["shard_cpu_seconds"] = cpu
+    return merged
 
 
 def shard_options(options: RunOptions, shard: int, shards: int) -> RunOptions:

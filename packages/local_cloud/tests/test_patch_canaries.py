@@ -32,20 +32,25 @@ from local_cloud.clock import SimClock
 from local_cloud.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
+from local_cloud.moto_data_speed import (
+    cached_condition_lexing,
+    cached_update_expressions,
+    direct_sqs_retention_check,
+    index_query_by_key,
+    item_level_transaction_rollback,
+)
 from local_cloud.moto_patches import (
-    JSON_PATH_MODULES,
     atomic_dynamodb,
+    dynamodb_task_timeout,
+    states_all_excludes_terminal_errors,
+)
+from local_cloud.moto_speed import (
+    JSON_PATH_MODULES,
     cached_action_names,
     cached_asl_parse,
-    cached_condition_lexing,
     cached_json_path_parse,
     cached_serializer_keys,
-    cached_update_expressions,
     cached_url_dispatch,
-    direct_sqs_retention_check,
-    dynamodb_task_timeout,
-    item_level_transaction_rollback,
-    states_all_excludes_terminal_errors,
 )
 from local_cloud.patch_scan import unregistered_patches
 from local_cloud.template import ACCOUNT, REGION
@@ -832,3 +837,118 @@ def test_canary_lambda_task_invocation_gets_the_executions_trace_header(tmp_path
                     assert time.monotonic() < deadline
                     time.sleep(0.05)
     assert seen == [header, None]
+
+
+def _orders_with_index(ddb: Any, name: str, projection: dict[str, Any]) -> None:
+    keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("order_id", "status", "updated_at")]
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=keys,
+        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-status",
+                "KeySchema": [
+                    {"AttributeName": "status", "KeyType": "HASH"},
+                    {"AttributeName": "updated_at", "KeyType": "RANGE"},
+                ],
+                "Projection": projection,
+            }
+        ],
+    )
+    for i in range(60):
+        item: dict[str, Any] = {"order_id": {"S": f"o-{i:03d}"}, "correlation_id": {"S": f"c-{i}"}, "n": {"N": str(i)}}
+        item["history"] = {"L": [{"M": {"status": {"S": "X"}, "at": {"N": str(i)}}}] * 3}
+        if i % 7:  # every seventh has no status: not in the index
+            item["status"] = {"S": ("COMPLETED", "COMPENSATED", "SHIPPED")[i % 3]}
+        if i % 11:  # nor is an item without the sort key
+            item["updated_at"] = {"S": f"2026-01-01T00:{i:02d}:00Z"}
+        ddb.put_item(TableName=name, Item=item)
+
+
+_INDEX_QUERIES: list[dict[str, Any]] = [
+    {"KeyConditionExpression": "#s = :s", "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}}},
+    {
+        "KeyConditionExpression": "#s = :s AND updated_at >= :b",
+        "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}, ":b": {"S": "2026-01-01T00:30:00Z"}},
+    },
+    {
+        "KeyConditionExpression": "#s = :s AND updated_at < :b",
+        "ExpressionAttributeValues": {":s": {"S": "SHIPPED"}, ":b": {"S": "2026-01-01T00:30:00Z"}},
+        "ScanIndexForward": False,
+    },
+    {
+        "KeyConditionExpression": "#s = :s AND updated_at BETWEEN :a AND :b",
+        "ExpressionAttributeValues": {
+            ":s": {"S": "COMPENSATED"},
+            ":a": {"S": "2026"},
+            ":b": {"S": "2027"},
+            ":c": {"S": "c-5"},
+        },
+        "FilterExpression": "correlation_id <> :c",
+        "ProjectionExpression": "order_id, correlation_id",
+    },
+    {
+        "KeyConditionExpression": "#s = :s AND begins_with(updated_at, :p)",
+        "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}, ":p": {"S": "2026-01-01T00:1"}},
+        "Limit": 2,
+    },
+]
+
+
+def _index_answers(ddb: Any, table: str) -> list[Any]:
+    """Every page of every query in :data:`_INDEX_QUERIES` (items, counts, LastEvaluatedKey)."""
+    answers = []
+    for query in _INDEX_QUERIES:
+        start: dict[str, Any] | None = None
+        while True:
+            extra = {"ExclusiveStartKey": start} if start else {}
+            page = ddb.query(
+                TableName=table, IndexName="by-status", ExpressionAttributeNames={"#s": "status"}, **query, **extra
+            )
+            page.pop("ResponseMetadata", None)
+            answers.append(page)
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                break
+    return answers
+
+
+@pytest.mark.parametrize(
+    "projection",
+    [
+        {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["correlation_id"]},
+        {"ProjectionType": "KEYS_ONLY"},
+        {"ProjectionType": "ALL"},
+    ],
+)
+def test_canary_index_query_by_key_gives_the_same_pages(aws: None, projection: dict[str, Any]) -> None:
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+    assert _params(Item.__init__) == ["self", "hash_key", "range_key", "attrs"]
+    assert "type_as_dict.value" in inspect.getsource(DynamoType.__init__)  # a DynamoType is taken as it is
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _orders_with_index(ddb, "idx", projection)
+    plain = _index_answers(ddb, "idx")
+    sized: list[int] = []
+    original_size = Item.size
+
+    def size(self: Any) -> int:
+        sized.append(1)
+        return original_size(self)
+
+    with index_query_by_key(), mock.patch.object(Item, "size", size):
+        assert _index_answers(ddb, "idx") == plain
+        sized.clear()
+        ddb.query(
+            TableName="idx",
+            IndexName="by-status",
+            KeyConditionExpression="#s = :s AND updated_at >= :b",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": "COMPLETED"}, ":b": {"S": "2026-01-01T00:50:00Z"}},
+        )
+    # Only the matching items are sized (twice each: the page-size check, then the running total),
+    # not every item with the partition key.
+    assert len(sized) <= 2 * 3, len(sized)
+    assert any(p["Count"] for p in plain) and any(p.get("LastEvaluatedKey") for p in plain)

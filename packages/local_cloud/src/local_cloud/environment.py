@@ -15,20 +15,25 @@ from unittest import mock
 import botocore.endpoint
 
 from local_cloud.clock import SimClock
+from local_cloud.moto_data_speed import (
+    cached_condition_lexing,
+    cached_update_expressions,
+    direct_sqs_retention_check,
+    index_query_by_key,
+    item_level_transaction_rollback,
+)
 from local_cloud.moto_patches import (
     atomic_dynamodb,
+    dynamodb_task_timeout,
+    states_all_excludes_terminal_errors,
+)
+from local_cloud.moto_speed import (
     cached_action_names,
     cached_asl_parse,
-    cached_condition_lexing,
     cached_json_path_parse,
     cached_serializer_keys,
     cached_step_functions_clients,
-    cached_update_expressions,
     cached_url_dispatch,
-    direct_sqs_retention_check,
-    dynamodb_task_timeout,
-    item_level_transaction_rollback,
-    states_all_excludes_terminal_errors,
 )
 from local_cloud.patches import enabled
 from local_cloud.powertools_state import metrics_per_invocation
@@ -57,6 +62,7 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("action_names_cache", cached_action_names),
     ("sqs_retention_check", direct_sqs_retention_check),
     ("url_dispatch_cache", cached_url_dispatch),
+    ("index_query_by_key", index_query_by_key),
 )
 
 

@@ -1,0 +1,209 @@
+"""The patches that make the emulator behave like AWS: correctness, emulation, simulated time, fault
+injection and observation (registered in :data:`local_cloud.patches.PATCHES`)."""
+
+from __future__ import annotations
+
+from local_cloud.patch_types import Patch
+
+FIDELITY_REGISTRY: tuple[Patch, ...] = (
+    # -- correctness: moto differs from AWS where a guarantee depends on it ---------------------------
+    Patch(
+        "atomic_dynamodb",
+        "moto.dynamodb.models:DynamoDBBackend.{put_item,update_item,delete_item,transact_write_items,get_item,"
+        "transact_get_items}",
+        "correctness",
+        "AWS applies a conditional write atomically per item; moto checks the condition and stores the item in "
+        "two Python steps, so two threads could both pass it. Serialised with one lock.",
+        "local_cloud.moto_patches.atomic_dynamodb",
+        "test_canary_atomic_dynamodb_serialises_moto_item_writes",
+    ),
+    Patch(
+        "states_all_excludes_terminal_errors",
+        "moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl:ErrorEqualsDecl._eval_body",
+        "correctness",
+        "On AWS States.ALL catches neither States.Runtime nor States.DataLimitExceeded (they fail the execution: "
+        "https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html); moto's wildcard "
+        "matched them, so a Catch on States.ALL handled locally what fails on AWS.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_states_all_does_not_catch_runtime_errors",
+    ),
+    Patch(
+        "dynamodb_task_timeout",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb:"
+        "StateTaskServiceDynamoDB._from_error",
+        "correctness",
+        "moto's DynamoDB task reports its own timeout as DynamoDB.AmazonDynamoDBException; on AWS a task past its "
+        "TimeoutSeconds fails with States.Timeout (concepts-error-handling.html), which retriers and catchers name.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_dynamodb_task_timeout_is_states_timeout",
+    ),
+    # -- emulation: what AWS does that moto does not ------------------------------------------------
+    Patch(
+        "lambda_in_process",
+        "moto.awslambda.models:LambdaFunction._invoke_lambda",
+        "emulation",
+        "moto runs functions in Docker (not available); invocations from boto3 and from Step Functions' "
+        "Lambda tasks run the template's handler in-process instead.",
+        "local_cloud.lambda_runtime.route_invocations",
+        "test_canary_lambda_invoke_reaches_the_in_process_function",
+    ),
+    Patch(
+        "sfn_trace_header",
+        "moto.stepfunctions.responses:StepFunctionResponse.{start_execution,describe_execution}"
+        " + moto.stepfunctions.parser.backend.execution:Execution.start",
+        "emulation",
+        "moto's StartExecution drops traceHeader; AWS keeps it (DescribeExecution answers it, the execution joins "
+        "that X-Ray trace). Passed to the parser backend, which stores it; over 256 characters or not ASCII: "
+        "ValidationException, as AWS. Registered for the tasks as the execution starts (before its first task).",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_start_execution_keeps_the_trace_header",
+    ),
+    Patch(
+        "sfn_task_trace_header",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:"
+        "execute_lambda_function_integration",
+        "emulation",
+        "On AWS a Lambda task's invocation carries the execution's X-Ray trace (the layer's invocation span "
+        "is parented on it); moto passes none. The execution's traceHeader is the header of the Lambda "
+        "invocations its tasks make (local_cloud.otel_layer).",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_lambda_task_invocation_gets_the_executions_trace_header",
+    ),
+    Patch(
+        "iam_api_call",
+        "botocore.client:BaseClient._make_api_call",
+        "emulation",
+        "Every call of a function or the state machine is authorized against its role before it reaches moto. "
+        "Class level, because Powertools and moto build clients from their own sessions (a before-call "
+        "handler would have to be registered on every session, including ones created before the run).",
+        "local_cloud.iam_enforce.enforce_iam",
+        "test_canary_make_api_call_sees_operation_and_api_params",
+    ),
+    Patch(
+        "iam_state_machine_client",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:boto_client_for",
+        "emulation",
+        "Step Functions' tasks (Lambda and the direct integrations of moto_patches.STEP_FUNCTIONS_CLIENT_MODULES) "
+        "call as the state machine's role (IAM); wraps the client moto builds.",
+        "local_cloud.iam_enforce.enforce_iam",
+        "test_canary_boto_client_for_is_the_lambda_task_client_factory",
+    ),
+    Patch(
+        "iam_thread_pool_caller",
+        "concurrent.futures:ThreadPoolExecutor.submit",
+        "emulation",
+        "Work a handler submits to a thread pool keeps its caller (a context variable) for IAM checks.",
+        "local_cloud.iam_enforce.enforce_iam",
+        "test_canary_thread_pool_submit_signature",
+    ),
+    Patch(
+        "limits_api_call",
+        "botocore.client:BaseClient._make_api_call",
+        "emulation",
+        "AWS quotas (payload sizes, StartExecution and Invoke rates, Lambda concurrency) answered as AWS does.",
+        "local_cloud.limits_enforce.enforce_limits",
+        "test_canary_make_api_call_sees_operation_and_api_params",
+    ),
+    Patch(
+        "limits_state_transition",
+        "moto.stepfunctions.parser.asl.component.state.state:CommonStateField._eval_body",
+        "emulation",
+        "Every state entered spends a StateTransition token (Standard workflows' bucket).",
+        "local_cloud.limits_enforce.enforce_limits",
+        "test_canary_sfn_interpreter_enters_states_through_eval_body",
+    ),
+    Patch(
+        "limits_execution_end",
+        "moto.stepfunctions.parser.asl.component.program.program:Program._eval_body",
+        "emulation",
+        "The end of an execution (not of a Map/Parallel branch) frees its place in the spike's accounting.",
+        "local_cloud.limits_enforce.enforce_limits",
+        "test_canary_sfn_interpreter_enters_states_through_eval_body",
+    ),
+    # -- simulated time: waits and clocks follow the run's SimClock ------------------------------------
+    Patch(
+        "sfn_retry_wait",
+        "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl:time",
+        "simulated-time",
+        "Step Functions Retry waits (IntervalSeconds x BackoffRate) take simulated time, not wall time.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_sfn_retrier_sleeps_through_module_time",
+    ),
+    Patch(
+        "botocore_retry_wait",
+        "botocore.endpoint:time",
+        "simulated-time",
+        "botocore's retry backoff after a throttling error waits in simulated time (no public hook: the "
+        "endpoint sleeps on the delay its needs-retry handlers return).",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_botocore_endpoint_sleeps_through_module_time",
+    ),
+    Patch(
+        "sqs_clock",
+        "moto.sqs.models:{unix_time,unix_time_millis}",
+        "simulated-time",
+        "SQS visibility timeouts, DelaySeconds and sent timestamps follow the simulated clock.",
+        "local_cloud.environment.sqs_on_clock",
+        "test_canary_sqs_delay_follows_the_patched_clock",
+    ),
+    Patch(
+        "idempotency_clock",
+        "aws_lambda_powertools.utilities.idempotency.persistence.{base,dynamodb,datarecord}:dt",
+        "simulated-time",
+        "Powertools idempotency's in-progress expiry and record TTL read the simulated clock (freezegun "
+        "would shift every thread's time, moto's included).",
+        "local_cloud.simtime.simulated_now",
+        "test_canary_powertools_idempotency_reads_dt_datetime_now",
+    ),
+    Patch(
+        "metrics_clock",
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch:dt",
+        "simulated-time",
+        "Powertools Metrics stamps each EMF document with dt.datetime.now(): on the simulated clock the "
+        "handlers' metrics fall in the same alarm periods as the AWS/Lambda metrics the emulator produces.",
+        "local_cloud.simtime.simulated_now",
+        "test_canary_powertools_metrics_stamp_dt_datetime_now",
+    ),
+    Patch(
+        "metrics_per_invocation",
+        "aws_lambda_powertools.metrics.metrics:Metrics.{_metrics,_dimensions,_metadata}",
+        "emulation",
+        "Powertools keeps every Metrics instance's metrics, dimensions and metadata in class-level dicts; on AWS "
+        "each execution environment runs one invocation at a time, the emulator runs them all in one process: "
+        "one function's flush printed another's ExpectedErrors under its own service (false pages of the "
+        "Errors - ExpectedErrors alarms in a business-only run). Per thread, each invocation has its own.",
+        "local_cloud.powertools_state.metrics_per_invocation",
+        "test_canary_powertools_metrics_share_class_level_dicts",
+    ),
+    # -- fault injection ---------------------------------------------------------------------------
+    Patch(
+        "throttle_dynamodb",
+        "moto.dynamodb.models:DynamoDBBackend.{put_item,update_item,get_item,delete_item,transact_write_items,query}",
+        "fault-injection",
+        "DynamoDB item calls answer ProvisionedThroughputExceededException, raised from moto's backend so the "
+        "caller sees what botocore returns from AWS.",
+        "local_cloud.faults.throttle_dynamodb",
+        "test_canary_moto_backend_item_methods_signatures",
+    ),
+    # -- observation -------------------------------------------------------------------------------
+    Patch(
+        "count_calls",
+        "moto.core.botocore_stubber:BotocoreStubber.__call__",
+        "observation",
+        "Counts exactly the requests moto answers in-process (cost per order), from every client of every "
+        "session; a before-send handler would miss clients created before it was registered.",
+        "local_cloud.calls.count_aws_calls",
+        "test_canary_count_aws_calls_counts_each_moto_request",
+    ),
+    Patch(
+        "emf_print",
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch:print",
+        "observation",
+        "Powertools prints EMF documents with the builtin print to sys.stdout at flush time; pytest puts its "
+        "own sys.stdout back between the tests that share a module-scoped pipeline, so metrics would be lost. "
+        "Shadowing print in that one module (create=True: a module global, not an existing attribute) keeps "
+        "them in the capture.",
+        "local_cloud.capture.capture_stdout",
+        "test_canary_emf_flush_prints_through_the_module_print",
+    ),
+)
