@@ -42,6 +42,7 @@ from local_cloud.moto_data_speed import (
 from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
+    sfn_execution_running_from_start,
     states_all_excludes_terminal_errors,
 )
 from local_cloud.moto_speed import (
@@ -952,3 +953,39 @@ def test_canary_index_query_by_key_gives_the_same_pages(aws: None, projection: d
     # not every item with the partition key.
     assert len(sized) <= 2 * 3, len(sized)
     assert any(p["Count"] for p in plain) and any(p.get("LastEvaluatedKey") for p in plain)
+
+
+def _unstarted_execution() -> Any:
+    """An execution as moto's StartExecution builds it and lists it, before its worker starts."""
+    import datetime
+
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    return Execution(
+        name="race",
+        sm_type=None,
+        role_arn=f"arn:aws:iam::{ACCOUNT}:role/r",
+        exec_arn=f"arn:aws:states:{REGION}:{ACCOUNT}:execution:sm:race",
+        account_id=ACCOUNT,
+        region_name=REGION,
+        state_machine=types.SimpleNamespace(arn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:sm"),
+        start_date=datetime.datetime.now(tz=datetime.UTC),
+        cloud_watch_logging_session=None,
+        input_data="{}",
+        trace_header=None,
+        activity_store={},
+    )
+
+
+def test_canary_sfn_execution_is_listed_running_from_its_start() -> None:
+    # moto appends the execution to its state machine before it sets the status (drop the patch once
+    # it does not): a ListExecutions in between (the alarm evaluator, the runner) raised AttributeError
+    # and killed a chaos shard under load ...
+    with pytest.raises(AttributeError):
+        _ = _unstarted_execution().status
+    with sfn_execution_running_from_start():
+        # ... on AWS StartExecution returns a RUNNING execution (API_StartExecution.html): listed, it is RUNNING.
+        assert _unstarted_execution().status == "RUNNING"
+        assert _unstarted_execution().to_execution_list_item()["status"] == "RUNNING"
+    with pytest.raises(AttributeError):
+        _ = _unstarted_execution().status

@@ -25,6 +25,7 @@ from local_cloud.moto_data_speed import (
 from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
+    sfn_execution_running_from_start,
     states_all_excludes_terminal_errors,
 )
 from local_cloud.moto_speed import (
@@ -89,6 +90,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(states_all_excludes_terminal_errors())
         # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
         stack.enter_context(dynamodb_task_timeout())
+        # A new execution is RUNNING from the moment ListExecutions can see it, as on AWS.
+        stack.enter_context(sfn_execution_running_from_start())
         # StartExecution keeps its traceHeader (the execution joins the caller's X-Ray trace), as on AWS.
         stack.enter_context(start_execution_trace_header())
         # ... and its Lambda tasks' invocations get that trace (Lambda's X-Ray header), as on AWS.

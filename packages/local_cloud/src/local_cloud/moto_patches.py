@@ -123,3 +123,24 @@ def dynamodb_task_timeout() -> Iterator[None]:
 
     with mock.patch.object(StateTaskServiceDynamoDB, "_from_error", from_error):
         yield
+
+
+@contextmanager
+def sfn_execution_running_from_start() -> Iterator[None]:
+    """moto's StartExecution appends the new execution to its state machine and only then sets its
+    status (``Execution.start``): a ListExecutions on another thread in between read ``None.value`` and
+    raised, which killed a chaos shard under load (the alarm evaluator lists executions every simulated
+    minute). On AWS StartExecution returns a RUNNING execution (API_StartExecution.html), so it is
+    RUNNING from the moment it exists; ``start`` sets the same status again."""
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    original = Execution.__init__
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.exec_status = ExecutionStatus.RUNNING
+
+    with mock.patch.object(Execution, "__init__", init):
+        yield

@@ -48,6 +48,17 @@ FIDELITY_REGISTRY: tuple[Patch, ...] = (
         "test_canary_lambda_invoke_reaches_the_in_process_function",
     ),
     Patch(
+        "sfn_execution_running_from_start",
+        "moto.stepfunctions.parser.backend.execution:Execution.__init__",
+        "correctness",
+        "moto's StartExecution lists the new execution before it sets its status; a ListExecutions on another "
+        "thread in between raised (a chaos shard died under load). On AWS StartExecution returns a RUNNING "
+        "execution (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html): "
+        "RUNNING from the moment it exists.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_sfn_execution_is_listed_running_from_its_start",
+    ),
+    Patch(
         "sfn_trace_header",
         "moto.stepfunctions.responses:StepFunctionResponse.{start_execution,describe_execution}"
         " + moto.stepfunctions.parser.backend.execution:Execution.start",
