@@ -961,7 +961,7 @@ def _unstarted_execution() -> Any:
 
     from moto.stepfunctions.parser.backend.execution import Execution
 
-    return Execution(
+    fields: dict[str, Any] = dict(
         name="race",
         sm_type=None,
         role_arn=f"arn:aws:iam::{ACCOUNT}:role/r",
@@ -975,6 +975,7 @@ def _unstarted_execution() -> Any:
         trace_header=None,
         activity_store={},
     )
+    return Execution(**fields)
 
 
 def test_canary_sfn_execution_is_listed_running_from_its_start() -> None:
