@@ -1,16 +1,150 @@
-"""Simulated time for the local run: visibility timeouts pass without waiting for them."""
+"""Simulated time for the local run: visibility timeouts pass without waiting for them, and machine load
+does not bend it (docs/decisions/0025-a-clock-that-load-cannot-bend.md).
+
+Simulated time is :class:`WorkTime` (wall time minus the time this process was starved: runnable but
+not running, as Linux's scheduler statistics count it) plus an offset the runner advances when nothing
+else can progress. On a quiet machine it runs with the wall clock; on a loaded one it slows down with the
+process, so as many calls happen per simulated minute alone or loaded; an idle process (everything
+waiting) still sees it move with the wall clock, so nothing that waits for simulated time deadlocks.
+"""
 
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import time
 
+#: Wall seconds between two readings of the scheduler statistics (the rate of simulated time is
+#: corrected at each; the error between two is at most this times the change in load).
+SAMPLE_SECONDS = 0.05
+#: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
+#: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
+TASKS_DIR = "/proc/self/task"
+#: The fastest simulated time may run (x wall time) while it catches up with the work done.
+MAX_RATE = 2.0
 
-class SimClock:
-    """Wall time plus an offset that the runner advances when nothing else can progress."""
+
+def _run_delays(exclude: int) -> dict[int, int]:
+    """Nanoseconds each thread of this process (but ``exclude``) has waited on a runqueue; {} off Linux."""
+    delays: dict[int, int] = {}
+    try:
+        tids = os.listdir(TASKS_DIR)
+    except OSError:
+        return delays
+    for name in tids:
+        tid = int(name)
+        if tid == exclude:
+            continue
+        try:
+            with open(f"{TASKS_DIR}/{name}/schedstat", "rb") as f:
+                delays[tid] = int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended meanwhile
+    return delays
+
+
+class WorkTime:
+    """Wall time minus the time this process was starved (a thread runnable and not running), as a
+    continuous, non-decreasing function of wall time: a line ``value + (wall - wall0) * rate`` whose
+    rate a sampler thread sets every :data:`SAMPLE_SECONDS` from the threads' run delays.
+
+    Why hand-written: no library offers a clock that discounts scheduler starvation; the kernel's
+    per-thread ``run_delay`` is the measure (process CPU time alone cannot tell starved from idle).
+    The sampler's own delays are not counted (it is not the work). One per process (:func:`work_time`).
+    """
 
     def __init__(self) -> None:
+        wall = time.time()
+        self._line = (wall, wall, 1.0)  # (wall0, value at wall0, rate): replaced whole, read without a lock
+        self._walls: list[float] = [wall]
+        self._lines: list[tuple[float, float, float]] = [self._line]
+        self._starved = 0.0
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._stop = threading.Event()
+        self.samples = 0
+
+    def now(self) -> float:
+        wall0, value, rate = self._line
+        return value + (time.time() - wall0) * rate
+
+    def at_wall(self, wall: float) -> float:
+        """The value this clock had at the wall-clock instant ``wall``."""
+        with self._lock:
+            i = max(0, bisect.bisect_right(self._walls, wall) - 1)
+            wall0, value, rate = self._lines[i]
+        return value + (wall - wall0) * rate
+
+    @property
+    def starved_seconds(self) -> float:
+        """Wall seconds this process spent starved since the sampler started."""
+        return self._starved
+
+    def ensure_sampling(self) -> None:
+        """Start the sampler thread in this process (again after a fork) if it is not running."""
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+        threading.Thread(target=self._sample_forever, name="work-time-sampler", daemon=True).start()
+
+    def forked(self) -> None:
+        """In a forked child (no sampler thread there): run with the wall clock, continuously, until
+        :meth:`ensure_sampling` starts the child's own sampler."""
+        wall = time.time()
+        wall0, value, rate = self._line
+        self._line = (wall, value + (wall - wall0) * rate, 1.0)
+        self._lock = threading.Lock()
+        self._pid = 0
+
+    def _sample_forever(self) -> None:
+        me = threading.get_native_id()
+        last_wall, last = time.time(), _run_delays(me)
+        while not self._stop.wait(SAMPLE_SECONDS):
+            wall, delays = time.time(), _run_delays(me)
+            elapsed = wall - last_wall
+            # A thread born since the last sample waited all its run delay within the interval.
+            starved = sum(max(0, d - last.get(tid, 0)) for tid, d in delays.items()) / 1e9
+            starved = min(max(0.0, starved), elapsed)  # threads starved at once are one starved process
+            self._starved += starved
+            last_wall, last = wall, delays
+            self._set_rate(wall, 1.0 - starved / elapsed if elapsed > 0 else 1.0)
+
+    def _set_rate(self, wall: float, share: float) -> None:
+        """Aim the line at the work time (wall - starved) one sample from now, assuming the last
+        interval's share of running time holds; continuous where it turns."""
+        target = wall - self._starved + share * SAMPLE_SECONDS
+        wall0, value, rate = self._line
+        ahead = value + (wall - wall0) * rate
+        new_rate = min(MAX_RATE, max(0.0, (target - ahead) / SAMPLE_SECONDS))
+        with self._lock:
+            turn = time.time()
+            wall0, value, rate = self._line
+            line = (turn, value + (turn - wall0) * rate, new_rate)
+            self._line = line
+            self._walls.append(turn)
+            self._lines.append(line)
+            self.samples += 1
+
+
+_WORK_TIME = WorkTime()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORK_TIME.forked)
+
+
+def work_time() -> WorkTime:
+    """This process's :class:`WorkTime`, its sampler running."""
+    _WORK_TIME.ensure_sampling()
+    return _WORK_TIME
+
+
+class SimClock:
+    """Work time (:class:`WorkTime`: wall time, less what machine load took from this process) plus an
+    offset that the runner advances when nothing else can progress."""
+
+    def __init__(self) -> None:
+        self._work = work_time()
         self._offset = 0.0
         #: (wall time of each advance, the offset from then on): what the simulated time was at a past
         #: wall-clock instant (moto stamps some dates, e.g. an execution's stopDate, with the wall clock).
@@ -19,9 +153,10 @@ class SimClock:
         self._moved = threading.Condition()
 
     def now(self) -> float:
-        # No lock: reading one float attribute is atomic, and moto's SQS asks for the time once per
-        # message per queue scan (about 200,000 times in a 100-order chaos run).
-        return time.time() + self._offset
+        # No lock: reading a tuple and a float attribute is atomic, and moto's SQS asks for the time
+        # once per message per queue scan (about 200,000 times in a 100-order chaos run).
+        wall0, value, rate = self._work._line
+        return value + (time.time() - wall0) * rate + self._offset
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:
@@ -36,7 +171,7 @@ class SimClock:
         with self._lock:
             i = bisect.bisect_right(self._moves, (wall, float("inf")))
             offset = self._moves[i - 1][1] if i else 0.0
-        return wall + offset
+        return self._work.at_wall(wall) + offset
 
     def notify_moved(self) -> None:
         """Wake the threads waiting in :meth:`wait_for_move` (time jumped)."""
@@ -44,12 +179,13 @@ class SimClock:
             self._moved.notify_all()
 
     def wait_for_move(self, timeout: float) -> None:
-        """Block until time jumps or ``timeout`` wall seconds pass (wall time moves this clock too)."""
+        """Block until time jumps or ``timeout`` wall seconds pass (an idle process's clock moves with
+        the wall clock too)."""
         with self._moved:
             self._moved.wait(timeout)
 
     @property
     def simulated_seconds(self) -> float:
-        """How much time was skipped (beyond wall time)."""
+        """How much time was skipped (beyond the process's work time)."""
         with self._lock:
             return self._offset
