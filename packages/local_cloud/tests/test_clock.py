@@ -65,7 +65,8 @@ def test_clock_starved_process_does_not_run_ahead_of_its_work() -> None:
     time stays within noise of the work (today's wall-following clock: the simulated time ran with the wall)."""
     figures = _starved(cpu=0.6, hogs=3)
     assert figures["wall"] > 2.0 * figures["cpu"], f"the child was not starved: {figures}"
-    assert figures["sim"] < 1.3 * figures["cpu"] + 0.1, f"simulated time ran ahead of the work: {figures}"
+    # At most one horizon (0.25 s) ahead; the wall-following clock: the whole wall time (5-30x the work).
+    assert figures["sim"] < 1.3 * figures["cpu"] + 0.3, f"simulated time ran ahead of the work: {figures}"
     assert figures["sim"] > 0.7 * figures["cpu"], f"simulated time fell behind the work: {figures}"
 
 
@@ -100,7 +101,7 @@ def test_clock_never_goes_back_while_threads_read_it() -> None:
         end = time.monotonic() + 0.5
         while time.monotonic() < end:
             now = clock.now()
-            if now < last - 1e-3:
+            if now < last:
                 backwards.append(last - now)
             last = now
 

@@ -21,8 +21,13 @@ SAMPLE_SECONDS = 0.05
 #: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
 #: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
 TASKS_DIR = "/proc/self/task"
-#: The fastest simulated time may run (x wall time) while it catches up with the work done.
-MAX_RATE = 2.0
+#: How far ahead a slowing line turns, and behind a speeding one (the clock never goes back: ``_set_rate``).
+TURN_GUARD_SECONDS = 0.01
+#: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
+#: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
+HORIZON_SECONDS = 0.25
+#: Added at each turn: float rounding at epoch magnitudes (one ulp is 0.24 us) never turns it back.
+TURN_NUDGE_SECONDS = 1e-6
 
 
 def _run_delays(exclude: int) -> dict[int, int]:
@@ -55,10 +60,14 @@ class WorkTime:
     """
 
     def __init__(self) -> None:
-        wall = time.time()
-        self._line = (wall, wall, 1.0)  # (wall0, value at wall0, rate): replaced whole, read without a lock
+        #: The wall clock as it was at import: a test that fakes ``time.time`` does not turn this line.
+        self.wall_clock = time.time
+        wall = self.wall_clock()
+        #: (wall0, value at wall0, rate, the most it reaches before the next turn): replaced whole, read
+        #: without a lock.
+        self._line: tuple[float, ...] = (wall, wall, 1.0, wall + HORIZON_SECONDS)
         self._walls: list[float] = [wall]
-        self._lines: list[tuple[float, float, float]] = [self._line]
+        self._lines: list[tuple[float, ...]] = [self._line]
         self._starved = 0.0
         self._lock = threading.Lock()
         self._pid = 0
@@ -66,19 +75,21 @@ class WorkTime:
         self.samples = 0
 
     def now(self) -> float:
-        wall0, value, rate = self._line
-        return value + (time.time() - wall0) * rate
+        wall = self.wall_clock()  # before the line (see _set_rate)
+        wall0, value, rate, cap = self._line
+        now = value + (wall - wall0) * rate
+        return now if now < cap else cap
 
     def at_wall(self, wall: float) -> float:
         """The value this clock had at the wall-clock instant ``wall``."""
         with self._lock:
             i = max(0, bisect.bisect_right(self._walls, wall) - 1)
-            wall0, value, rate = self._lines[i]
-        return value + (wall - wall0) * rate
+            wall0, value, rate, cap = self._lines[i]
+        return min(cap, value + (wall - wall0) * rate)
 
     @property
     def starved_seconds(self) -> float:
-        """Wall seconds this process spent starved since the sampler started."""
+        """Wall seconds not counted as work since the sampler started (starved, or lost to its lag)."""
         return self._starved
 
     def ensure_sampling(self) -> None:
@@ -92,17 +103,17 @@ class WorkTime:
     def forked(self) -> None:
         """In a forked child (no sampler thread there): run with the wall clock, continuously, until
         :meth:`ensure_sampling` starts the child's own sampler."""
-        wall = time.time()
-        wall0, value, rate = self._line
-        self._line = (wall, value + (wall - wall0) * rate, 1.0)
+        wall = self.wall_clock()
+        value = self.now()
+        self._line = (wall, value, 1.0, float("inf"))
         self._lock = threading.Lock()
         self._pid = 0
 
     def _sample_forever(self) -> None:
         me = threading.get_native_id()
-        last_wall, last = time.time(), _run_delays(me)
+        last_wall, last = self.wall_clock(), _run_delays(me)
         while not self._stop.wait(SAMPLE_SECONDS):
-            wall, delays = time.time(), _run_delays(me)
+            wall, delays = self.wall_clock(), _run_delays(me)
             elapsed = wall - last_wall
             # A thread born since the last sample waited all its run delay within the interval.
             starved = sum(max(0, d - last.get(tid, 0)) for tid, d in delays.items()) / 1e9
@@ -112,20 +123,54 @@ class WorkTime:
             self._set_rate(wall, 1.0 - starved / elapsed if elapsed > 0 else 1.0)
 
     def _set_rate(self, wall: float, share: float) -> None:
-        """Aim the line at the work time (wall - starved) one sample from now, assuming the last
-        interval's share of running time holds; continuous where it turns."""
-        target = wall - self._starved + share * SAMPLE_SECONDS
-        wall0, value, rate = self._line
-        ahead = value + (wall - wall0) * rate
-        new_rate = min(MAX_RATE, max(0.0, (target - ahead) / SAMPLE_SECONDS))
+        """Turn the line towards the work time (wall - starved), continuously and never backwards: at the
+        last interval's share of running time, slower while it is ahead of the work, never faster than the
+        wall clock (a line behind the work, the sampler's lag, is forgiven rather than raced)."""
         with self._lock:
-            turn = time.time()
-            wall0, value, rate = self._line
-            line = (turn, value + (turn - wall0) * rate, new_rate)
+            wall0, value, rate, cap = self._line
+            at = min(cap, value + (wall - wall0) * rate)
+            self._starved = min(self._starved, wall - at)  # behind the work: forgive, never catch up
+            ahead = at - (wall - self._starved)
+            new_rate = min(1.0, max(0.0, share - ahead / SAMPLE_SECONDS))
+            line = self._turned(wall0, value, rate, cap, new_rate)
             self._line = line
-            self._walls.append(turn)
+            self._walls.append(line[0])
             self._lines.append(line)
             self.samples += 1
+
+    def _turned(self, wall0: float, value: float, rate: float, cap: float, new_rate: float) -> tuple[float, ...]:
+        """The new line, continuous with the old one and above it wherever a reader may still read the
+        old one: readers take the wall time, then the line, so a reader's wall time may predate the turn.
+        Slowing down, the new line turns a little later (where the old one would be, or where it stops);
+        speeding up, a little earlier. A clock that never goes back, whatever the readers' interleaving."""
+        now = self.wall_clock()
+        reach = value + (now - wall0) * rate
+        if reach >= cap:  # the old line stopped at its cap: turn from there, now
+            turn = now
+        elif new_rate < rate:
+            turn = min(now + TURN_GUARD_SECONDS, wall0 + (cap - value) / rate)
+        else:
+            turn = now - TURN_GUARD_SECONDS
+        turn = max(turn, self._walls[-1])
+        start = min(cap, value + (turn - wall0) * rate) + TURN_NUDGE_SECONDS
+        return (turn, start, new_rate, start + HORIZON_SECONDS * new_rate)
+
+
+class WallTime:
+    """The wall clock, with :class:`WorkTime`'s interface: a :class:`SimClock` that ignores machine load
+    (a test that fakes the wall clock, or a caller that wants the old behaviour)."""
+
+    _line = (0.0, 0.0, 1.0, float("inf"))
+
+    @staticmethod
+    def wall_clock() -> float:
+        return time.time()  # looked up at each call: a test may fake it
+
+    def now(self) -> float:
+        return self.wall_clock()
+
+    def at_wall(self, wall: float) -> float:
+        return wall
 
 
 _WORK_TIME = WorkTime()
@@ -143,8 +188,9 @@ class SimClock:
     """Work time (:class:`WorkTime`: wall time, less what machine load took from this process) plus an
     offset that the runner advances when nothing else can progress."""
 
-    def __init__(self) -> None:
-        self._work = work_time()
+    def __init__(self, work: WorkTime | WallTime | None = None) -> None:
+        self._work = work if work is not None else work_time()
+        self._wall = self._work.wall_clock
         self._offset = 0.0
         #: (wall time of each advance, the offset from then on): what the simulated time was at a past
         #: wall-clock instant (moto stamps some dates, e.g. an execution's stopDate, with the wall clock).
@@ -155,15 +201,17 @@ class SimClock:
     def now(self) -> float:
         # No lock: reading a tuple and a float attribute is atomic, and moto's SQS asks for the time
         # once per message per queue scan (about 200,000 times in a 100-order chaos run).
-        wall0, value, rate = self._work._line
-        return value + (time.time() - wall0) * rate + self._offset
+        wall = self._wall()  # before the line (see WorkTime._set_rate)
+        wall0, value, rate, cap = self._work._line
+        now = value + (wall - wall0) * rate
+        return (now if now < cap else cap) + self._offset
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError("time only moves forward")
         with self._lock:
             self._offset += seconds
-            self._moves.append((time.time(), self._offset))
+            self._moves.append((self._wall(), self._offset))
         self.notify_moved()
 
     def at_wall(self, wall: float) -> float:
