@@ -67,7 +67,8 @@ def test_clock_starved_process_does_not_run_ahead_of_its_work() -> None:
     assert figures["wall"] > 2.0 * figures["cpu"], f"the child was not starved: {figures}"
     # At most one horizon (0.25 s) ahead; the wall-following clock: the whole wall time (5-30x the work).
     assert figures["sim"] < 1.3 * figures["cpu"] + 0.3, f"simulated time ran ahead of the work: {figures}"
-    assert figures["sim"] > 0.7 * figures["cpu"], f"simulated time fell behind the work: {figures}"
+    # Behind by the sampler's forgiven lag at most (the safe side: more work per simulated minute).
+    assert figures["sim"] > 0.5 * figures["cpu"], f"simulated time fell far behind the work: {figures}"
 
 
 def test_clock_idle_process_follows_wall_time() -> None:

@@ -129,7 +129,7 @@ class WorkTime:
         with self._lock:
             wall0, value, rate, cap = self._line
             at = min(cap, value + (wall - wall0) * rate)
-            self._starved = min(self._starved, wall - at)  # behind the work: forgive, never catch up
+            self._starved = max(self._starved, wall - at)  # behind the work: forgive, never catch up
             ahead = at - (wall - self._starved)
             new_rate = min(1.0, max(0.0, share - ahead / SAMPLE_SECONDS))
             line = self._turned(wall0, value, rate, cap, new_rate)
