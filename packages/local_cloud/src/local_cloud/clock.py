@@ -21,7 +21,7 @@ SAMPLE_SECONDS = 0.05
 #: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
 #: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
 TASKS_DIR = "/proc/self/task"
-#: How far ahead a slowing line turns, and behind a speeding one (the clock never goes back: ``_set_rate``).
+#: How far after its computation a new line starts (the clock never goes back: ``WorkTime._turned``).
 TURN_GUARD_SECONDS = 0.01
 #: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
 #: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
@@ -75,8 +75,10 @@ class WorkTime:
         self.samples = 0
 
     def now(self) -> float:
-        wall = self.wall_clock()  # before the line (see _set_rate)
+        wall = self.wall_clock()  # before the line (see _turned)
         wall0, value, rate, cap = self._line
+        if wall <= wall0:
+            return value
         now = value + (wall - wall0) * rate
         return now if now < cap else cap
 
@@ -85,7 +87,7 @@ class WorkTime:
         with self._lock:
             i = max(0, bisect.bisect_right(self._walls, wall) - 1)
             wall0, value, rate, cap = self._lines[i]
-        return min(cap, value + (wall - wall0) * rate)
+        return min(cap, value + max(0.0, wall - wall0) * rate)
 
     @property
     def starved_seconds(self) -> float:
@@ -139,19 +141,11 @@ class WorkTime:
             self.samples += 1
 
     def _turned(self, wall0: float, value: float, rate: float, cap: float, new_rate: float) -> tuple[float, ...]:
-        """The new line, continuous with the old one and above it wherever a reader may still read the
-        old one: readers take the wall time, then the line, so a reader's wall time may predate the turn.
-        Slowing down, the new line turns a little later (where the old one would be, or where it stops);
-        speeding up, a little earlier. A clock that never goes back, whatever the readers' interleaving."""
-        now = self.wall_clock()
-        reach = value + (now - wall0) * rate
-        if reach >= cap:  # the old line stopped at its cap: turn from there, now
-            turn = now
-        elif new_rate < rate:
-            turn = min(now + TURN_GUARD_SECONDS, wall0 + (cap - value) / rate)
-        else:
-            turn = now - TURN_GUARD_SECONDS
-        turn = max(turn, self._walls[-1])
+        """The new line: it starts a little later than now (:data:`TURN_GUARD_SECONDS`), where the old
+        one would be then, and stands at that value before it. Readers take the wall time, then the line:
+        a reader's wall time may predate the swap but not the new line's start, so whatever it read of
+        the old line is at most the new start; the clock never goes back, whatever the interleaving."""
+        turn = max(self.wall_clock() + TURN_GUARD_SECONDS, self._walls[-1])
         start = min(cap, value + (turn - wall0) * rate) + TURN_NUDGE_SECONDS
         return (turn, start, new_rate, start + HORIZON_SECONDS * new_rate)
 
@@ -192,6 +186,7 @@ class SimClock:
         self._work = work if work is not None else work_time()
         self._wall = self._work.wall_clock
         self._offset = 0.0
+        self._last = 0.0  # the last time now() answered
         #: (wall time of each advance, the offset from then on): what the simulated time was at a past
         #: wall-clock instant (moto stamps some dates, e.g. an execution's stopDate, with the wall clock).
         self._moves: list[tuple[float, float]] = []
@@ -201,10 +196,18 @@ class SimClock:
     def now(self) -> float:
         # No lock: reading a tuple and a float attribute is atomic, and moto's SQS asks for the time
         # once per message per queue scan (about 200,000 times in a 100-order chaos run).
-        wall = self._wall()  # before the line (see WorkTime._set_rate)
+        wall = self._wall()  # before the line (see WorkTime._turned)
         wall0, value, rate, cap = self._work._line
-        now = value + (wall - wall0) * rate
-        return (now if now < cap else cap) + self._offset
+        now = value + (wall - wall0) * rate if wall > wall0 else value
+        now = (now if now < cap else cap) + self._offset
+        # A reader preempted for longer than a turn's guard between its two reads could compute less
+        # than another read before: never answer less than the last answer (without a lock: a lost
+        # update only weakens this last guard).
+        last = self._last
+        if now < last:
+            return last
+        self._last = now
+        return now
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:
