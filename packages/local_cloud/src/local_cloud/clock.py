@@ -21,8 +21,6 @@ SAMPLE_SECONDS = 0.05
 #: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
 #: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
 TASKS_DIR = "/proc/self/task"
-#: How far after its computation a new line starts (the clock never goes back: ``WorkTime._turned``).
-TURN_GUARD_SECONDS = 0.01
 #: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
 #: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
 HORIZON_SECONDS = 0.25
@@ -141,11 +139,10 @@ class WorkTime:
             self.samples += 1
 
     def _turned(self, wall0: float, value: float, rate: float, cap: float, new_rate: float) -> tuple[float, ...]:
-        """The new line: it starts a little later than now (:data:`TURN_GUARD_SECONDS`), where the old
-        one would be then, and stands at that value before it. Readers take the wall time, then the line:
-        a reader's wall time may predate the swap but not the new line's start, so whatever it read of
-        the old line is at most the new start; the clock never goes back, whatever the interleaving."""
-        turn = max(self.wall_clock() + TURN_GUARD_SECONDS, self._walls[-1])
+        """The new line: it starts now, where the old one is, and stands at that value before it (a reader
+        whose wall time predates the turn). A reader preempted between its two reads can still compute
+        a little less than it read before: :meth:`SimClock.now` never answers less than its last answer."""
+        turn = max(self.wall_clock(), self._walls[-1])
         start = min(cap, value + (turn - wall0) * rate) + TURN_NUDGE_SECONDS
         return (turn, start, new_rate, start + HORIZON_SECONDS * new_rate)
 
