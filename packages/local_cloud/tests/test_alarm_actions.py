@@ -92,7 +92,7 @@ def test_sim_clock_at_wall_is_the_simulated_time_at_that_instant(monkeypatch: py
 
     wall = [1_000.0]
     monkeypatch.setattr(clock_module.time, "time", lambda: wall[0])
-    clock = SimClock()
+    clock = SimClock(clock_module.WallTime())  # a faked wall clock (the work-time part: test_clock.py)
     wall[0] = 1_010.0
     clock.advance(600.0)  # from wall 1,010 on, simulated = wall + 600
     wall[0] = 1_020.0

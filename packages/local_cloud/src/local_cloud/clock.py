@@ -1,17 +1,189 @@
-"""Simulated time for the local run: visibility timeouts pass without waiting for them."""
+"""Simulated time for the local run: visibility timeouts pass without waiting for them, and machine load
+does not bend it (docs/decisions/0025-a-clock-that-load-cannot-bend.md).
+
+Simulated time is :class:`WorkTime` (wall time minus the time this process was starved: runnable but
+not running, as Linux's scheduler statistics count it) plus an offset the runner advances when nothing
+else can progress. On a quiet machine it runs with the wall clock; on a loaded one it slows down with the
+process, so as many calls happen per simulated minute alone or loaded; an idle process (everything
+waiting) still sees it move with the wall clock, so nothing that waits for simulated time deadlocks.
+"""
 
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import time
 
+#: Wall seconds between two readings of the scheduler statistics (the rate of simulated time is
+#: corrected at each; the error between two is at most this times the change in load).
+SAMPLE_SECONDS = 0.05
+#: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
+#: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
+TASKS_DIR = "/proc/self/task"
+#: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
+#: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
+HORIZON_SECONDS = 0.25
+#: Added at each turn: float rounding at epoch magnitudes (one ulp is 0.24 us) never turns it back.
+TURN_NUDGE_SECONDS = 1e-6
 
-class SimClock:
-    """Wall time plus an offset that the runner advances when nothing else can progress."""
+
+def _run_delays(exclude: int) -> dict[int, int]:
+    """Nanoseconds each thread of this process (but ``exclude``) has waited on a runqueue; {} off Linux."""
+    delays: dict[int, int] = {}
+    try:
+        tids = os.listdir(TASKS_DIR)
+    except OSError:
+        return delays
+    for name in tids:
+        tid = int(name)
+        if tid == exclude:
+            continue
+        try:
+            with open(f"{TASKS_DIR}/{name}/schedstat", "rb") as f:
+                delays[tid] = int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended meanwhile
+    return delays
+
+
+class WorkTime:
+    """Wall time minus the time this process was starved (a thread runnable and not running), as a
+    continuous, non-decreasing function of wall time: a line ``value + (wall - wall0) * rate`` whose
+    rate a sampler thread sets every :data:`SAMPLE_SECONDS` from the threads' run delays.
+
+    Why hand-written: no library offers a clock that discounts scheduler starvation; the kernel's
+    per-thread ``run_delay`` is the measure (process CPU time alone cannot tell starved from idle).
+    The sampler's own delays are not counted (it is not the work). One per process (:func:`work_time`).
+    """
 
     def __init__(self) -> None:
+        #: The wall clock as it was at import: a test that fakes ``time.time`` does not turn this line.
+        self.wall_clock = time.time
+        wall = self.wall_clock()
+        #: (wall0, value at wall0, rate, the most it reaches before the next turn): replaced whole, read
+        #: without a lock.
+        self._line: tuple[float, ...] = (wall, wall, 1.0, wall + HORIZON_SECONDS)
+        self._walls: list[float] = [wall]
+        self._lines: list[tuple[float, ...]] = [self._line]
+        self._starved = 0.0
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._stop = threading.Event()
+        self.samples = 0
+
+    def now(self) -> float:
+        wall = self.wall_clock()  # before the line (see _turned)
+        wall0, value, rate, cap = self._line
+        if wall <= wall0:
+            return value
+        now = value + (wall - wall0) * rate
+        return now if now < cap else cap
+
+    def at_wall(self, wall: float) -> float:
+        """The value this clock had at the wall-clock instant ``wall``."""
+        with self._lock:
+            i = max(0, bisect.bisect_right(self._walls, wall) - 1)
+            wall0, value, rate, cap = self._lines[i]
+        return min(cap, value + max(0.0, wall - wall0) * rate)
+
+    @property
+    def starved_seconds(self) -> float:
+        """Wall seconds not counted as work since the sampler started (starved, or lost to its lag)."""
+        return self._starved
+
+    def ensure_sampling(self) -> None:
+        """Start the sampler thread in this process (again after a fork) if it is not running."""
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+        threading.Thread(target=self._sample_forever, name="work-time-sampler", daemon=True).start()
+
+    def forked(self) -> None:
+        """In a forked child (no sampler thread there): run with the wall clock, continuously, until
+        :meth:`ensure_sampling` starts the child's own sampler."""
+        wall = self.wall_clock()
+        value = self.now()
+        self._line = (wall, value, 1.0, float("inf"))
+        self._lock = threading.Lock()
+        self._pid = 0
+
+    def _sample_forever(self) -> None:
+        me = threading.get_native_id()
+        last_wall, last = self.wall_clock(), _run_delays(me)
+        while not self._stop.wait(SAMPLE_SECONDS):
+            wall, delays = self.wall_clock(), _run_delays(me)
+            elapsed = wall - last_wall
+            # A thread born since the last sample waited all its run delay within the interval.
+            starved = sum(max(0, d - last.get(tid, 0)) for tid, d in delays.items()) / 1e9
+            starved = min(max(0.0, starved), elapsed)  # threads starved at once are one starved process
+            self._starved += starved
+            last_wall, last = wall, delays
+            self._set_rate(wall, 1.0 - starved / elapsed if elapsed > 0 else 1.0)
+
+    def _set_rate(self, wall: float, share: float) -> None:
+        """Turn the line towards the work time (wall - starved), continuously and never backwards: at the
+        last interval's share of running time, slower while it is ahead of the work, never faster than the
+        wall clock (a line behind the work, the sampler's lag, is forgiven rather than raced)."""
+        with self._lock:
+            wall0, value, rate, cap = self._line
+            at = min(cap, value + (wall - wall0) * rate)
+            self._starved = max(self._starved, wall - at)  # behind the work: forgive, never catch up
+            ahead = at - (wall - self._starved)
+            new_rate = min(1.0, max(0.0, share - ahead / SAMPLE_SECONDS))
+            line = self._turned(wall0, value, rate, cap, new_rate)
+            self._line = line
+            self._walls.append(line[0])
+            self._lines.append(line)
+            self.samples += 1
+
+    def _turned(self, wall0: float, value: float, rate: float, cap: float, new_rate: float) -> tuple[float, ...]:
+        """The new line: it starts now, where the old one is, and stands at that value before it (a reader
+        whose wall time predates the turn). A reader preempted between its two reads can still compute
+        a little less than it read before: :meth:`SimClock.now` never answers less than its last answer."""
+        turn = max(self.wall_clock(), self._walls[-1])
+        start = min(cap, value + (turn - wall0) * rate) + TURN_NUDGE_SECONDS
+        return (turn, start, new_rate, start + HORIZON_SECONDS * new_rate)
+
+
+class WallTime:
+    """The wall clock, with :class:`WorkTime`'s interface: a :class:`SimClock` that ignores machine load
+    (a test that fakes the wall clock, or a caller that wants the old behaviour)."""
+
+    _line = (0.0, 0.0, 1.0, float("inf"))
+
+    @staticmethod
+    def wall_clock() -> float:
+        return time.time()  # looked up at each call: a test may fake it
+
+    def now(self) -> float:
+        return self.wall_clock()
+
+    def at_wall(self, wall: float) -> float:
+        return wall
+
+
+_WORK_TIME = WorkTime()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORK_TIME.forked)
+
+
+def work_time() -> WorkTime:
+    """This process's :class:`WorkTime`, its sampler running."""
+    _WORK_TIME.ensure_sampling()
+    return _WORK_TIME
+
+
+class SimClock:
+    """Work time (:class:`WorkTime`: wall time, less what machine load took from this process) plus an
+    offset that the runner advances when nothing else can progress."""
+
+    def __init__(self, work: WorkTime | WallTime | None = None) -> None:
+        self._work = work if work is not None else work_time()
+        self._wall = self._work.wall_clock
         self._offset = 0.0
+        self._last = 0.0  # the last time now() answered
         #: (wall time of each advance, the offset from then on): what the simulated time was at a past
         #: wall-clock instant (moto stamps some dates, e.g. an execution's stopDate, with the wall clock).
         self._moves: list[tuple[float, float]] = []
@@ -19,16 +191,27 @@ class SimClock:
         self._moved = threading.Condition()
 
     def now(self) -> float:
-        # No lock: reading one float attribute is atomic, and moto's SQS asks for the time once per
-        # message per queue scan (about 200,000 times in a 100-order chaos run).
-        return time.time() + self._offset
+        # No lock: reading a tuple and a float attribute is atomic, and moto's SQS asks for the time
+        # once per message per queue scan (about 200,000 times in a 100-order chaos run).
+        wall = self._wall()  # before the line (see WorkTime._turned)
+        wall0, value, rate, cap = self._work._line
+        now = value + (wall - wall0) * rate if wall > wall0 else value
+        now = (now if now < cap else cap) + self._offset
+        # A reader preempted for longer than a turn's guard between its two reads could compute less
+        # than another read before: never answer less than the last answer (without a lock: a lost
+        # update only weakens this last guard).
+        last = self._last
+        if now < last:
+            return last
+        self._last = now
+        return now
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError("time only moves forward")
         with self._lock:
             self._offset += seconds
-            self._moves.append((time.time(), self._offset))
+            self._moves.append((self._wall(), self._offset))
         self.notify_moved()
 
     def at_wall(self, wall: float) -> float:
@@ -36,7 +219,7 @@ class SimClock:
         with self._lock:
             i = bisect.bisect_right(self._moves, (wall, float("inf")))
             offset = self._moves[i - 1][1] if i else 0.0
-        return wall + offset
+        return self._work.at_wall(wall) + offset
 
     def notify_moved(self) -> None:
         """Wake the threads waiting in :meth:`wait_for_move` (time jumped)."""
@@ -44,12 +227,13 @@ class SimClock:
             self._moved.notify_all()
 
     def wait_for_move(self, timeout: float) -> None:
-        """Block until time jumps or ``timeout`` wall seconds pass (wall time moves this clock too)."""
+        """Block until time jumps or ``timeout`` wall seconds pass (an idle process's clock moves with
+        the wall clock too)."""
         with self._moved:
             self._moved.wait(timeout)
 
     @property
     def simulated_seconds(self) -> float:
-        """How much time was skipped (beyond wall time)."""
+        """How much time was skipped (beyond the process's work time)."""
         with self._lock:
             return self._offset

@@ -1,0 +1,114 @@
+"""The simulated clock follows the process's work, not the machine's load (docs/decisions/0025)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from local_cloud.clock import SimClock
+
+#: A child that pins itself and ``hogs`` busy processes to one CPU, then spends ``cpu`` CPU seconds
+#: of work while reading the clock: it prints the simulated, wall and CPU seconds that passed.
+STARVED_CHILD = textwrap.dedent(
+    """
+    import json, multiprocessing, os, sys, time
+    from local_cloud.clock import SimClock
+
+    def hog():
+        while True:
+            pass
+
+    if __name__ == "__main__":
+        cpu, hogs = float(sys.argv[1]), int(sys.argv[2])
+        core = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {core})
+        procs = [multiprocessing.Process(target=hog, daemon=True) for _ in range(hogs)]
+        for p in procs:
+            p.start()
+        clock = SimClock()
+        time.sleep(0.3)  # the hogs are running
+        s0, w0, c0 = clock.now(), time.time(), time.process_time()
+        reads = 0
+        while time.process_time() - c0 < cpu:
+            clock.now()
+            reads += 1
+        s1, w1, c1 = clock.now(), time.time(), time.process_time()
+        for p in procs:
+            p.terminate()
+        print(json.dumps({"sim": s1 - s0, "wall": w1 - w0, "cpu": c1 - c0, "reads": reads}))
+    """
+)
+
+
+def _starved(cpu: float, hogs: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", STARVED_CHILD, str(cpu), str(hogs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    figures: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return figures
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_clock_starved_process_does_not_run_ahead_of_its_work() -> None:
+    """Three busy processes on the same core: the wall time is several times the work, the simulated
+    time stays within noise of the work (today's wall-following clock: the simulated time ran with the wall)."""
+    figures = _starved(cpu=0.6, hogs=3)
+    assert figures["wall"] > 2.0 * figures["cpu"], f"the child was not starved: {figures}"
+    # At most one horizon (0.25 s) ahead; the wall-following clock: the whole wall time (5-30x the work).
+    assert figures["sim"] < 1.3 * figures["cpu"] + 0.3, f"simulated time ran ahead of the work: {figures}"
+    # Behind by the sampler's forgiven lag at most (the safe side: more work per simulated minute).
+    assert figures["sim"] > 0.5 * figures["cpu"], f"simulated time fell far behind the work: {figures}"
+
+
+def test_clock_idle_process_follows_wall_time() -> None:
+    """A process that waits (nothing runnable) lets simulated time pass as wall time: nothing that waits
+    for simulated time can deadlock."""
+    clock = SimClock()
+    s0, w0 = clock.now(), time.time()
+    time.sleep(0.5)
+    sim, wall = clock.now() - s0, time.time() - w0
+    assert sim == pytest.approx(wall, abs=0.15)
+
+
+def test_clock_advance_and_at_wall_agree_with_now() -> None:
+    clock = SimClock()
+    before = clock.now()
+    clock.advance(3600)
+    now = clock.now()
+    assert now - before >= 3600
+    assert clock.at_wall(time.time()) == pytest.approx(clock.now(), abs=0.1)
+    assert clock.at_wall(time.time() - 3600 * 24) < now - 3600  # before the advance: without its offset
+    with pytest.raises(ValueError):
+        clock.advance(-1)
+
+
+def test_clock_never_goes_back_while_threads_read_it() -> None:
+    clock = SimClock()
+    backwards: list[float] = []
+
+    def reader() -> None:
+        last = clock.now()
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            now = clock.now()
+            if now < last:
+                backwards.append(last - now)
+            last = now
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not backwards
