@@ -112,3 +112,22 @@ def test_clock_never_goes_back_while_threads_read_it() -> None:
     for t in threads:
         t.join()
     assert not backwards
+
+
+def test_clock_line_history_stays_bounded_in_a_long_run() -> None:
+    """``ops local up`` runs for hours: the sampler turns the line 20 times a second, and each turn was kept
+    for ``at_wall`` (about 16 MB an hour). Only the recent lines are kept; an instant older than them maps
+    at the wall clock's rate from the oldest kept line."""
+    from local_cloud import clock as clock_module
+
+    work = clock_module.WorkTime()
+    start = time.time() + 1.0
+    walls = iter(start + i * clock_module.SAMPLE_SECONDS for i in range(10**7))
+    work.wall_clock = lambda: next(walls)
+    for _ in range(3 * clock_module.HISTORY_LINES):
+        work._set_rate(work.wall_clock(), 1.0)
+    assert len(work._lines) <= clock_module.HISTORY_LINES and len(work._walls) == len(work._lines)
+    oldest_wall, oldest_value = work._walls[0], work._lines[0][1]
+    assert work.at_wall(oldest_wall - 100.0) == oldest_value - 100.0
+    recent = work._walls[-2]
+    assert work.at_wall(recent) == work._lines[-2][1]

@@ -24,6 +24,9 @@ TASKS_DIR = "/proc/self/task"
 #: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
 #: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
 HORIZON_SECONDS = 0.25
+#: Lines kept for :meth:`WorkTime.at_wall` (10 minutes of turns): moto's wall-clock stamps are read within
+#: a simulated minute or two; a run of hours (``ops local up``) must not keep every turn (about 16 MB an hour).
+HISTORY_LINES = int(600 / SAMPLE_SECONDS)
 #: Added at each turn: float rounding at epoch magnitudes (one ulp is 0.24 us) never turns it back.
 TURN_NUDGE_SECONDS = 1e-6
 
@@ -66,6 +69,7 @@ class WorkTime:
         self._line: tuple[float, ...] = (wall, wall, 1.0, wall + HORIZON_SECONDS)
         self._walls: list[float] = [wall]
         self._lines: list[tuple[float, ...]] = [self._line]
+        self._trimmed = False  # whether the oldest lines were dropped (HISTORY_LINES)
         self._starved = 0.0
         self._lock = threading.Lock()
         self._pid = 0
@@ -83,8 +87,10 @@ class WorkTime:
     def at_wall(self, wall: float) -> float:
         """The value this clock had at the wall-clock instant ``wall``."""
         with self._lock:
-            i = max(0, bisect.bisect_right(self._walls, wall) - 1)
-            wall0, value, rate, cap = self._lines[i]
+            i = bisect.bisect_right(self._walls, wall) - 1
+            wall0, value, rate, cap = self._lines[max(0, i)]
+            if i < 0 and self._trimmed:  # older than the kept lines: at the wall clock's rate
+                return value - (wall0 - wall)
         return min(cap, value + max(0.0, wall - wall0) * rate)
 
     @property
@@ -136,6 +142,9 @@ class WorkTime:
             self._line = line
             self._walls.append(line[0])
             self._lines.append(line)
+            if len(self._lines) > HISTORY_LINES:
+                del self._walls[: HISTORY_LINES // 2], self._lines[: HISTORY_LINES // 2]
+                self._trimmed = True
             self.samples += 1
 
     def _turned(self, wall0: float, value: float, rate: float, cap: float, new_rate: float) -> tuple[float, ...]:
