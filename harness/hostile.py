@@ -5,7 +5,7 @@ first receive):
 
 - ``deep_nesting``: a body nested ~3,000 levels deep (``json.loads`` would hit the recursion limit);
 - ``oversize``: a valid-looking order (a huge address line) whose body and correlation ID attribute
-  add up to exactly the orders queue's MaximumMessageSize (stacks.order_pipeline_stack
+  add up to exactly the orders queue's MaximumMessageSize (stacks.order_constructs.message_sizes
   ORDERS_QUEUE_MAX_MESSAGE_BYTES: the 64 KiB contract plus an attribute allowance): SQS accepts it,
   it is over intake's 64 KiB, so intake must dead-letter it as permanent;
 - ``floats``: ``quantity`` 2.0 or ``unit_price_cents`` 1e3 where the contract wants JSON integers;
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.orders import make_order
+from stacks.order_constructs.message_sizes import ORDERS_QUEUE_MAX_MESSAGE_BYTES
 
 OVERSIZE_REFUSED = "oversize_refused"
 SQS_KINDS = ("deep_nesting", "oversize", OVERSIZE_REFUSED, "floats", "wrong_types")
@@ -109,9 +110,7 @@ def _deep_nesting(order_id: str, rng: random.Random) -> str:
 
 
 def orders_queue_limit() -> int:
-    """The orders queue's MaximumMessageSize, as the stack sets it (imported on use: it loads the CDK)."""
-    from stacks.order_pipeline_stack import ORDERS_QUEUE_MAX_MESSAGE_BYTES
-
+    """The orders queue's MaximumMessageSize, as the stack sets it (a plain number: the CDK is not loaded)."""
     return ORDERS_QUEUE_MAX_MESSAGE_BYTES
 
 

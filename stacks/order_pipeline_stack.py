@@ -32,15 +32,13 @@ from stacks.order_constructs.alerting import Alerting, AlertingProps
 from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
 from stacks.order_constructs.functions import LAMBDAS_DIR, METRICS_NAMESPACE, STEP_TIMEOUT, OrderFunctionDefaults
-from stacks.order_constructs.intake import (
-    INTAKE_TIMEOUT,
+from stacks.order_constructs.intake import INTAKE_TIMEOUT, OrderIntake, OrderIntakeProps
+from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
+from stacks.order_constructs.message_sizes import (
     ORDER_ATTRIBUTES_ALLOWANCE_BYTES,
     ORDER_BODY_MAX_BYTES,
     ORDERS_QUEUE_MAX_MESSAGE_BYTES,
-    OrderIntake,
-    OrderIntakeProps,
 )
-from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 from stacks.order_constructs.needs_attention import NeedsAttention, NeedsAttentionProps
 from stacks.order_constructs.order_saga import OrderSaga, OrderSagaProps
 from stacks.order_constructs.providers import OrderProviders, OrderProvidersProps

@@ -15,6 +15,7 @@ from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from order_domain.settings.intake import ORDERS_MAX_RECEIVE_COUNT
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, grant_items, grant_queue
+from stacks.order_constructs.message_sizes import ORDERS_QUEUE_MAX_MESSAGE_BYTES
 from stacks.order_constructs.needs_attention import dlq_alarm_text
 
 INTAKE_TIMEOUT = Duration.seconds(30)
@@ -28,19 +29,6 @@ INTAKE_BATCH_SIZE = 10
 #: Page when the oldest order waits longer than this (a stalled or starved intake). Above the
 #: sweeper-free backlog of a normal day, below the stuck-order threshold (35 min, decision 0005).
 ORDERS_MAX_MESSAGE_AGE = Duration.minutes(10)
-#: The order message contract's body limit (lambdas/order_domain/model.py MAX_BODY_BYTES; a test
-#: keeps them equal: the CDK app does not import the Lambda code).
-ORDER_BODY_MAX_BYTES = 64 * 1024
-#: Room for the message attributes a producer and intake's requeue send with an order: SQS counts
-#: every attribute's name, type and value in the message size ("All parts of the message attribute,
-#: including Name, Type, and Value, are part of the message size restriction":
-#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_MessageAttributeValue.html).
-#: The correlation ID (at most 128 characters), the requeue and replay counts need under 300 bytes; 4 KiB.
-ORDER_ATTRIBUTES_ALLOWANCE_BYTES = 4 * 1024
-#: The orders queue's MaximumMessageSize: a body over the contract (plus attributes) is refused at
-#: SendMessage, so the producer learns it synchronously; a body the queue still accepts (up to
-#: this size) is dead-lettered by intake as permanent, with its category (the DLQ holds 1 MiB).
-ORDERS_QUEUE_MAX_MESSAGE_BYTES = ORDER_BODY_MAX_BYTES + ORDER_ATTRIBUTES_ALLOWANCE_BYTES
 
 
 @dataclass(frozen=True)

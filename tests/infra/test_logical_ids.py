@@ -152,3 +152,51 @@ def test_logical_ids_path_derived_ids_kept(inline_function: InlineFunctionFactor
             keep_rule_permission_id(rule, fn)
         ids[grouped] = set(Template.from_stack(stack).to_json()["Resources"])
     assert ids[True] == ids[False]
+
+
+def _grouped_queues(stack: Stack, count: int) -> None:
+    scope: Construct = stack
+    if isinstance(stack, StableLogicalIdStack):
+        scope = TransparentScope(TransparentScope(stack, "Outer"), "Inner")
+    for n in range(count):
+        sqs.Queue(Construct(scope, f"Part{n}"), "Jobs", dead_letter_queue=None)
+
+
+def _jsii_round_trips(stack: Stack) -> int:
+    from jsii._kernel.providers import process
+
+    calls = 0
+    send = process._NodeProcess.send
+
+    def counting(self: object, *args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return send(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process._NodeProcess, "send", counting)
+        Template.from_stack(stack)
+    return calls
+
+
+def test_logical_ids_allocation_reads_each_element_once() -> None:
+    """CDK calls the allocation back at each resolution of an element's ID (about six per element), and each
+    jsii round trip to node costs about 0.3 ms (2,600 elements in the order stack): one answer per callback,
+    and the element's path read once (two round trips). Reading each scope's id took 55 per element."""
+    plain, grouped = Stack(App(), "S"), StableLogicalIdStack(App(), "S")
+    for stack in (plain, grouped):
+        _grouped_queues(stack, 20)
+    extra = _jsii_round_trips(grouped) - _jsii_round_trips(plain)
+    assert extra <= 9 * 20, f"{extra} jsii round trips for 20 elements"
+
+
+def test_logical_ids_without_transparent_scopes_are_cdks() -> None:
+    """Computed here for every element, the IDs are CDK's own wherever no transparent scope is involved."""
+    ids = []
+    for stack in (Stack(App(), "S"), StableLogicalIdStack(App(), "S")):
+        scope = Construct(Construct(stack, "Order-Flow"), "Default")
+        sqs.Queue(scope, "Jobs")
+        sqs.Queue(Construct(scope, "Resource"), "Resource")
+        events.Rule(stack, "x" * 300, schedule=events.Schedule.rate(Duration.minutes(5)))
+        ids.append(set(Template.from_stack(stack).to_json()["Resources"]))
+    assert ids[0] == ids[1]

@@ -21,9 +21,14 @@ SAMPLE_SECONDS = 0.05
 #: ``/proc/<pid>/task/<tid>/schedstat``: "time spent on the cpu, time spent waiting on a runqueue,
 #: # of timeslices run on this cpu" (https://docs.kernel.org/scheduler/sched-stats.html, version 15+).
 TASKS_DIR = "/proc/self/task"
+#: A scan of the threads' statistics takes at most this share of the wall time between two: the interval
+#: grows with the scan (a shard runs about 100 threads, up to 1,000 at once in a large run).
+SCAN_COST_RATIO = 100
 #: How far past its turn a line runs before the sampler turns it again: a sampler starved for longer
 #: (the whole process is) stops the clock there instead of letting it run on at a stale rate.
 HORIZON_SECONDS = 0.25
+#: ... and at least this many sampling intervals (the interval grows with the scan's cost).
+HORIZON_INTERVALS = 5
 #: Lines kept for :meth:`WorkTime.at_wall` (10 minutes of turns): moto's wall-clock stamps are read within
 #: a simulated minute or two; a run of hours (``ops local up``) must not keep every turn (about 16 MB an hour).
 HISTORY_LINES = int(600 / SAMPLE_SECONDS)
@@ -31,23 +36,41 @@ HISTORY_LINES = int(600 / SAMPLE_SECONDS)
 TURN_NUDGE_SECONDS = 1e-6
 
 
-def _run_delays(exclude: int) -> dict[int, int]:
-    """Nanoseconds each thread of this process (but ``exclude``) has waited on a runqueue; {} off Linux."""
-    delays: dict[int, int] = {}
-    try:
-        tids = os.listdir(TASKS_DIR)
-    except OSError:
-        return delays
-    for name in tids:
-        tid = int(name)
-        if tid == exclude:
-            continue
+class RunDelays:
+    """Nanoseconds each thread of this process has waited on a runqueue; {} off Linux.
+
+    Each thread's file stays open and is read again at offset 0 (the kernel regenerates it): opening,
+    reading and closing about 100 files (the threads of a chaos shard) 20 times a second took 6.5% of
+    the shard's CPU. A file whose thread ended reads as an error and is closed."""
+
+    def __init__(self) -> None:
+        self._fds: dict[int, int] = {}
+
+    def read(self, exclude: int) -> dict[int, int]:
+        delays: dict[int, int] = {}
         try:
-            with open(f"{TASKS_DIR}/{name}/schedstat", "rb") as f:
-                delays[tid] = int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # the thread ended meanwhile
-    return delays
+            tids = os.listdir(TASKS_DIR)
+        except OSError:
+            return delays
+        for name in tids:
+            tid = int(name)
+            if tid == exclude:
+                continue
+            fd = self._fds.get(tid)
+            try:
+                if fd is None:
+                    fd = self._fds[tid] = os.open(f"{TASKS_DIR}/{name}/schedstat", os.O_RDONLY)
+                delays[tid] = int(os.pread(fd, 128, 0).split()[1])
+            except (OSError, IndexError, ValueError):
+                self._close(tid)  # the thread ended meanwhile (or its id was reused: reopened next time)
+        for tid in [t for t in self._fds if t not in delays]:
+            self._close(tid)
+        return delays
+
+    def _close(self, tid: int) -> None:
+        fd = self._fds.pop(tid, None)
+        if fd is not None:
+            os.close(fd)
 
 
 class WorkTime:
@@ -74,6 +97,7 @@ class WorkTime:
         self._lock = threading.Lock()
         self._pid = 0
         self._stop = threading.Event()
+        self._interval = SAMPLE_SECONDS  # wall seconds between two samples (longer while scans are long)
         self.samples = 0
 
     def now(self) -> float:
@@ -116,10 +140,13 @@ class WorkTime:
         self._pid = 0
 
     def _sample_forever(self) -> None:
-        me = threading.get_native_id()
-        last_wall, last = self.wall_clock(), _run_delays(me)
-        while not self._stop.wait(SAMPLE_SECONDS):
-            wall, delays = self.wall_clock(), _run_delays(me)
+        me, run_delays = threading.get_native_id(), RunDelays()
+        last_wall, last = self.wall_clock(), run_delays.read(me)
+        while not self._stop.wait(self._interval):
+            cpu, wall, delays = time.thread_time(), self.wall_clock(), run_delays.read(me)
+            # Many threads make a scan longer: sample less often, so the sampler stays a small cost (its
+            # own CPU time: a starved scan must not make the clock coarser when load needs it finest).
+            self._interval = max(SAMPLE_SECONDS, SCAN_COST_RATIO * (time.thread_time() - cpu))
             elapsed = wall - last_wall
             # A thread born since the last sample waited all its run delay within the interval.
             starved = sum(max(0, d - last.get(tid, 0)) for tid, d in delays.items()) / 1e9
@@ -137,7 +164,7 @@ class WorkTime:
             at = min(cap, value + (wall - wall0) * rate)
             self._starved = max(self._starved, wall - at)  # behind the work: forgive, never catch up
             ahead = at - (wall - self._starved)
-            new_rate = min(1.0, max(0.0, share - ahead / SAMPLE_SECONDS))
+            new_rate = min(1.0, max(0.0, share - ahead / self._interval))
             line = self._turned(wall0, value, rate, cap, new_rate)
             self._line = line
             self._walls.append(line[0])
@@ -153,7 +180,8 @@ class WorkTime:
         a little less than it read before: :meth:`SimClock.now` never answers less than its last answer."""
         turn = max(self.wall_clock(), self._walls[-1])
         start = min(cap, value + (turn - wall0) * rate) + TURN_NUDGE_SECONDS
-        return (turn, start, new_rate, start + HORIZON_SECONDS * new_rate)
+        horizon = max(HORIZON_SECONDS, HORIZON_INTERVALS * self._interval)
+        return (turn, start, new_rate, start + horizon * new_rate)
 
 
 class WallTime:
