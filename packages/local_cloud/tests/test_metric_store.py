@@ -107,3 +107,43 @@ def test_metric_store_timed_out_execution_counted_without_a_stop_date(monkeypatc
     store._refresh_executions()
     store._refresh_executions()
     assert len(store.points[metric_key("AWS/States", "ExecutionsTimedOut", {"StateMachineArn": ARN})]) == 1
+
+
+def _no_api(_service: str) -> Any:
+    raise AssertionError("the evaluator called an API for what moto here already holds")
+
+
+def test_metric_store_reads_moto_executions_without_listing_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CloudWatch does not call ListExecutions: with moto in this process the refresh reads moto's own
+    executions (each ListExecutions sorted and serialized every execution of the run: about 5% of a chaos
+    shard's CPU), and counts what the listing counts, once each."""
+    import json
+    import time
+
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        definition = {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}
+        arn = sfn.create_state_machine(
+            name="saga", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r"
+        )["stateMachineArn"]
+        for n in range(5):
+            sfn.start_execution(stateMachineArn=arn, name=f"e{n}")
+        deadline = time.monotonic() + 10
+        while any(e["status"] == "RUNNING" for e in sfn.list_executions(stateMachineArn=arn)["executions"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        listed = MetricStore({}, [arn], capture=None)  # type: ignore[arg-type]
+        listed._refresh_listed_executions(arn)
+        monkeypatch.setattr(metrics, "aws", _no_api)
+        live = MetricStore({}, [arn], capture=None)  # type: ignore[arg-type]
+        live._refresh_executions()
+        live._refresh_executions()
+        key = metric_key("AWS/States", "ExecutionsSucceeded", {"StateMachineArn": arn})
+        assert len(live.points[key]) == 5
+        # the same stops (the API gives them to the millisecond)
+        assert [at for at, _ in sorted(live.points[key])] == pytest.approx(
+            [at for at, _ in sorted(listed.points[key])], abs=1e-3
+        )

@@ -26,6 +26,8 @@ from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.metrics import EXECUTION_METRICS, MetricKey, MetricStore, metric_key, statistic
+from local_cloud.moto_state import alarm_states
+from local_cloud.template import ACCOUNT
 
 __all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
 #: At most this many period boundaries are replayed per call (a day of 1-minute periods).
@@ -241,16 +243,26 @@ class AlarmEvaluator:
         """Apply ``SetAlarmState`` calls made since the last evaluation (an operator's, ``ops smoke``'s):
         CloudWatch runs the new state's actions at once; the next evaluation moves the alarm back to
         what its metrics say (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_SetAlarmState.html)."""
-        paginator = aws("cloudwatch").get_paginator("describe_alarms")
-        for page in paginator.paginate(AlarmNames=list(self.alarms)[:100]):
+        for name, (new, reason) in self._alarm_states().items():
+            old = self.states.get(name)
+            if old is None or new == old:
+                continue
+            self.states[name] = new
+            if self.actions:
+                self.actions.execute(self.alarms[name], old, new, reason, now)
+
+    def _alarm_states(self) -> dict[str, tuple[str, str]]:
+        """Each alarm's state and reason in CloudWatch: moto's own records here (CloudWatch does not call
+        DescribeAlarms on itself: :mod:`local_cloud.moto_state`), else DescribeAlarms."""
+        client = aws("cloudwatch")
+        states = alarm_states(ACCOUNT, client.meta.region_name, self.alarms)
+        if states is not None:
+            return states
+        states = {}
+        for page in client.get_paginator("describe_alarms").paginate(AlarmNames=list(self.alarms)[:100]):
             for alarm in page.get("MetricAlarms", []):
-                name, new = alarm["AlarmName"], alarm["StateValue"]
-                old = self.states.get(name)
-                if old is None or new == old:
-                    continue
-                self.states[name] = new
-                if self.actions:
-                    self.actions.execute(self.alarms[name], old, new, alarm.get("StateReason", ""), now)
+                states[alarm["AlarmName"]] = (alarm["StateValue"], alarm.get("StateReason", ""))
+        return states
 
     def _sample_depths(self, now: float) -> dict[str, float]:
         """Each alarmed queue's ApproximateNumberOfMessagesVisible, sampled now and kept as a datapoint

@@ -28,13 +28,14 @@ from __future__ import annotations
 import bisect
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.lambda_runtime import LocalFunction
+from local_cloud.moto_state import execution_status, sfn_executions
 from local_cloud.service_metrics import ServiceMetrics
 
 #: Step Functions execution metrics -> the execution status each counts.
@@ -78,6 +79,9 @@ class MetricStore:
         self._executions_seen: set[str] = set()
         #: Per state machine: executions listed but not counted yet (running, or no stop date yet).
         self._executions_waiting: dict[str, set[str]] = {}
+        #: Per state machine, read from moto's own list: how many were read, and those not counted yet.
+        self._live_seen: dict[str, int] = {}
+        self._live_waiting: dict[str, list[Any]] = {}
 
     def refresh(self) -> None:
         """Read what happened since the last refresh (invocations, EMF documents, ended executions)."""
@@ -126,30 +130,56 @@ class MetricStore:
         still waiting (running, or stopped without its stop date yet, at a previous refresh) has been listed
         again: a refresh costs the executions started or running since the previous one, not every execution
         of the run (listing them all every simulated minute took ``make chaos`` from 157 s to 221 s)."""
-        sfn = aws("stepfunctions")
         for arn in self.state_machines:
-            waiting = self._executions_waiting.setdefault(arn, set())
-            missing = set(waiting)
-            for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
-                reached_known = False
-                for e in page["executions"]:
-                    name = e["executionArn"]
-                    if name in self._executions_seen:
-                        reached_known = True
-                        continue
-                    reached_known = reached_known or name in waiting
-                    missing.discard(name)
-                    at = self._stopped_at(e)
-                    if at is None:
-                        waiting.add(name)
-                        continue
-                    waiting.discard(name)
-                    self._executions_seen.add(name)
-                    for metric, status in EXECUTION_METRICS.items():
-                        if e["status"] == status:
-                            self.add(metric_key("AWS/States", metric, {"StateMachineArn": arn}), at, 1.0)
-                if reached_known and not missing:
-                    break
+            live = sfn_executions(arn)
+            if live is not None:
+                self._refresh_live_executions(arn, live)
+            else:
+                self._refresh_listed_executions(arn)
+
+    def _refresh_live_executions(self, arn: str, live: Sequence[Any]) -> None:
+        """From moto's own list (oldest first, appended as executions start): the new ones since the last
+        refresh and those still waiting, without an API call (:mod:`local_cloud.moto_state`)."""
+        start = self._live_seen.get(arn, 0)
+        new = live[start:]  # one slice: a start on another thread meanwhile is read next time
+        self._live_seen[arn] = start + len(new)
+        waiting = []
+        for execution in [*self._live_waiting.get(arn, []), *new]:
+            status, stop = execution_status(execution), execution.stop_date
+            at = self._stopped_at({"status": status, **({"stopDate": stop} if stop is not None else {})})
+            if at is None:
+                waiting.append(execution)
+                continue
+            for metric, counted in EXECUTION_METRICS.items():
+                if status == counted:
+                    self.add(metric_key("AWS/States", metric, {"StateMachineArn": arn}), at, 1.0)
+        self._live_waiting[arn] = waiting
+
+    def _refresh_listed_executions(self, arn: str) -> None:
+        """From ListExecutions (a moto this process does not hold)."""
+        sfn = aws("stepfunctions")
+        waiting = self._executions_waiting.setdefault(arn, set())
+        missing = set(waiting)
+        for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
+            reached_known = False
+            for e in page["executions"]:
+                name = e["executionArn"]
+                if name in self._executions_seen:
+                    reached_known = True
+                    continue
+                reached_known = reached_known or name in waiting
+                missing.discard(name)
+                at = self._stopped_at(e)
+                if at is None:
+                    waiting.add(name)
+                    continue
+                waiting.discard(name)
+                self._executions_seen.add(name)
+                for metric, status in EXECUTION_METRICS.items():
+                    if e["status"] == status:
+                        self.add(metric_key("AWS/States", metric, {"StateMachineArn": arn}), at, 1.0)
+            if reached_known and not missing:
+                break
 
     def _stopped_at(self, execution: Mapping[str, Any]) -> float | None:
         """The simulated time an execution stopped; None while it runs, or before moto stamps its stop date

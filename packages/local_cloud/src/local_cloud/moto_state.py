@@ -1,0 +1,58 @@
+"""What CloudWatch sees of the deployment without calling its APIs: moto's in-process records.
+
+CloudWatch gets ``AWS/States`` execution metrics from Step Functions itself and knows its own alarms'
+states; it does not call ListExecutions or DescribeAlarms. The evaluator did, every simulated minute:
+each call went through botocore's serializer and moto's dispatcher and sorted every execution of the
+run (about 8% of a chaos shard's CPU). These readers take the same facts from the objects moto
+answers those calls from, and return None when moto in this process does not hold them (the caller
+then falls back to the API: a moto server elsewhere).
+
+Why hand-written: moto offers no read-only view of its backends; these read the attributes its own
+responses read (``moto/stepfunctions/parser/backend/execution.py`` ``to_execution_list_item``,
+``moto/cloudwatch/models.py`` ``FakeAlarm``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+#: ARN fields: arn:partition:service:region:account:resource.
+_REGION, _ACCOUNT = 3, 4
+
+
+def sfn_executions(state_machine_arn: str) -> Sequence[Any] | None:
+    """The state machine's executions in moto (oldest first, the live list), or None if moto here has none.
+
+    Each has ``exec_arn``, ``status`` (``RUNNING``, ``SUCCEEDED``, ...) and ``stop_date`` (None until it stops)."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.responses import get_backend
+
+    parts = state_machine_arn.split(":")
+    if len(parts) < 7:
+        return None
+    backend = get_backend(parts[_ACCOUNT], parts[_REGION])
+    if not isinstance(backend, StepFunctionsParserBackend):
+        return None  # moto's own executions do not run the definition: not the local run's
+    machine = next((m for m in backend.state_machines if m.arn == state_machine_arn), None)
+    return None if machine is None else machine.executions
+
+
+def execution_status(execution: Any) -> str:
+    """An execution's status as ListExecutions gives it (``RUNNING`` until moto sets another)."""
+    status = getattr(execution, "exec_status", None)
+    return "RUNNING" if status is None else str(status.value)
+
+
+def alarm_states(account: str, region: str, names: Iterable[str]) -> dict[str, tuple[str, str]] | None:
+    """``{alarm name: (StateValue, StateReason)}`` from moto's CloudWatch, or None if it lacks one of them."""
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    alarms = cloudwatch_backends[account][region].alarms
+    states = {}
+    for name in names:
+        alarm = alarms.get(name)
+        if alarm is None:
+            return None
+        states[name] = (alarm.state_value, alarm.state_reason or "")
+    return states
