@@ -85,7 +85,7 @@ class StableLogicalIdStack(Stack):
         # CDK replaces it). Reading each scope's id and calling CDK's own allocation took 40% of a synth.
         # CDK asks again at each resolution of the element's ID (about 6 times each): the answer is kept
         # by the element's jsii reference (an element's path never changes, nor what scopes hold it).
-        ref = cfn_element.__jsii_ref__.ref
+        ref = cfn_element.__jsii_ref__.ref  # type: ignore[attr-defined]  # jsii's ObjRef of every proxy
         logical_id = self._allocated.get(ref)
         if logical_id is None:
             parts = cfn_element.node.path.split(_PATH_SEP)

@@ -145,7 +145,12 @@ def test_clock_run_delays_open_each_thread_file_once(monkeypatch: pytest.MonkeyP
         worker.start()
     opened: list[str] = []
     real_open = os.open
-    monkeypatch.setattr(clock_module.os, "open", lambda path, *a: opened.append(path) or real_open(path, *a))
+
+    def counting_open(path: str, *args: int) -> int:
+        opened.append(path)
+        return real_open(path, *args)
+
+    monkeypatch.setattr(clock_module.os, "open", counting_open)
     delays = clock_module.RunDelays()
     first = delays.read(exclude=0)
     assert len(opened) == len(first) >= 21
