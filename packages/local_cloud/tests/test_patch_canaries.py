@@ -28,7 +28,7 @@ from moto import mock_aws
 from local_cloud import patches as emulator
 from local_cloud.calls import count_aws_calls
 from local_cloud.capture import LineCapture, capture_stdout
-from local_cloud.clock import SimClock
+from local_cloud.clock import SimClock, WallTime
 from local_cloud.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
@@ -43,6 +43,7 @@ from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
     sfn_execution_running_from_start,
+    sfn_task_timeout_on_clock,
     states_all_excludes_terminal_errors,
 )
 from local_cloud.moto_speed import (
@@ -990,3 +991,67 @@ def test_canary_sfn_execution_is_listed_running_from_its_start() -> None:
         assert _unstarted_execution().to_execution_list_item()["status"] == "RUNNING"
     with pytest.raises(AttributeError):
         _ = _unstarted_execution().status
+
+
+class _StoppedClock:
+    """Simulated time that does not move (the process did no work): no task may time out."""
+
+    def now(self) -> float:
+        return 1000.0
+
+
+def _slow_write_outcome(slow_seconds: float, timeout_seconds: int) -> str:
+    """The Catch's error (or "none") of an UpdateItem task whose moto write takes ``slow_seconds`` wall seconds."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    definition = {
+        "StartAt": "W",
+        "States": {
+            "W": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::dynamodb:updateItem",
+                "TimeoutSeconds": timeout_seconds,
+                "Parameters": {
+                    "TableName": "t",
+                    "Key": {"pk": {"S": "a"}},
+                    "UpdateExpression": "SET v = :v",
+                    "ExpressionAttributeValues": {":v": {"S": "x"}},
+                },
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+    original = DynamoDBBackend.update_item
+
+    def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(slow_seconds)
+        return original(self, *args, **kwargs)
+
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        _table(boto3.client("dynamodb", region_name=REGION), "t")
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(
+            name="m", definition=json.dumps(definition), roleArn=f"arn:aws:iam::{ACCOUNT}:role/r"
+        )["stateMachineArn"]
+        with mock.patch.object(DynamoDBBackend, "update_item", slow):
+            execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
+            deadline = time.monotonic() + 20
+            while (described := sfn.describe_execution(executionArn=execution))["status"] == "RUNNING":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    return json.loads(described.get("output", "{}")).get("err", {}).get("Error", "none")
+
+
+def test_canary_sfn_task_timeout_counts_simulated_time() -> None:
+    with dynamodb_task_timeout():  # the timeout named as AWS names it
+        # moto waits a task's TimeoutSeconds in wall seconds (drop the patch once it does not): a write
+        # slowed by the machine's load (1.5 s here) times out a 1 s task ...
+        assert _slow_write_outcome(1.5, 1) == "States.Timeout"
+        with sfn_task_timeout_on_clock(_StoppedClock()):
+            # ... in the local run a task's timeout counts simulated time: none passed, no timeout
+            assert _slow_write_outcome(1.5, 1) == "none"
+        with sfn_task_timeout_on_clock(SimClock(WallTime())):
+            # ... and simulated time that passes (here with the wall clock) still times a task out
+            assert _slow_write_outcome(1.5, 1) == "States.Timeout"

@@ -26,6 +26,7 @@ from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
     sfn_execution_running_from_start,
+    sfn_task_timeout_on_clock,
     states_all_excludes_terminal_errors,
 )
 from local_cloud.moto_speed import (
@@ -90,6 +91,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(states_all_excludes_terminal_errors())
         # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
         stack.enter_context(dynamodb_task_timeout())
+        # ... and a task's TimeoutSeconds counts simulated time, as every other duration here.
+        stack.enter_context(sfn_task_timeout_on_clock(clock))
         # A new execution is RUNNING from the moment ListExecutions can see it, as on AWS.
         stack.enter_context(sfn_execution_running_from_start())
         # StartExecution keeps its traceHeader (the execution joins the caller's X-Ray trace), as on AWS.

@@ -144,3 +144,35 @@ def sfn_execution_running_from_start() -> Iterator[None]:
 
     with mock.patch.object(Execution, "__init__", init):
         yield
+
+
+#: Wall seconds between two readings of the simulated clock while a task's timeout is waited for (the
+#: task's own end wakes the wait at once).
+TASK_TIMEOUT_POLL_SECONDS = 0.05
+
+
+@contextmanager
+def sfn_task_timeout_on_clock(clock: Any) -> Iterator[None]:
+    """moto times a Task state's ``TimeoutSeconds`` with the wall clock (``_evaluate_with_timeout`` waits
+    on a ``threading.Event`` for that many wall seconds), while everything else in the local run takes
+    simulated time. On a loaded machine a DynamoDB write that takes milliseconds on AWS ran past the
+    MarkCompleted task's 10 s and failed with States.Timeout, and its thread still wrote afterwards. The
+    wait now counts ``clock``'s seconds (the process's work time, decision 0025), as AWS counts a task's
+    own time (https://docs.aws.amazon.com/step-functions/latest/dg/state-task.html, TimeoutSeconds)."""
+    from moto.stepfunctions.parser.asl.component.state.exec import execute_state
+
+    class SimulatedTimeEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            if timeout is None:
+                return super().wait()
+            deadline = clock.now() + timeout
+            while not self.is_set():
+                left = deadline - clock.now()
+                if left <= 0:
+                    return False
+                super().wait(min(left, TASK_TIMEOUT_POLL_SECONDS))
+            return True
+
+    shim = types.SimpleNamespace(Event=SimulatedTimeEvent)
+    with mock.patch.object(execute_state, "threading", shim):
+        yield

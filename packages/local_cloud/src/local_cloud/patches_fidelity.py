@@ -37,6 +37,16 @@ FIDELITY_REGISTRY: tuple[Patch, ...] = (
         "local_cloud.environment.moto_behaviour",
         "test_canary_dynamodb_task_timeout_is_states_timeout",
     ),
+    Patch(
+        "sfn_task_timeout_on_clock",
+        "moto.stepfunctions.parser.asl.component.state.exec.execute_state:threading",
+        "correctness",
+        "moto times a Task state's TimeoutSeconds in wall seconds; under load a DynamoDB write (milliseconds on "
+        "AWS) timed out in MarkCompleted and still wrote afterwards. The timeout counts simulated time, as every "
+        "other duration of the local run (state-task.html, TimeoutSeconds).",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_sfn_task_timeout_counts_simulated_time",
+    ),
     # -- emulation: what AWS does that moto does not ------------------------------------------------
     Patch(
         "lambda_in_process",
