@@ -79,7 +79,7 @@ class StableLogicalIdStack(Stack):
         self._allocated: dict[str, str] = {}
 
     def _allocate_logical_id(self, cfn_element: CfnElement) -> str:
-        # CDK calls this back for each element (about 2,600 in the order stack), and each jsii read is a
+        # CDK calls this back for each element (thousands in a large stack), and each jsii read is a
         # round trip to node (about 0.3 ms): the element's path is read once, and the IDs are computed
         # here, as CDK computes them, from the path components (a construct id never holds the separator:
         # CDK replaces it). Reading each scope's id and calling CDK's own allocation took 40% of a synth.
