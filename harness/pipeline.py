@@ -29,6 +29,7 @@ from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
 from local_cloud.schedules import Scheduled, Schedules
+from local_cloud.sfn_waits import running_executions
 from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
 from ops.target import Target
@@ -36,7 +37,8 @@ from sandbox.http_server import serve_sandbox
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).
 LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
-#: Wall seconds the loop waits while executions run and no message is deliverable.
+#: Wall seconds the loop waits at most while executions run and no message is deliverable (it wakes at
+#: once when every running execution waits for simulated time, or one ends: docs/decisions/0026).
 EXECUTION_POLL_SECONDS = 0.25
 #: The event EventBridge sends a scheduled rule's target.
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
@@ -132,7 +134,8 @@ class PipelineRun:
                 deadline = time.monotonic() + timeout
                 continue
             if self.running_executions():
-                time.sleep(EXECUTION_POLL_SECONDS)
+                if not self.step_waiting_executions():
+                    self.wait_for_executions()
                 continue
             upcoming = self.next_visible_at()
             if upcoming is not None:
@@ -152,6 +155,34 @@ class PipelineRun:
             self.tick_alarms(before_jump=delayed is not None and delayed - self.clock.now() >= 60)
             self._step_clock(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline made no progress (no message delivered, no function invoked) for {timeout:g} s")
+
+    def step_waiting_executions(self) -> bool:
+        """When every running execution waits for simulated time (a Retry wait, a crashed invocation's
+        timeout: docs/decisions/0026) and no message was deliverable, nothing but the clock can move: step it
+        to the earliest of the first wait's end, the next redelivery or delayed message, the next
+        scheduled run and the next minute (alarms are evaluated there). Returns whether it stepped."""
+        now = self.clock.now()
+        target = self.clock.earliest_wait(running_executions())
+        if target is None:
+            return False
+        for upcoming in (self.next_visible_at(), self.cloud.next_delayed_at(), self.schedules.next_at()):
+            if upcoming is not None:
+                target = min(target, upcoming)
+        target = min(target, (now // 60 + 1) * 60)
+        if target <= now:
+            return False  # something is due now: the loop's next turn handles it
+        self._step_clock(target - now)
+        return True
+
+    def wait_for_executions(self) -> None:
+        """Block until every running execution waits for simulated time or one ends (woken by the clock when
+        a wait begins or an execution ends), or :data:`EXECUTION_POLL_SECONDS` pass."""
+        deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            seen = self.clock.waits_generation
+            if self.clock.earliest_wait(running_executions()) is not None:
+                return
+            self.clock.wait_for_waits(seen, left)
 
     # -- EventBridge schedules and the passage of time -------------------------------------------
     def schedule(self, prefix: str) -> Scheduled[Any]:
