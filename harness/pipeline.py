@@ -134,8 +134,7 @@ class PipelineRun:
                 deadline = time.monotonic() + timeout
                 continue
             if self.running_executions():
-                if not self.step_waiting_executions():
-                    self.wait_for_executions()
+                self.run_executions()
                 continue
             upcoming = self.next_visible_at()
             if upcoming is not None:
@@ -156,32 +155,48 @@ class PipelineRun:
             self._step_clock(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline made no progress (no message delivered, no function invoked) for {timeout:g} s")
 
-    def step_waiting_executions(self) -> bool:
+    def step_waiting_executions(self) -> str | None:
         """When every running execution waits for simulated time (a Retry wait, a crashed invocation's
         timeout: docs/decisions/0026) and no message was deliverable, nothing but the clock can move: step it
         to the earliest of the first wait's end, the next redelivery or delayed message, the next
-        scheduled run and the next minute (alarms are evaluated there). Returns whether it stepped."""
+        scheduled run and the next minute (where alarms are evaluated). Returns what it stepped to: a wait's
+        end or a minute ("wait"), a message or a scheduled run that is now due ("due"), or None (no step)."""
         now = self.clock.now()
         target = self.clock.earliest_wait(running_executions())
         if target is None:
-            return False
-        for upcoming in (self.next_visible_at(), self.cloud.next_delayed_at(), self.schedules.next_at()):
-            if upcoming is not None:
-                target = min(target, upcoming)
-        target = min(target, (now // 60 + 1) * 60)
-        if target <= now:
-            return False  # something is due now: the loop's next turn handles it
-        self._step_clock(target - now)
-        return True
+            return None
+        due = min(
+            (
+                t
+                for t in (self.next_visible_at(), self.cloud.next_delayed_at(), self.schedules.next_at())
+                if t is not None
+            ),
+            default=float("inf"),
+        )
+        if due <= now:
+            return "due"  # the loop's next turn delivers it or fires it
+        step_to = min(target, due, (now // 60 + 1) * 60)
+        self._step_clock(step_to - now)
+        self.tick_alarms()  # a minute boundary: CloudWatch evaluates
+        return "due" if step_to == due else "wait"
 
-    def wait_for_executions(self) -> None:
-        """Block until every running execution waits for simulated time or one ends (woken by the clock when
-        a wait begins or an execution ends), or :data:`EXECUTION_POLL_SECONDS` pass."""
+    def run_executions(self) -> None:
+        """While executions run and no message is deliverable: step the clock each time every running
+        execution waits (woken by the clock when a wait begins or an execution ends), until a message or a
+        scheduled run is due, no execution runs, or :data:`EXECUTION_POLL_SECONDS` pass without a step (an
+        execution is working: the loop's next turn polls the queues again, as it did every poll interval)."""
         deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+        seen_running = bool(running_executions())  # False through a moto server elsewhere: then poll
         while (left := deadline - time.monotonic()) > 0:
             seen = self.clock.waits_generation
-            if self.clock.earliest_wait(running_executions()) is not None:
+            stepped = self.step_waiting_executions()
+            if stepped == "due":
                 return
+            if stepped == "wait":
+                deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+                continue
+            if seen_running and not running_executions():
+                return  # the last one ended: the loop settles
             self.clock.wait_for_waits(seen, left)
 
     # -- EventBridge schedules and the passage of time -------------------------------------------
