@@ -29,6 +29,7 @@ from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
 from local_cloud.schedules import Scheduled, Schedules
+from local_cloud.sfn_waits import running_executions
 from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
 from ops.target import Target
@@ -36,7 +37,8 @@ from sandbox.http_server import serve_sandbox
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).
 LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
-#: Wall seconds the loop waits while executions run and no message is deliverable.
+#: Wall seconds the loop waits at most while executions run and no message is deliverable (it wakes at
+#: once when every running execution waits for simulated time, or one ends: docs/decisions/0026).
 EXECUTION_POLL_SECONDS = 0.25
 #: The event EventBridge sends a scheduled rule's target.
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
@@ -132,7 +134,7 @@ class PipelineRun:
                 deadline = time.monotonic() + timeout
                 continue
             if self.running_executions():
-                time.sleep(EXECUTION_POLL_SECONDS)
+                self.run_executions()
                 continue
             upcoming = self.next_visible_at()
             if upcoming is not None:
@@ -152,6 +154,50 @@ class PipelineRun:
             self.tick_alarms(before_jump=delayed is not None and delayed - self.clock.now() >= 60)
             self._step_clock(max(1.0, delayed - self.clock.now()) if delayed is not None else 1.0)
         raise TimeoutError(f"pipeline made no progress (no message delivered, no function invoked) for {timeout:g} s")
+
+    def step_waiting_executions(self) -> str | None:
+        """When every running execution waits for simulated time (a Retry wait, a crashed invocation's
+        timeout: docs/decisions/0026) and no message was deliverable, nothing but the clock can move: step it
+        to the earliest of the first wait's end, the next redelivery or delayed message, the next
+        scheduled run and the next minute (where alarms are evaluated). Returns what it stepped to: a wait's
+        end or a minute ("wait"), a message or a scheduled run that is now due ("due"), or None (no step)."""
+        now = self.clock.now()
+        target = self.clock.earliest_wait(running_executions())
+        if target is None:
+            return None
+        due = min(
+            (
+                t
+                for t in (self.next_visible_at(), self.cloud.next_delayed_at(), self.schedules.next_at())
+                if t is not None
+            ),
+            default=float("inf"),
+        )
+        if due <= now:
+            return "due"  # the loop's next turn delivers it or fires it
+        step_to = min(target, due, (now // 60 + 1) * 60)
+        self._step_clock(step_to - now)
+        self.tick_alarms()  # a minute boundary: CloudWatch evaluates
+        return "due" if step_to == due else "wait"
+
+    def run_executions(self) -> None:
+        """While executions run and no message is deliverable: step the clock each time every running
+        execution waits (woken by the clock when a wait begins or an execution ends), until a message or a
+        scheduled run is due, no execution runs, or :data:`EXECUTION_POLL_SECONDS` pass without a step (an
+        execution is working: the loop's next turn polls the queues again, as it did every poll interval)."""
+        deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+        seen_running = bool(running_executions())  # False through a moto server elsewhere: then poll
+        while (left := deadline - time.monotonic()) > 0:
+            seen = self.clock.waits_generation
+            stepped = self.step_waiting_executions()
+            if stepped == "due":
+                return
+            if stepped == "wait":
+                deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+                continue
+            if seen_running and not running_executions():
+                return  # the last one ended: the loop settles
+            self.clock.wait_for_waits(seen, left)
 
     # -- EventBridge schedules and the passage of time -------------------------------------------
     def schedule(self, prefix: str) -> Scheduled[Any]:

@@ -81,6 +81,10 @@ class SteppedClock(SimClock):
         if seconds < 0:
             raise ValueError("time only moves forward")
 
+    def sleep(self, seconds: float) -> None:
+        """A wait inside a tick (a Retry's, an execution's too) takes no simulated time here."""
+        self.advance(seconds)
+
     def step(self, seconds: float) -> None:
         with self._step_lock:
             self._t += seconds

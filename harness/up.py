@@ -181,6 +181,8 @@ class _Loop:
         Returns False when idle (the caller waits)."""
         if self.run.deliver():
             return True
+        if self.run.step_waiting_executions():  # every running execution waits (a Retry): docs/decisions/0026
+            return True
         upcoming = self.run.next_visible_at()
         if upcoming is not None and not self.run.running_executions():
             self.run.clock.advance(max(0.0, upcoming - self.run.clock.now()))

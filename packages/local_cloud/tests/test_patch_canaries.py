@@ -1055,3 +1055,67 @@ def test_canary_sfn_task_timeout_counts_simulated_time() -> None:
         with sfn_task_timeout_on_clock(SimClock(WallTime())):
             # ... and simulated time that passes (here with the wall clock) still times a task out
             assert _slow_write_outcome(1.5, 1) == "States.Timeout"
+
+
+# -- per-execution waits (docs/decisions/0026) -------------------------------------------------------
+def test_canary_sfn_execution_waits_act_for_their_execution(tmp_path: Path) -> None:
+    """Two executions' Retry waits (30 s each, at once) are each its own: the runner sees both executions
+    waiting (keyed by their ARNs, as moto's backend lists them RUNNING) and one step of 30 s lets both on;
+    a Lambda task's invocation acts for its execution; an execution's end wakes the runner."""
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    from local_cloud.clock import acting_execution
+    from local_cloud.sfn_waits import execution_waits, running_executions
+
+    assert "time.sleep(" in inspect.getsource(retrier_decl.RetrierDecl._eval_body)
+    (tmp_path / "h.py").write_text("def handler(event, context):\n    raise RuntimeError('down')\n")
+    clock = SimClock()
+    fn = LocalFunction("Fn", "local-fn", tmp_path, "h.handler", {}, 3.0, 128, [], clock)
+    acting: list[str | None] = []
+    original = fn.invoke
+
+    def invoke(event: Any) -> tuple[str, bool]:
+        acting.append(acting_execution())
+        return original(event)
+
+    retry = [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 30, "MaxAttempts": 1}]
+    shim = types.SimpleNamespace(sleep=clock.sleep, time=time.time, monotonic=time.monotonic)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        role = boto3.client("iam").create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        lam = boto3.client("lambda", region_name=REGION)
+        arn = lam.create_function(
+            FunctionName="local-fn", Runtime="python3.12", Role=role, Handler="h.handler", Code={"ZipFile": b"PK"}
+        )["FunctionArn"]
+        task = {"Type": "Task", "Resource": arn, "Retry": retry, "End": True}
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(
+            name="m", definition=json.dumps({"StartAt": "T", "States": {"T": task}}), roleArn=role
+        )["stateMachineArn"]
+        with (
+            mock.patch.object(fn, "invoke", invoke),
+            route_invocations({"local-fn": fn}),
+            mock.patch.object(retrier_decl, "time", shim),
+            execution_waits(clock),
+        ):
+            arns = [sfn.start_execution(stateMachineArn=machine, name=n)["executionArn"] for n in ("a", "b")]
+            deadline = time.monotonic() + 10
+            while (target := clock.earliest_wait(running_executions())) is None:
+                assert time.monotonic() < deadline, "the executions' Retry waits were not seen as theirs"
+                time.sleep(0.01)
+            assert sorted(running_executions()) == sorted(arns)
+            seen = clock.waits_generation
+            clock.advance(max(0.0, target - clock.now()))
+            while any(sfn.describe_execution(executionArn=a)["status"] == "RUNNING" for a in arns):
+                assert time.monotonic() < deadline, "a Retry wait did not end at its target"
+                time.sleep(0.01)
+    assert 29.0 < clock.simulated_seconds < 31.0  # one wait's worth, not two (each used to advance it)
+    assert sorted(set(a for a in acting if a)) == sorted(arns) and len(acting) == 4
+    assert clock.waits_generation > seen  # the executions' ends woke the runner
+
+
+def test_canary_urllib3_retry_sleeps_through_module_time() -> None:
+    """The provider clients' urllib3 ``Retry`` sleeps through its module's ``time`` (``http_retry_wait``)."""
+    from urllib3.util import retry
+
+    assert "time.sleep(backoff)" in inspect.getsource(retry.Retry._sleep_backoff)
+    assert "time.sleep(retry_after)" in inspect.getsource(retry.Retry.sleep_for_retry)

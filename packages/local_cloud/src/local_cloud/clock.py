@@ -14,6 +14,8 @@ import bisect
 import os
 import threading
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 #: Wall seconds between two readings of the scheduler statistics (the rate of simulated time is
 #: corrected at each; the error between two is at most this times the change in load).
@@ -212,9 +214,35 @@ def work_time() -> WorkTime:
     return _WORK_TIME
 
 
+_acting = threading.local()
+
+
+@contextmanager
+def acting_for(execution: str) -> Iterator[None]:
+    """While active, the calling thread acts for ``execution`` (a Step Functions execution's thread): its
+    :meth:`SimClock.sleep` waits for the simulated time it needs instead of advancing the shared clock
+    (docs/decisions/0026). Nests; the previous value is restored on exit."""
+    previous = getattr(_acting, "execution", None)
+    _acting.execution = execution
+    try:
+        yield
+    finally:
+        _acting.execution = previous
+
+
+def acting_execution() -> str | None:
+    """The execution the calling thread acts for (:func:`acting_for`), if any."""
+    return getattr(_acting, "execution", None)
+
+
 class SimClock:
     """Work time (:class:`WorkTime`: wall time, less what machine load took from this process) plus an
-    offset that the runner advances when nothing else can progress."""
+    offset that the runner advances when nothing else can progress.
+
+    Time a thread must let pass (a Retry wait, a crashed invocation's timeout, a retry backoff) is
+    :meth:`sleep`: a thread acting for an execution waits until the clock reaches its own target, so
+    executions waiting at once wait together, as on AWS; the runner, once every running execution waits
+    (:meth:`earliest_wait`), steps the clock to the earliest target. Any other thread advances the clock."""
 
     def __init__(self, work: WorkTime | WallTime | None = None) -> None:
         self._work = work if work is not None else work_time()
@@ -226,6 +254,12 @@ class SimClock:
         self._moves: list[tuple[float, float]] = []
         self._lock = threading.Lock()
         self._moved = threading.Condition()
+        #: The waits in progress: a token -> (target simulated time, the execution it is for).
+        self._waits: dict[int, tuple[float, str]] = {}
+        self._wait_tokens = 0
+        #: Bumped when a wait begins or an execution ends (:meth:`notify_waits`); the runner blocks on it.
+        self._generation = 0
+        self._waits_changed = threading.Condition()
 
     def now(self) -> float:
         # No lock: reading a tuple and a float attribute is atomic, and moto's SQS asks for the time
@@ -274,3 +308,68 @@ class SimClock:
         """How much time was skipped (beyond the process's work time)."""
         with self._lock:
             return self._offset
+
+    # -- per-execution waits (docs/decisions/0026) ---------------------------------------------------
+    def sleep(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass for the calling thread. A thread acting for an execution
+        (:func:`acting_for`) waits until the clock reaches ``now + seconds``: other executions' time passes
+        with its own, as on AWS. Any other thread (the runner's: nothing else would move the clock for it)
+        advances the clock."""
+        execution = acting_execution()
+        if execution is None:
+            self.advance(seconds)
+        else:
+            self.wait_until(self.now() + seconds, execution)
+
+    def wait_until(self, target: float, execution: str) -> None:
+        """Block until simulated time reaches ``target``, registered as a wait of ``execution``. Simulated
+        time runs with work time (never faster than the wall clock), so a wait nobody steps ends by itself
+        in about its length of wall time: a runner that misses it costs speed, never a deadlock."""
+        with self._waits_changed:
+            self._wait_tokens += 1
+            token = self._wait_tokens
+            self._waits[token] = (target, execution)
+            self._generation += 1
+            self._waits_changed.notify_all()
+        try:
+            with self._moved:  # advance() notifies under this lock: no wake-up is lost between check and wait
+                while (now := self.now()) < target:
+                    self._moved.wait(target - now)
+        finally:
+            with self._waits_changed:
+                del self._waits[token]
+
+    def earliest_wait(self, running: Iterable[str]) -> float | None:
+        """When each of the ``running`` executions waits for simulated time (a wait not yet over), the
+        earliest end among their waits: only moving the clock lets any of them on. None when one of them
+        does not wait (it works: moving the clock would take simulated time from it) or none runs."""
+        now = self.now()
+        with self._waits_changed:
+            pending: dict[str, float] = {}
+            for target, execution in self._waits.values():
+                if target > now and target < pending.get(execution, float("inf")):
+                    pending[execution] = target
+        targets = []
+        for execution in running:
+            ends = pending.get(execution)
+            if ends is None:
+                return None
+            targets.append(ends)
+        return min(targets) if targets else None
+
+    @property
+    def waits_generation(self) -> int:
+        """A counter bumped when a wait begins or an execution ends (see :meth:`wait_for_waits`)."""
+        return self._generation
+
+    def notify_waits(self) -> None:
+        """Wake the runner blocked in :meth:`wait_for_waits` (an execution ended)."""
+        with self._waits_changed:
+            self._generation += 1
+            self._waits_changed.notify_all()
+
+    def wait_for_waits(self, seen: int, timeout: float) -> None:
+        """Block until a wait begins or an execution ends after :attr:`waits_generation` read ``seen``, or
+        ``timeout`` wall seconds pass."""
+        with self._waits_changed:
+            self._waits_changed.wait_for(lambda: self._generation != seen, timeout)

@@ -39,6 +39,7 @@ from local_cloud.moto_speed import (
 )
 from local_cloud.patches import enabled
 from local_cloud.powertools_state import metrics_per_invocation
+from local_cloud.sfn_waits import execution_waits, http_retry_waits
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
 from local_cloud.trace_header import execution_trace_header_to_tasks, start_execution_trace_header
@@ -75,7 +76,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
     """
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
-    shim = types.SimpleNamespace(sleep=clock.advance, time=time.time, monotonic=time.monotonic)
+    # A wait on an execution's thread is that execution's alone; the runner's advances the clock (0026).
+    shim = types.SimpleNamespace(sleep=clock.sleep, time=time.time, monotonic=time.monotonic)
     # moto logs every caught task failure at ERROR; those are the saga's expected business paths.
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     with ExitStack() as stack:
@@ -99,6 +101,9 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(start_execution_trace_header())
         # ... and its Lambda tasks' invocations get that trace (Lambda's X-Ray header), as on AWS.
         stack.enter_context(execution_trace_header_to_tasks())
+        # Each execution waits its own Retry waits and crash timeouts (after the trace header: wraps it).
+        stack.enter_context(execution_waits(clock))
+        stack.enter_context(http_retry_waits(clock))
         for name, speed_patch in SPEED_PATCHES:
             if enabled(name):
                 stack.enter_context(speed_patch())

@@ -192,8 +192,9 @@ class LocalFunction:
             result, errored = invoke_json(handler, event, context)
         at = ended[0] if ended else self.clock.now()
         if errored and CRASH_ERROR_TYPE in result:
-            # A crash is a timeout: the invocation's remaining time passes before anyone notices.
-            self.clock.advance(context.get_remaining_time_in_millis() / 1000)
+            # A crash is a timeout: the invocation's remaining time passes before anyone notices (on an
+            # execution's thread, for that execution only: docs/decisions/0026).
+            self.clock.sleep(context.get_remaining_time_in_millis() / 1000)
             at = self.clock.now()
         with self._lock:
             self.history.append((at, errored))

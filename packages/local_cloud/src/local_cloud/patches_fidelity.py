@@ -146,9 +146,34 @@ FIDELITY_REGISTRY: tuple[Patch, ...] = (
         "sfn_retry_wait",
         "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl:time",
         "simulated-time",
-        "Step Functions Retry waits (IntervalSeconds x BackoffRate) take simulated time, not wall time.",
+        "Step Functions Retry waits (IntervalSeconds x BackoffRate) take simulated time, not wall time: on an "
+        "execution's thread the execution waits for its own target (SimClock.sleep, decision 0026).",
         "local_cloud.environment.moto_behaviour",
         "test_canary_sfn_retrier_sleeps_through_module_time",
+    ),
+    Patch(
+        "sfn_execution_waits",
+        "moto.stepfunctions.parser.asl.component.common.retry.retrier_decl:RetrierDecl._eval_body"
+        " + moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils:"
+        "execute_lambda_function_integration"
+        " + moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._execution_logic",
+        "simulated-time",
+        "On AWS executions retrying at once wait at once; a Retry wait that advanced the one shared clock moved "
+        "every execution's time by the sum of all waits (an outage's failures spread over minutes). A Retry and a "
+        "Lambda task's invocation act for their execution (its waits are its own), an execution's end wakes the "
+        "runner, which steps the clock when every running execution waits (decision 0026).",
+        "local_cloud.sfn_waits.execution_waits",
+        "test_canary_sfn_execution_waits_act_for_their_execution",
+    ),
+    Patch(
+        "http_retry_wait",
+        "urllib3.util.retry:time",
+        "simulated-time",
+        "The provider clients' urllib3 retry backoff on an execution's thread is that execution's wait on the "
+        "simulated clock (it took wall time, during which the runner could not step the clock); on any other "
+        "thread a wall-clock sleep, as before.",
+        "local_cloud.sfn_waits.http_retry_waits",
+        "test_canary_urllib3_retry_sleeps_through_module_time",
     ),
     Patch(
         "botocore_retry_wait",
