@@ -75,5 +75,5 @@ def set_alarm_state(account: str, region: str, name: str, state: str, reason: st
     backend = cloudwatch_backends[account][region]
     if name not in backend.alarms:
         return False
-    backend.set_alarm_state(name, reason, None, state)
+    backend.set_alarm_state(name, reason, None, state)  # type: ignore[arg-type]  # as the API: no StateReasonData
     return True
