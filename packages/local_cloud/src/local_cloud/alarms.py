@@ -26,7 +26,7 @@ from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.metrics import EXECUTION_METRICS, MetricKey, MetricStore, metric_key, statistic
-from local_cloud.moto_state import alarm_states
+from local_cloud.moto_state import alarm_states, queue_depth, set_alarm_state
 from local_cloud.template import ACCOUNT
 
 __all__ = ["EXECUTION_METRICS", "AlarmEvaluator"]
@@ -128,7 +128,9 @@ class AlarmEvaluator:
         if new == old:
             return []
         self.states[name] = new
-        aws("cloudwatch").set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
+        cloudwatch = aws("cloudwatch")
+        if not set_alarm_state(ACCOUNT, cloudwatch.meta.region_name, name, new, reason):
+            cloudwatch.set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
         return self.actions.execute(self.alarms[name], old, new, reason, at) if self.actions else []
 
     def sqs_depth(self, alarm: Mapping[str, Any]) -> float | None:
@@ -136,10 +138,18 @@ class AlarmEvaluator:
         queue = next((d["Value"] for d in alarm.get("Dimensions", []) if d["Name"] == "QueueName"), None)
         if queue not in self.queue_urls:
             return None
-        attrs = aws("sqs").get_queue_attributes(
-            QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
-        )["Attributes"]
-        return float(attrs["ApproximateNumberOfMessages"])
+        return self._depth(queue)
+
+    def _depth(self, queue: str) -> float:
+        """ApproximateNumberOfMessages of ``queue``: from moto here (:mod:`local_cloud.moto_state`), else the API."""
+        sqs = aws("sqs")
+        depth = queue_depth(ACCOUNT, sqs.meta.region_name, queue)
+        if depth is None:
+            attrs = sqs.get_queue_attributes(
+                QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+            depth = int(attrs["ApproximateNumberOfMessages"])
+        return float(depth)
 
     def oldest_age(self, alarm: Mapping[str, Any], now: float) -> float | None:
         """ApproximateAgeOfOldestMessage of the alarm's queue: seconds since the oldest non-deleted
@@ -277,10 +287,7 @@ class AlarmEvaluator:
         }
         depths = {}
         for queue in sorted(queues):
-            attrs = aws("sqs").get_queue_attributes(
-                QueueUrl=self.queue_urls[queue], AttributeNames=["ApproximateNumberOfMessages"]
-            )["Attributes"]
-            depths[queue] = float(attrs["ApproximateNumberOfMessages"])
+            depths[queue] = self._depth(queue)
             self.store.add(metric_key(*DEPTH, {"QueueName": queue}), now, depths[queue])
         return depths
 

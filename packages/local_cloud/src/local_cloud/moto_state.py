@@ -1,7 +1,8 @@
 """What CloudWatch sees of the deployment without calling its APIs: moto's in-process records.
 
-CloudWatch gets ``AWS/States`` execution metrics from Step Functions itself and knows its own alarms'
-states; it does not call ListExecutions or DescribeAlarms. The evaluator did, every simulated minute:
+CloudWatch gets ``AWS/States`` execution metrics from Step Functions and queue depths from SQS itself, and
+keeps its own alarms' states; it does not call ListExecutions, GetQueueAttributes, DescribeAlarms or
+SetAlarmState. The evaluator did, every simulated minute:
 each call went through botocore's serializer and moto's dispatcher and sorted every execution of the
 run (about 8% of a chaos shard's CPU). These readers take the same facts from the objects moto
 answers those calls from, and return None when moto in this process does not hold them (the caller
@@ -56,3 +57,23 @@ def alarm_states(account: str, region: str, names: Iterable[str]) -> dict[str, t
             return None
         states[name] = (alarm.state_value, alarm.state_reason or "")
     return states
+
+
+def queue_depth(account: str, region: str, name: str) -> int | None:
+    """The queue's ApproximateNumberOfMessages (visible, not delayed: what GetQueueAttributes answers, read
+    from the same ``Queue.approximate_number_of_messages``), or None if moto here has no such queue."""
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[account][region].queues.get(name)
+    return None if queue is None else int(queue.approximate_number_of_messages)
+
+
+def set_alarm_state(account: str, region: str, name: str, state: str, reason: str) -> bool:
+    """What SetAlarmState does in moto (``CloudWatchBackend.set_alarm_state``); False if moto here lacks the alarm."""
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    backend = cloudwatch_backends[account][region]
+    if name not in backend.alarms:
+        return False
+    backend.set_alarm_state(name, reason, None, state)  # type: ignore[arg-type]  # as the API: no StateReasonData
+    return True
