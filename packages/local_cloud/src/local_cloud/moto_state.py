@@ -26,17 +26,36 @@ def sfn_executions(state_machine_arn: str) -> Sequence[Any] | None:
     """The state machine's executions in moto (oldest first, the live list), or None if moto here has none.
 
     Each has ``exec_arn``, ``status`` (``RUNNING``, ``SUCCEEDED``, ...) and ``stop_date`` (None until it stops)."""
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
-    from moto.stepfunctions.responses import get_backend
-
     parts = state_machine_arn.split(":")
     if len(parts) < 7:
         return None
-    backend = get_backend(parts[_ACCOUNT], parts[_REGION])
-    if not isinstance(backend, StepFunctionsParserBackend):
-        return None  # moto's own executions do not run the definition: not the local run's
+    backend = _sfn_backend(parts[_ACCOUNT], parts[_REGION])
+    if backend is None:
+        return None
     machine = next((m for m in backend.state_machines if m.arn == state_machine_arn), None)
     return None if machine is None else machine.executions
+
+
+def running_executions(account: str, region: str) -> list[str]:
+    """The ARNs of every execution moto here runs (RUNNING), across its state machines; [] when it runs none."""
+    backend = _sfn_backend(account, region)
+    if backend is None:
+        return []
+    return [
+        e.execution_arn
+        for machine in backend.state_machines
+        for e in machine.executions
+        if getattr(e, "exec_status", None) is not None and execution_status(e) == "RUNNING"
+    ]
+
+
+def _sfn_backend(account: str, region: str) -> Any:
+    """moto's Step Functions backend here when it executes definitions (the local run's), else None."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.responses import get_backend
+
+    backend = get_backend(account, region)
+    return backend if isinstance(backend, StepFunctionsParserBackend) else None
 
 
 def execution_status(execution: Any) -> str:

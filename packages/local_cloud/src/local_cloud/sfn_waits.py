@@ -22,6 +22,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
+from local_cloud import moto_state
 from local_cloud.clock import SimClock, acting_execution, acting_for
 from local_cloud.template import ACCOUNT, REGION
 
@@ -89,14 +90,6 @@ def http_retry_waits(clock: SimClock) -> Iterator[None]:
 
 def running_executions() -> list[str]:
     """The ARNs of the executions RUNNING in this process's moto (none when moto runs elsewhere: then no
-    execution waits here either). Read from the backend: the runner asks at every step."""
-    from moto.stepfunctions.parser.api import ExecutionStatus
-    from moto.stepfunctions.responses import get_backend
-
-    backend = get_backend(ACCOUNT, REGION)
-    return [
-        e.execution_arn
-        for machine in backend.state_machines
-        for e in machine.executions
-        if getattr(e, "exec_status", None) == ExecutionStatus.RUNNING
-    ]
+    execution waits here either). Read from the backend (:mod:`local_cloud.moto_state`): the runner asks at
+    every step."""
+    return moto_state.running_executions(ACCOUNT, REGION)
