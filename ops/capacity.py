@@ -6,8 +6,10 @@ the StartExecution refill and the event source mapping's throughput (MaximumConc
 mapping's 1,000, reserved and account concurrency; ``batch_size`` records per batch, one batch a
 second per concurrent batch); the StartExecution bucket absorbs the first ``bucket`` orders. The
 queue backlog at the end of the peak is ``(rate - mu) * seconds - bucket`` and drains at
-``mu - baseline``. State transitions beyond their refill slow executions down (Standard
-workflows delay them), which adds latency, not backlog in the queue: executions then end at most
+``mu - baseline``; with the throttle requeue, the queue is empty once the last requeued record's
+delay has run out (the largest of the last delays, close to the cap). State transitions beyond
+their refill slow executions down (Standard workflows delay them), which adds latency, not
+backlog in the queue: executions then end at most
 ``refill / states_per_order`` a second, and the last order is terminal once that throughput has
 worked through every order of the peak (``predicted_terminal_after_seconds``).
 """
@@ -82,6 +84,15 @@ def template_figures(assembly: CloudAssembly) -> dict[str, Any]:
     }
 
 
+def _largest_requeue_delay(records: float) -> float:
+    """The queue is empty once the last requeued record's delay ends: the largest of the delays of
+    the records requeued in the drain's last ``REQUEUE_MAX_SECONDS`` (about ``mu`` a second). Each
+    is uniform between half the cap and the cap (equal jitter), and the expected largest of n
+    uniform values on [a, b] is ``b - (b - a) / (n + 1)``: close to the cap, not the mean."""
+    half = REQUEUE_MAX_SECONDS / 2
+    return REQUEUE_MAX_SECONDS - half / (max(records, 0.0) + 1)
+
+
 def predict(
     rate: float, minutes: float, quotas: Quotas, figures: dict[str, Any], *, baseline: float = 0.0
 ) -> dict[str, Any]:
@@ -98,8 +109,7 @@ def predict(
     backlog = max(0.0, (rate - mu) * seconds - burst)
     drain = backlog / (mu - baseline) if backlog and mu > baseline else 0.0
     if backlog and figures.get("throttle_requeue"):
-        # The last throttled records wait out their requeue delay (equal jitter: 3/4 of the cap on average).
-        drain += 0.75 * REQUEUE_MAX_SECONDS
+        drain += _largest_requeue_delay(mu * REQUEUE_MAX_SECONDS)
     # Orders end at the smaller of the queue's service rate and what the transition refill allows.
     ends_per_second = min(mu, ceilings.get("sfn_transition_refill", mu))
     remaining = max(0.0, (rate - ends_per_second) * seconds - burst)

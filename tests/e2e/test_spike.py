@@ -79,6 +79,7 @@ def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: tu
     prediction = predict(SPIKE["peak_per_second"] / k, SPIKE["minutes"], QUOTAS.scaled(k), figures, baseline=0.5 / k)
     measured_backlog = report["backlog"]["max_depth"]
     measured_drain = report["backlog"]["drained_after_seconds"]
+    assert report["executions"]["settle_timeouts"] == 0  # simulated time never ran ahead of the executions
     assert prediction["binds_first"] == "sfn_start_refill"
     assert measured_backlog == pytest.approx(prediction["predicted_peak_backlog"], rel=0.2)
     assert measured_drain == pytest.approx(prediction["predicted_drain_seconds"], rel=0.2)

@@ -11,7 +11,7 @@ import pytest
 
 from local_cloud.limits import LARGE_REGIONS as EMULATOR_LARGE_REGIONS
 from local_cloud.limits import Quotas
-from ops.capacity import api_throttle, load_template, predict, template_figures
+from ops.capacity import REQUEUE_MAX_SECONDS, api_throttle, load_template, predict, template_figures
 from stacks.order_constructs.throttle import LARGE_REGIONS, ServiceQuotas
 from tests.infra.conftest import synth_pipeline
 
@@ -78,3 +78,20 @@ def test_capacity_api_throttle_of_the_template_is_what_ops_capacity_computes(dev
     (stage,) = (r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage")
     for setting in stage["MethodSettings"]:
         assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (300, 1300), setting
+
+
+def test_capacity_drain_ends_with_the_largest_of_the_last_requeued_delays() -> None:
+    """The queue is empty only when the last requeued record's delay has run out: the largest of the
+    jittered delays (uniform between half the cap and the cap) of the records requeued in the last
+    cap seconds, about ``mu x cap`` of them, which approaches the cap (lambda_resilience.backoff)."""
+    quotas = Quotas(sfn_start_bucket=130, sfn_start_refill=30).scaled(100.0)  # the e2e spike's
+    p = predict(1.0, 4, quotas, figures(4), baseline=0.005)
+    assert p["predicted_peak_backlog"] > 100
+    mu = p["queue_served_per_second"]
+    n = mu * REQUEUE_MAX_SECONDS
+    largest = REQUEUE_MAX_SECONDS - REQUEUE_MAX_SECONDS / 2 / (n + 1)
+    fluid = p["predicted_peak_backlog"] / (mu - 0.005)
+    assert p["predicted_drain_seconds"] == pytest.approx(fluid + largest, abs=0.1)
+    assert largest > 0.95 * REQUEUE_MAX_SECONDS  # not the mean delay (3/4 of the cap)
+    without = predict(1.0, 4, quotas, {**figures(4), "throttle_requeue": False}, baseline=0.005)
+    assert without["predicted_drain_seconds"] == pytest.approx(fluid, abs=0.1)
