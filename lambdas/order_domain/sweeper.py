@@ -25,6 +25,8 @@ SideEffectMismatches metric, alarmed). Each payment attempt is checked once, eve
 the earlier attempts of a retried payment (they ended COMPENSATED) are checked with the current one,
 and the attempts checked are recorded on the order (``reconciled_attempts``, with the last result in
 ``reconciled``; ``updated_at`` is not touched, so the order does not move in the index).
+Which orders of the window still have an attempt to check is read 100 at a time
+(:mod:`order_domain.reconcile_reads`); only those are read whole, right before their check.
 A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
 each), oldest first; the rest are counted as deferred (SweepDeferred) and left to the next sweep:
 above that many terminal orders per window, some leave the window unchecked, and the metric says so.
@@ -45,6 +47,7 @@ from order_domain import clock, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import AUTHORIZED, CAPTURED, SHIPPED, Carrier, PaymentProvider
+from order_domain.reconcile_reads import attempts_of, pending_reconciliation, reconciled_attempts
 from order_domain.saga_start import execution_name
 from order_domain.status import TERMINAL, TRANSITIONS, OrderStatus
 
@@ -58,18 +61,6 @@ RESERVE_SECONDS = 10.0
 #: The sweeper's lease on an order it finishes or parks (order_domain.lease): longer than its own
 #: provider lookups and writes for one order, shorter than a sweep interval (5 minutes).
 LEASE_HOLDER, LEASE_SECONDS = "sweeper", 120
-
-
-def attempts_of(item: dict[str, Any]) -> list[int]:
-    """Every payment attempt the order has had (``attempts``), the current one included."""
-    seen = {int(a["attempt"]) for a in item.get("attempts") or [] if isinstance(a, dict) and "attempt" in a}
-    seen.add(int(item.get("payment_attempt", 1)))
-    return sorted(seen)
-
-
-def reconciled_attempts(item: dict[str, Any]) -> set[int]:
-    """The attempts a sweep already checked against the providers."""
-    return {int(a) for a in item.get("reconciled_attempts") or []}
 
 
 def cutoff_iso(now: float, stuck_after_seconds: int) -> str:
@@ -180,8 +171,13 @@ class Sweeper:
             self.orders.table_name, self.reconcile_window_seconds, now, client=self.orders.client
         )
         recent.sort(key=lambda o: str(o.get("updated_at")))  # oldest first: the nearest to leaving the window
+        # A filter only: an order with an attempt left is read again, whole, before it is checked.
+        pending = pending_reconciliation(
+            self.orders.client, self.orders.table_name, [o["order_id"] for o in recent], log=self.logger
+        )
         for seen in recent:
-            self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
+            if seen["order_id"] in pending:
+                self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
         return result
 
     def _each(

@@ -19,7 +19,9 @@ DDB_IDEMPOTENCY = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
 DDB_ORDER_STEP = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 #: Reservations: read, transactional put/update (no ConditionCheck items), tombstone put.
 DDB_INVENTORY = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-DDB_READ_ONLY = frozenset({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"})
+DDB_READ_ONLY = frozenset(
+    {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"}
+)
 #: What a DynamoDB caller needs on a table's customer-managed key (DynamoDB calls KMS on the caller's
 #: behalf, ``kms:ViaService``): named actions, no ``GenerateDataKey*`` / ``ReEncrypt*`` wildcards.
 KMS_FOR_DDB_READ = ("kms:Decrypt", "kms:DescribeKey")

@@ -146,7 +146,7 @@ class StuckOrderSweeper(TransparentScope):
     def _grant(self, props: StuckOrderSweeperProps) -> None:
         fn = self.function.function
         grant_index_query(props.orders_table, BY_STATUS_INDEX, fn)
-        grant_items(props.orders_table, fn, *DDB_ORDER_STEP)
+        grant_items(props.orders_table, fn, *DDB_ORDER_STEP, "dynamodb:BatchGetItem")  # reconcile_reads' filter
         grant_queue(props.needs_attention_queue, fn, "sqs:SendMessage")
         fn.add_to_role_policy(
             iam.PolicyStatement(actions=["states:ListExecutions"], resources=[props.state_machine.state_machine_arn])

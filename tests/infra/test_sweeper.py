@@ -100,13 +100,16 @@ def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: 
         "xray:PutTelemetryRecords",
         "dynamodb:Query",  # the by-status index
         "dynamodb:GetItem",  # the order, before acting on it
+        "dynamodb:BatchGetItem",  # which terminal orders still have an attempt to reconcile (100 a request)
         "dynamodb:UpdateItem",  # finish / park / record the reconciliation (conditional writes)
         "sqs:SendMessage",  # the needs-attention message
         "states:ListExecutions",  # is an execution of the order still running?
         "lambda:InvokeFunction",  # the sandbox providers' lookups (dev)
     }
     orders_arn = {"Fn::GetAtt": [dev.logical_id(stack.orders_table), "Arn"]}
-    assert grants["dynamodb:GetItem"] == grants["dynamodb:UpdateItem"] == [orders_arn]
+    assert (
+        grants["dynamodb:GetItem"] == grants["dynamodb:UpdateItem"] == grants["dynamodb:BatchGetItem"] == [orders_arn]
+    )
     assert grants["sqs:SendMessage"] == [{"Fn::GetAtt": [dev.logical_id(stack.needs_attention.queue), "Arn"]}]
     assert grants["states:ListExecutions"] == [{"Ref": dev.logical_id(stack.saga.state_machine)}]
     sandbox = {dev.logical_id(payment.function), dev.logical_id(carrier.function)}
