@@ -38,6 +38,7 @@ from local_cloud.moto_data_speed import (
     direct_sqs_retention_check,
     index_query_by_key,
     item_level_transaction_rollback,
+    projection_without_round_trip,
 )
 from local_cloud.moto_patches import (
     atomic_dynamodb,
@@ -48,6 +49,7 @@ from local_cloud.moto_patches import (
 )
 from local_cloud.moto_speed import (
     JSON_PATH_MODULES,
+    attribute_values_as_held,
     cached_action_names,
     cached_asl_parse,
     cached_json_path_parse,
@@ -1119,3 +1121,138 @@ def test_canary_urllib3_retry_sleeps_through_module_time() -> None:
 
     assert "time.sleep(backoff)" in inspect.getsource(retry.Retry._sleep_backoff)
     assert "time.sleep(retry_after)" in inspect.getsource(retry.Retry.sleep_for_retry)
+
+
+def test_canary_attribute_values_as_held_changes_no_response(aws: None) -> None:
+    """Every read answers the same bytes with and without the pass-through (every AttributeValue type,
+    nested, binary and names that are also shape members), and skips moto's walk of the values."""
+    from moto.core.serialize import BaseJSONSerializer, ResponseSerializer
+
+    assert _params(BaseJSONSerializer._serialize_type_structure) == ["self", "serialized", "value", "shape", "key"]
+    assert callable(ResponseSerializer._default_serialize)
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    _table(ddb, "held")
+    items = [
+        {
+            "pk": {"S": "o-1"},
+            "n": {"N": "-12.5"},
+            "e": {"S": ""},
+            "u": {"S": "caf\u00e9 \U0001f600"},
+            "m": {"M": {"a": {"L": [{"S": "x"}, {"N": "1"}, {"NULL": True}, {"BOOL": False}]}, "S": {"S": "shadow"}}},
+            "ss": {"SS": ["a", "b"]},
+            "ns": {"NS": ["1", "2.5"]},
+            "l": {"L": []},
+            "Item": {"M": {"Items": {"S": "names that are also shape members"}}},
+        },
+        {
+            "pk": {"S": "o-2"},
+            "b": {"B": b"\x00\x01"},
+            "bs": {"BS": [b"\x02"]},
+            "deep": {"L": [{"M": {"b": {"B": b"3"}}}]},
+        },
+    ]
+    for item in items:
+        ddb.put_item(TableName="held", Item=item)
+    bodies: list[bytes] = []
+    ddb.meta.events.register("before-parse.dynamodb.*", lambda response_dict, **_: bodies.append(response_dict["body"]))
+
+    def reads() -> list[Any]:
+        bodies.clear()
+        answers = [ddb.get_item(TableName="held", Key={"pk": {"S": i["pk"]["S"]}}) for i in items]
+        answers.append(ddb.scan(TableName="held"))
+        answers.append(ddb.batch_get_item(RequestItems={"held": {"Keys": [{"pk": i["pk"]} for i in items]}}))
+        return [a.get("Item") or a.get("Items") or a.get("Responses") for a in answers]
+
+    plain, plain_bodies = reads(), list(bodies)
+    walked: list[int] = []
+    original = ResponseSerializer._serialize_structure_member
+
+    def counting(self: Any, *args: Any) -> None:
+        walked.append(1)
+        original(self, *args)
+
+    with mock.patch.object(ResponseSerializer, "_serialize_structure_member", counting):
+        reads()
+        unheld, walked[:] = len(walked), []
+        with attribute_values_as_held():
+            held = reads()
+        assert held == plain and bodies == plain_bodies
+    assert plain[0] == items[0] and plain[1] == items[1]
+    assert len(walked) * 3 < unheld, (len(walked), unheld)  # the values were not walked
+
+
+def test_canary_projection_without_round_trip_changes_no_item(aws: None) -> None:
+    """Projected reads (ProjectionExpression; an INCLUDE index) answer the same with and without the
+    shortcut, for top-level names, nested paths, list indexes, sets, binary and unusual numbers;
+    with it, a projection of top-level names no longer converts the whole item."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    assert _params(Item.project) == ["self", "projection_expressions"]
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    ddb.create_table(
+        TableName="proj",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "st", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-st",
+                "KeySchema": [{"AttributeName": "st", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["n", "l", "odd"]},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    big = {"M": {f"k{i}": {"S": "x" * 50} for i in range(20)}}
+    items = [
+        {"pk": {"S": "a"}, "st": {"S": "s"}, "n": {"N": "12.5"}, "l": {"L": [{"M": {"at": {"N": "1"}}}]}, "big": big},
+        {"pk": {"S": "b"}, "st": {"S": "s"}, "n": {"N": "1e2"}, "odd": {"NS": ["1", "2"]}, "big": big},
+        {
+            "pk": {"S": "c"},
+            "st": {"S": "s"},
+            "l": {"L": [{"M": {"at": {"B": b"\x00"}}}, {"SS": ["x"]}]},
+            "odd": {"BOOL": True},
+        },
+    ]
+    for item in items:
+        ddb.put_item(TableName="proj", Item=item)
+    projections = ["pk, n, l", "pk, l[0].at", "odd, n", "big.k1, pk", "nothing"]
+
+    def reads() -> list[Any]:
+        out: list[Any] = [
+            ddb.query(
+                TableName="proj",
+                IndexName="by-st",
+                KeyConditionExpression="st = :s",
+                ExpressionAttributeValues={":s": {"S": "s"}},
+            )["Items"]
+        ]
+        for p in projections:
+            out += [
+                ddb.get_item(TableName="proj", Key={"pk": i["pk"]}, ProjectionExpression=p).get("Item") for i in items
+            ]
+        return out
+
+    plain = reads()
+    whole: list[int] = []
+    original = Item.to_regular_json
+
+    def counting(self: Any) -> Any:
+        whole.append(1)
+        return original(self)
+
+    def plain_read() -> Any:  # top-level names, values that come back unchanged
+        return ddb.get_item(TableName="proj", Key={"pk": {"S": "a"}}, ProjectionExpression="pk, n, l")["Item"]
+
+    with mock.patch.object(Item, "to_regular_json", counting):
+        plain_read()
+        unshortened, whole[:] = len(whole), []
+        with projection_without_round_trip():
+            shortened = reads()
+            whole[:] = []
+            plain_read()
+    assert shortened == plain
+    assert plain[0][0] == {k: items[0][k] for k in ("pk", "st", "n", "l")}
+    assert unshortened >= 1 and whole == []  # the whole item was not converted

@@ -21,6 +21,7 @@ from local_cloud.moto_data_speed import (
     direct_sqs_retention_check,
     index_query_by_key,
     item_level_transaction_rollback,
+    projection_without_round_trip,
 )
 from local_cloud.moto_patches import (
     atomic_dynamodb,
@@ -30,6 +31,7 @@ from local_cloud.moto_patches import (
     states_all_excludes_terminal_errors,
 )
 from local_cloud.moto_speed import (
+    attribute_values_as_held,
     cached_action_names,
     cached_asl_parse,
     cached_json_path_parse,
@@ -60,12 +62,14 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("asl_parse_cache", cached_asl_parse),
     ("json_path_cache", cached_json_path_parse),
     ("serializer_key_cache", cached_serializer_keys),
+    ("attribute_values_as_held", attribute_values_as_held),
     ("update_expression_cache", cached_update_expressions),
     ("condition_lex_cache", cached_condition_lexing),
     ("action_names_cache", cached_action_names),
     ("sqs_retention_check", direct_sqs_retention_check),
     ("url_dispatch_cache", cached_url_dispatch),
     ("index_query_by_key", index_query_by_key),
+    ("projection_without_round_trip", projection_without_round_trip),
 )
 
 

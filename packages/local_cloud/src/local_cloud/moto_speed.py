@@ -222,3 +222,48 @@ def cached_url_dispatch() -> Iterator[None]:
 
     with mock.patch.object(botocore_stubber.BotocoreStubber, "process_request", process_request):
         yield
+
+
+#: The members of DynamoDB's AttributeValue that the JSON protocol writes as they are held (strings,
+#: numbers as strings, booleans, sets of strings or numbers); ``B``/``BS`` are base64-encoded on the
+#: wire, and ``L``/``M`` hold AttributeValues again.
+_WIRE_SCALARS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
+_WIRE_SETS = ("SS", "NS")
+
+
+def _wire_ready(value: Any) -> bool:
+    """Whether ``value`` is an AttributeValue whose JSON is itself: one member, and no binary at any depth."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    ((member, held),) = value.items()
+    kind = _WIRE_SCALARS.get(member)
+    if kind is not None:
+        return type(held) is kind
+    if member in _WIRE_SETS:
+        return type(held) is list and all(type(v) is str for v in held)
+    if member == "L":
+        return type(held) is list and all(_wire_ready(v) for v in held)
+    if member == "M":
+        return type(held) is dict and all(type(k) is str and _wire_ready(v) for k, v in held.items())
+    return False
+
+
+@contextmanager
+def attribute_values_as_held() -> Iterator[None]:
+    """moto's JSON serializer walks every DynamoDB AttributeValue through its shape (ten members, an
+    alias lookup each, for every value of every item: two thirds of a GetItem of an order). An
+    AttributeValue without binary is already its own JSON (moto holds DynamoDB JSON), so it is
+    written as held; anything else (``B``, ``BS``, an unexpected member or type) goes to moto."""
+    from moto.core.serialize import BaseJSONSerializer
+
+    original = BaseJSONSerializer._serialize_type_structure
+
+    @functools.wraps(original)
+    def serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if key and shape.name == "AttributeValue" and _wire_ready(value):
+            self._default_serialize(serialized, value, shape, key)
+            return
+        original(self, serialized, value, shape, key)
+
+    with mock.patch.object(BaseJSONSerializer, "_serialize_type_structure", serialize_structure):
+        yield
