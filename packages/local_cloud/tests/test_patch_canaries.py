@@ -1132,7 +1132,7 @@ def test_canary_attribute_values_as_held_changes_no_response(aws: None) -> None:
     assert callable(ResponseSerializer._default_serialize)
     ddb = boto3.client("dynamodb", region_name=REGION)
     _table(ddb, "held")
-    items = [
+    items: list[dict[str, Any]] = [
         {
             "pk": {"S": "o-1"},
             "n": {"N": "-12.5"},
@@ -1206,7 +1206,7 @@ def test_canary_projection_without_round_trip_changes_no_item(aws: None) -> None
         BillingMode="PAY_PER_REQUEST",
     )
     big = {"M": {f"k{i}": {"S": "x" * 50} for i in range(20)}}
-    items = [
+    items: list[dict[str, Any]] = [
         {"pk": {"S": "a"}, "st": {"S": "s"}, "n": {"N": "12.5"}, "l": {"L": [{"M": {"at": {"N": "1"}}}]}, "big": big},
         {"pk": {"S": "b"}, "st": {"S": "s"}, "n": {"N": "1e2"}, "odd": {"NS": ["1", "2"]}, "big": big},
         {
