@@ -123,3 +123,40 @@ def test_lambda_errors_stamped_when_the_handler_ended_not_after_the_runtime_book
     assert errored
     ((at, failed),) = fn.history
     assert failed and at - before < 5
+
+
+def test_lambda_errors_stamped_at_the_instant_its_emf_document_was(tmp_path: Any) -> None:
+    """Work after the handler's EMF flush (its outer decorators: the tracer records the exception, the
+    logger's context) still takes simulated time; AWS/Lambda Errors must fall in the minute of the
+    invocation's ExpectedErrors, else ``errors - expected`` reads +1 there (a false page, decision 0020)."""
+    from clocks import StepClock
+
+    from local_cloud.capture import LineCapture, capture_stdout
+    from local_cloud.lambda_runtime import LocalFunction
+    from local_cloud.simtime import simulated_now
+
+    (tmp_path / "emf_h.py").write_text(
+        "from aws_lambda_powertools import Metrics\n"
+        "metrics = Metrics(namespace='OrderPipeline', service='ship-order')\n"
+        "CLOCK = None\n"
+        "@metrics.log_metrics\n"
+        "def _body(event, context):\n"
+        "    metrics.add_metric(name='ExpectedErrors', unit='Count', value=1)\n"
+        "    raise ValueError('undeliverable')\n"
+        "def handler(event, context):\n"
+        "    try:\n"
+        "        return _body(event, context)\n"
+        "    finally:\n"
+        "        CLOCK.t += 1.0  # the outer decorators' work, after the flush\n"
+    )
+    clock = StepClock()
+    clock.t = 60 * 1_000_000 - 0.5  # half a second before a minute's end
+    fn = LocalFunction("Fn", "fn-emf", tmp_path, "emf_h.handler", {}, 3.0, 128, [], clock)
+    fn._load().__globals__["CLOCK"] = clock
+    capture = LineCapture()
+    with metrics_per_invocation(), simulated_now(clock), capture_stdout(capture):
+        _, errored = fn.invoke({})
+    (doc,) = [json.loads(line) for line in capture.lines if '"_aws"' in line]
+    ((at, failed),) = fn.history
+    assert errored and failed
+    assert int(at // 60) == int(doc["_aws"]["Timestamp"] / 1000 // 60)

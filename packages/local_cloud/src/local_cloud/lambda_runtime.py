@@ -33,6 +33,7 @@ from local_cloud.capture import LineCapture, point_powertools_loggers_at
 from local_cloud.clock import SimClock
 from local_cloud.otel_layer import layer_invocation
 from local_cloud.powertools_state import invocation_scope
+from local_cloud.simtime import EMF_STAMPS
 from local_cloud.trace_header import task_trace_header
 
 _env_lock = threading.RLock()
@@ -187,10 +188,17 @@ class LocalFunction:
             finally:  # the instant its EMF documents were stamped: AWS/Lambda's datapoint falls there too
                 ended.append(self.clock.now())
 
-        with invocation_scope(), layer_invocation(self.env, self.handler, task_trace_header()):
-            # its own Powertools metrics, as its own execution environment would hold
-            result, errored = invoke_json(handler, event, context)
-        at = ended[0] if ended else self.clock.now()
+        stamps: list[float] = []
+        token = EMF_STAMPS.set(stamps)
+        try:
+            with invocation_scope(), layer_invocation(self.env, self.handler, task_trace_header()):
+                # its own Powertools metrics, as its own execution environment would hold
+                result, errored = invoke_json(handler, event, context)
+        finally:
+            EMF_STAMPS.reset(token)
+        # AWS/Lambda's datapoint falls where the invocation's EMF document was stamped (its ExpectedErrors
+        # in the same minute, decision 0020), else where the handler ended.
+        at = stamps[-1] if stamps else ended[0] if ended else self.clock.now()
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices (on an
             # execution's thread, for that execution only: docs/decisions/0026).

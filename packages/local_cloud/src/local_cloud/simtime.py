@@ -8,6 +8,7 @@ included; we only need the handlers' notion of "now" (in-progress expiry, record
 
 from __future__ import annotations
 
+import contextvars
 import datetime as real_dt
 import types
 from collections.abc import Iterator
@@ -17,12 +18,20 @@ from unittest import mock
 
 from local_cloud.clock import SimClock
 
+#: The simulated instants at which the running invocation's EMF documents were stamped (set per
+#: invocation by :meth:`local_cloud.lambda_runtime.LocalFunction.invoke`; None outside one).
+EMF_STAMPS: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("emf_stamps", default=None)
 
-def _datetime_module(clock: SimClock) -> types.SimpleNamespace:
+
+def _datetime_module(clock: SimClock, stamps: contextvars.ContextVar[list[float] | None] | None = None) -> Any:
     class SimDatetime(real_dt.datetime):
         @classmethod
         def now(cls, tz: Any = None) -> SimDatetime:
-            return cls.fromtimestamp(clock.now(), tz)
+            at = clock.now()
+            recorded = stamps.get() if stamps is not None else None
+            if recorded is not None:
+                recorded.append(at)
+            return cls.fromtimestamp(at, tz)
 
     return types.SimpleNamespace(
         datetime=SimDatetime, timedelta=real_dt.timedelta, timezone=real_dt.timezone, date=real_dt.date
@@ -38,6 +47,8 @@ def simulated_now(clock: SimClock) -> Iterator[None]:
 
     fake = _datetime_module(clock)
     with ExitStack() as stack:
-        for module in (base, dynamodb, datarecord, cloudwatch):
+        for module in (base, dynamodb, datarecord):
             stack.enter_context(mock.patch.object(module, "dt", fake))
+        # The EMF stamp is recorded too: AWS/Lambda's datapoint of the invocation falls at the same instant.
+        stack.enter_context(mock.patch.object(cloudwatch, "dt", _datetime_module(clock, EMF_STAMPS)))
         yield
