@@ -23,7 +23,9 @@ from local_cloud.clock import SimClock
 EMF_STAMPS: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("emf_stamps", default=None)
 
 
-def _datetime_module(clock: SimClock, stamps: contextvars.ContextVar[list[float] | None] | None = None) -> Any:
+def _datetime_module(
+    clock: SimClock, stamps: contextvars.ContextVar[list[float] | None] | None = None
+) -> types.SimpleNamespace:
     class SimDatetime(real_dt.datetime):
         @classmethod
         def now(cls, tz: Any = None) -> SimDatetime:
