@@ -36,8 +36,19 @@ def failed_executions(histories: Iterable[tuple[str, list[dict[str, Any]]]]) -> 
         elif entered and entered[-1] in REFUSAL_STATES:
             refused += 1
         else:
-            unexplained.append(f"{arn.rsplit(':', 1)[-1]} (failed in {entered[-1] if entered else '-'})")
+            state = entered[-1] if entered else "-"
+            unexplained.append(f"{arn.rsplit(':', 1)[-1]} (failed in {state}{_error(events)})")
     return {"failed": failed, "parked": parked, "refused": refused, "unexplained": unexplained}
+
+
+def _error(events: list[dict[str, Any]]) -> str:
+    """``: <error>`` of the execution's failure, if its history names one (never the cause: it may quote
+    the state's input)."""
+    for event in events:
+        error = event.get("executionFailedEventDetails", {}).get("error")
+        if error:
+            return f": {error}"
+    return ""
 
 
 def status_disagreements(

@@ -224,11 +224,16 @@ def _history(*events: tuple[str, str]) -> list[dict[str, Any]]:
     return out
 
 
+def _failed(error: str) -> dict[str, Any]:
+    # The cause (it may quote the state's input) is never copied into the report: only the error's name.
+    return {"type": "ExecutionFailed", "executionFailedEventDetails": {"error": error, "cause": "input: Ann"}}
+
+
 def test_failed_executions_counts_parked_and_refused_and_names_the_others() -> None:
     histories = [
         ("arn:x:park", _history(("in", "MarkNeedsAttention"), ("out", "MarkNeedsAttention"), ("ExecutionFailed", ""))),
         ("arn:x:refused", _history(("in", "ReserveInventory"), ("in", "InputRefused"), ("ExecutionFailed", ""))),
-        ("arn:x:silent", _history(("in", "MarkCompleted"), ("ExecutionFailed", ""))),
+        ("arn:x:silent", [*_history(("in", "MarkCompleted")), _failed("States.Runtime")]),
         ("arn:x:park-failed", _history(("in", "MarkNeedsAttention"), ("ExecutionFailed", ""))),
         ("arn:x:ok", _history(("in", "MarkCompleted"), ("ExecutionSucceeded", ""))),
     ]  # fmt: skip
@@ -236,7 +241,10 @@ def test_failed_executions_counts_parked_and_refused_and_names_the_others() -> N
         "failed": 4,
         "parked": 1,
         "refused": 1,
-        "unexplained": ["silent (failed in MarkCompleted)", "park-failed (failed in MarkNeedsAttention)"],
+        "unexplained": [
+            "silent (failed in MarkCompleted: States.Runtime)",
+            "park-failed (failed in MarkNeedsAttention)",
+        ],
     }
 
 

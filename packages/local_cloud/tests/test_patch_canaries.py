@@ -26,6 +26,7 @@ from clocks import StepClock
 from moto import mock_aws
 
 from local_cloud import patches as emulator
+from local_cloud.botocore_speed import ZERO_SIGNATURE, sigv4_without_hmac
 from local_cloud.calls import count_aws_calls
 from local_cloud.capture import LineCapture, capture_stdout
 from local_cloud.clock import SimClock, WallTime
@@ -58,6 +59,7 @@ from local_cloud.moto_speed import (
 )
 from local_cloud.patch_scan import unregistered_patches
 from local_cloud.template import ACCOUNT, REGION
+from local_cloud.thread_stacks import reserved_thread_stacks
 
 #: The emulator package's sources.
 PATCHING_SOURCES = (Path(__file__).resolve().parents[1] / "src" / "local_cloud",)
@@ -612,6 +614,78 @@ def test_canary_fewer_gc_passes_restores_the_collector() -> None:
         assert gc.collect() >= 1  # the collector still collects
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     assert kept
+
+
+def _signed(service: str, auth_class: Any = None) -> str:
+    """The Authorization header botocore's signer (or ``auth_class``) writes on a POST to ``service``."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(method="POST", url=f"https://{service}.{REGION}.amazonaws.com/", data=b"{}")
+    request.headers["X-Amz-Target"] = "DynamoDB_20120810.ListTables"
+    signer = (auth_class or SigV4Auth)(Credentials("AKIAIOSFODNN7EXAMPLE", "secret", "token"), service, REGION)
+    signer.add_auth(request)
+    assert request.headers["X-Amz-Security-Token"] == "token" and request.headers["X-Amz-Date"]
+    return str(request.headers["Authorization"])
+
+
+def test_canary_sigv4_without_hmac_keeps_what_moto_reads(aws: None) -> None:
+    """The header keeps botocore's credential scope and signed headers (moto reads the access key and the
+    region there); moto answers the same; execute-api and SigV4Auth's subclasses keep a real signature."""
+    from botocore.auth import S3SigV4Auth
+    from moto.core.responses import BaseResponse
+
+    real = _signed("dynamodb")
+    with sigv4_without_hmac():
+        fast = _signed("dynamodb")
+        assert _signed("execute-api").rpartition("=")[2] != ZERO_SIGNATURE
+        assert _signed("s3", S3SigV4Auth).rpartition("=")[2] != ZERO_SIGNATURE
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        _table(ddb, "signed")
+        assert ddb.list_tables()["TableNames"] == ["signed"]
+    assert fast.rpartition("=")[0] == real.rpartition("=")[0] and fast.endswith(ZERO_SIGNATURE)
+    match = BaseResponse.access_key_regex.search(fast)
+    assert match is not None and match.group(1) == "AKIAIOSFODNN7EXAMPLE"
+    assert fast.split(",")[0].split("/")[2] == REGION  # moto's region fallback (get_region_from_url)
+
+
+def _worst_faults_at_a_chunk_edge() -> int:
+    """In a new thread: the most page faults 500 calls of a leaf make, over every call depth from 0 to 300
+    (one of them sits at the edge of a 16 KiB frame chunk)."""
+    import resource
+
+    def leaf() -> None:
+        return None
+
+    def at_depth(n: int) -> int:
+        if n:
+            return at_depth(n - 1)
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        for _ in range(500):
+            leaf()
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+
+    worst: list[int] = []
+    thread = threading.Thread(target=lambda: worst.append(max(at_depth(d) for d in range(300))))
+    thread.start()
+    thread.join()
+    return worst[0]
+
+
+def test_canary_thread_stack_reserve_runs_the_thread() -> None:
+    """The thread's target still runs, under its name; calls crossing a frame chunk's edge fault in memory
+    without the patch (python/cpython#142183: when this fails, the interpreter has the fix and the patch should
+    go) and not with it."""
+    seen: list[str] = []
+    with reserved_thread_stacks():
+        thread = threading.Thread(target=lambda: seen.append(threading.current_thread().name), name="kept")
+        thread.start()
+        thread.join()
+        reserved = _worst_faults_at_a_chunk_edge()
+    assert seen == ["kept"]
+    assert _worst_faults_at_a_chunk_edge() >= 500  # a fault a call, at least: the thrash is there
+    assert reserved < 50
 
 
 def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> None:

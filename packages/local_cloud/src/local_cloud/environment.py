@@ -14,6 +14,7 @@ from unittest import mock
 
 import botocore.endpoint
 
+from local_cloud.botocore_speed import sigv4_without_hmac
 from local_cloud.clock import SimClock
 from local_cloud.moto_data_speed import (
     cached_condition_lexing,
@@ -44,6 +45,7 @@ from local_cloud.powertools_state import metrics_per_invocation
 from local_cloud.sfn_waits import execution_waits, http_retry_waits
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
+from local_cloud.thread_stacks import reserved_thread_stacks
 from local_cloud.trace_header import execution_trace_header_to_tasks, start_execution_trace_header
 
 FAKE_ENV = {
@@ -70,6 +72,8 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("url_dispatch_cache", cached_url_dispatch),
     ("index_query_by_key", index_query_by_key),
     ("projection_without_round_trip", projection_without_round_trip),
+    ("thread_stack_reserve", reserved_thread_stacks),
+    ("sigv4_without_hmac", sigv4_without_hmac),
 )
 
 
