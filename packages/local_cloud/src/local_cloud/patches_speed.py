@@ -169,10 +169,11 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "thread_stack_reserve",
         "threading:Thread._bootstrap_inner",
         "speed",
-        "Not moto: CPython 3.13 before 3.13.13 frees a thread's 16 KiB frame chunk as soon as the frame at its "
-        "base returns (python/cpython#142183), so a call crossing a chunk's edge in a loop maps, faults in and "
-        "unmaps memory each time; each thread started while the pipeline runs calls its work from a frame whose "
-        "chunk (512 KiB) holds its whole stack. Off on an interpreter with the fix.",
+        "Not moto: CPython 3.13.0 frees a thread's 16 KiB frame chunk as soon as the frame at its base returns "
+        "(python/cpython#142183, fixed on the 3.13 branch in March 2026), so a call crossing a chunk's edge in a "
+        "loop maps, faults in and unmaps memory each time; each thread started while the pipeline runs calls its "
+        "work from a frame whose chunk (128 KiB) holds its whole stack. The canary fails on an interpreter with "
+        "the fix: drop the patch then.",
         "local_cloud.thread_stacks.reserved_thread_stacks",
         "test_canary_thread_stack_reserve_runs_the_thread",
         "one chaos shard (1,000 orders, 2026-11-25), without and with it side by side on the two cores, twice (at "
