@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -30,6 +31,7 @@ from unittest import mock
 from urllib.parse import unquote, urlsplit
 
 from harness.fault_cells import Rule
+from local_cloud.errors import service_error
 from local_cloud.faults import FaultCounter
 from local_cloud.lambda_runtime import SimulatedCrash
 from local_cloud.template import ACCOUNT, REGION
@@ -242,7 +244,6 @@ def _crash_hook(plan: FaultPlan, original_save: Any) -> Any:
 
 def _outcome_write_hook(plan: FaultPlan, original_call: Any) -> Any:
     """botocore's API call: an ``outcome_write`` rule fails (or crashes) the step's own outcome write."""
-    from botocore.exceptions import ClientError
 
     @functools.wraps(original_call)
     def api_call(self: Any, operation: str, params: Any) -> Any:
@@ -252,8 +253,7 @@ def _outcome_write_hook(plan: FaultPlan, original_call: Any) -> Any:
             if rule is not None and rule.error == "crash":
                 raise SimulatedCrash("killed between the step's effect and its outcome write (fault matrix)")
             if rule is not None:
-                error = {"Code": rule.error, "Message": "injected by the fault matrix"}
-                raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}, operation)
+                raise service_error(self, operation, rule.error, "injected by the fault matrix", 400)
         return original_call(self, operation, params)
 
     return api_call
@@ -341,8 +341,6 @@ class RandomFaults(FaultPlan):
     def __init__(
         self, definition: Mapping[str, Any], rates: Mapping[str, float], seed: int, counter: FaultCounter
     ) -> None:
-        import random
-
         from harness.fault_cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, task_states
 
         super().__init__(counter=counter)
@@ -352,32 +350,38 @@ class RandomFaults(FaultPlan):
         self.rates = dict(rates)
         self._dynamodb_errors = DYNAMODB_FAULTS
         self._outcome_write_errors = OUTCOME_WRITE_FAULTS
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._consulted: dict[tuple[str, str, str], int] = {}
 
     def applies(self, order_id: str | None) -> bool:
         return order_id is not None
 
-    def _roll(self, rate: float) -> bool:
-        if rate <= 0:
-            return False
+    def _draw(self, order_id: str, state: str, kinds: tuple[str, ...]) -> random.Random:
+        """The generator of this consultation: seeded by the run's seed, the order, the state, the kinds
+        asked and how many times they were asked before, so which attempt fails does not depend on the
+        order the executions' threads arrive in."""
+        key = (order_id, state, ",".join(kinds))
         with self._lock:
-            return self._rng.random() < rate
+            attempt = self._consulted[key] = self._consulted.get(key, 0) + 1
+        return random.Random(f"{self._seed}|{order_id}|{state}|{key[2]}|{attempt}")
 
     def fire(self, order_id: str, state: str | None, kinds: tuple[str, ...], action: str = "") -> Rule | None:
         if state is None:
             return None
+        draw = self._draw(order_id, state, kinds)
+
+        def roll(rate_name: str) -> bool:
+            rate = self.rates.get(rate_name, 0.0)
+            return rate > 0 and draw.random() < rate
+
         rule: Rule | None = None
-        if "error" in kinds and state in self.status_writes and self._roll(self.rates.get("status_write", 0.0)):
-            with self._lock:
-                error = self._rng.choice(self._dynamodb_errors)
-            rule, kind = Rule(state, "error", error), "status_write_error"
-        elif "outcome_write" in kinds and self._roll(self.rates.get("status_write", 0.0)):
-            with self._lock:  # a step's own outcome write (decision 0024): DynamoDB's answer, or the function dies
-                error = self._rng.choice(self._outcome_write_errors)
-            rule, kind = Rule(state, "outcome_write", error), "status_write_error"
-        elif "error" in kinds and state in self.parks and self._roll(self.rates.get("park", 0.0)):
-            with self._lock:
-                after = self._rng.random() < 0.5
+        if "error" in kinds and state in self.status_writes and roll("status_write"):
+            rule, kind = Rule(state, "error", draw.choice(self._dynamodb_errors)), "status_write_error"
+        elif "outcome_write" in kinds and roll("status_write"):
+            # a step's own outcome write (decision 0024): DynamoDB's answer, or the function dies
+            rule, kind = Rule(state, "outcome_write", draw.choice(self._outcome_write_errors)), "status_write_error"
+        elif "error" in kinds and state in self.parks and roll("park"):
+            after = draw.random() < 0.5
             rule = Rule(
                 state,
                 "error",
@@ -385,11 +389,10 @@ class RandomFaults(FaultPlan):
                 timing="after" if after else "before",
             )
             kind = "park_failure"
-        elif "stop" in kinds and self._roll(self.rates.get("stop", 0.0)):
+        elif "stop" in kinds and roll("stop"):
             rule, kind = Rule(state, "stop"), "stop"
-        elif "ambiguous" in kinds and self._roll(self.rates.get("ambiguous", 0.0)):
-            with self._lock:
-                transport = self._rng.choice(("read_timeout", "connection_reset"))
+        elif "ambiguous" in kinds and roll("ambiguous"):
+            transport = draw.choice(("read_timeout", "connection_reset"))
             rule, kind = Rule(state, "ambiguous", transport, action=action), f"ambiguous_{transport}"
         if rule is not None:
             self.counter.add(kind)

@@ -29,11 +29,11 @@ from typing import Any
 from unittest import mock
 
 import botocore.client
-import botocore.exceptions
 
 from harness.api_client import OrderApi
 from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun
+from local_cloud.errors import service_error
 from local_cloud.faults import FaultCounter
 from local_cloud.metrics import metric_key
 
@@ -272,11 +272,7 @@ def _orders_queue_failing(queue_name: str) -> Iterator[None]:
 
     def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
         if operation == "SendMessage" and str(params.get("QueueUrl", "")).rsplit("/", 1)[-1] == queue_name:
-            response: Any = {
-                "Error": {"Code": "InternalError", "Message": "Injected incident: the queue failed"},
-                "ResponseMetadata": {"HTTPStatusCode": 500},
-            }
-            raise botocore.exceptions.ClientError(response, operation)
+            raise service_error(client, operation, "InternalError", "Injected incident: the queue failed", 500)
         return original(client, operation, params)
 
     with mock.patch.object(botocore.client.BaseClient, "_make_api_call", call):

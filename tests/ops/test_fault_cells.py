@@ -282,6 +282,32 @@ def test_random_faults_roll_only_the_kinds_that_are_on() -> None:
     assert counter.injected == {"status_write_error": 1}
 
 
+def test_random_faults_roll_the_same_for_a_seed_whatever_order_the_calls_arrive_in() -> None:
+    """A chaos run's executions consult the plan from many threads; which attempt fails must depend on the
+    seed, the order, the state and the attempt, not on thread timing (a shared generator made a 200-order
+    run inject 0 to 5 status-write faults from one seed)."""
+    from local_cloud.faults import FaultCounter
+
+    rates = {"status_write": 0.3, "park": 0.3, "stop": 0.1, "ambiguous": 0.3}
+    calls: list[tuple[str, str, tuple[str, ...]]] = [
+        (f"o-{n}", state, kinds)
+        for n in range(40)
+        for state, kinds in (("MarkCompleted", ("error",)), ("ChargePayment", ("stop", "ambiguous")))
+        for _attempt in range(2)
+    ]
+
+    def rules(order: list[tuple[str, str, tuple[str, ...]]]) -> dict[tuple[str, str], list[Any]]:
+        faults = RandomFaults(saga(), rates, 7, FaultCounter())
+        out: dict[tuple[str, str], list[Any]] = {}
+        for order_id, state, kinds in order:
+            out.setdefault((order_id, state), []).append(faults.fire(order_id, state, kinds, "charge"))
+        return out
+
+    forward = rules(calls)
+    assert forward == rules(calls[::-1])
+    assert any(r is not None for fired in forward.values() for r in fired)
+
+
 def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was() -> None:
     from harness.fault_matrix import judge
 

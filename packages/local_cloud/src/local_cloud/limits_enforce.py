@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -20,6 +19,7 @@ from typing import Any
 from unittest import mock
 
 from local_cloud.clock import SimClock
+from local_cloud.errors import service_error
 from local_cloud.interfaces import Deployment
 from local_cloud.limits import Quotas, TokenBucket, payload_size
 from local_cloud.service_metrics import ServiceMetrics
@@ -63,14 +63,10 @@ class LimitExceeded(Exception):
 
 def client_error(client: Any, operation: str, exc: LimitExceeded) -> Exception:
     """The botocore ClientError for ``exc``, as the service would return it."""
-    response = {
-        "Error": {"Code": exc.code, "Message": exc.message},
-        "ResponseMetadata": {"HTTPStatusCode": exc.status, "RequestId": str(uuid.uuid4())},
-    }
+    extra = {}
     if exc.code == "TooManyRequestsException":
-        response["Reason"] = "ReservedFunctionConcurrentInvocationLimitExceeded"
-    error: Exception = client.exceptions.from_code(exc.code)(response, operation)
-    return error
+        extra["Reason"] = "ReservedFunctionConcurrentInvocationLimitExceeded"
+    return service_error(client, operation, exc.code, exc.message, exc.status, **extra)
 
 
 def message_size(body: Any, attributes: Any) -> int:
