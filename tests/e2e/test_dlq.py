@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 from unittest import mock
 
@@ -215,13 +216,34 @@ def test_trace_shows_intake_steps_compensation_and_dlq_record(pipeline: Pipeline
     assert [e.timestamp for e in events] == sorted(e.timestamp for e in events)
 
 
-def test_dlq_message_pages_within_a_minute_of_reaching_the_dlq(pipeline: PipelineRun) -> None:
+class _StoodStill:
+    """The work-time line of a starved process whose sampler has not turned it yet: it stands at its cap,
+    so the simulated time reads the same before and after the drain's last deliveries."""
+
+    def __init__(self, work: Any) -> None:
+        value = work.now()
+        self._line = (0.0, value, 0.0, value)
+        self.wall_clock = work.wall_clock
+
+    def at_wall(self, wall: float) -> float:
+        return float(self._line[1])
+
+
+@pytest.mark.parametrize("clock", ["running", "stood-still"])
+def test_dlq_message_pages_within_a_minute_of_reaching_the_dlq(pipeline: PipelineRun, clock: str) -> None:
     """CloudWatch publishes SQS metrics every minute and the DLQ alarm is 1 period of 1 minute
     (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html):
     the page comes within 60 s of the message reaching the DLQ, also when the drain ends right after
-    it (the run's next step may jump the clock: the sweeper's threshold, a replay)."""
-    send_raw(pipeline, "{not json", "cid-page-in-a-minute")
-    pipeline.drain()
+    it (the run's next step may jump the clock: the sweeper's threshold, a replay), and also when the
+    simulated clock did not move while the drain delivered (a starved process: decision 0025)."""
+    with (
+        mock.patch.object(pipeline.clock, "_work", _StoodStill(pipeline.clock._work))
+        if clock != "running"
+        else (nullcontext())
+    ):
+        pipeline.tick_alarms(before_jump=True)  # the last evaluation, at the instant the drain will end on
+        send_raw(pipeline, "{not json", "cid-page-in-a-minute")
+        pipeline.drain()
     [message] = dlq_messages(pipeline)
     arrived = int(message["Attributes"]["SentTimestamp"]) / 1000
     pipeline.clock.advance(3600.0)  # what the run does next: let the sweeper's threshold pass
