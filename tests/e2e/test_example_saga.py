@@ -188,5 +188,6 @@ def test_example_saga_every_call_allowed_by_its_role(courier: Courier) -> None:
     assert denied <= {"logs:CreateLogStream", "logs:PutLogEvents"}
     (machine,) = (entry for entry in report.values() if entry["kind"] == "state_machine")
     assert machine["denied"]["count"] == 0
-    assert machine["calls"] > 0  # the Lambda invocations and the outcome's UpdateItem were checked
+    # the Lambda invocations and the outcome's UpdateItem were checked
+    assert machine["calls"] > 0, f"displaced IAM hooks: {courier.iam.displaced_hooks()}"
     assert "dynamodb:UpdateItem" not in {g["action"] for g in machine["granted_unused"]}

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import apigw_fixture as fixture
 import boto3
@@ -324,6 +325,23 @@ def test_gateway_integration_role_use_is_in_the_iam_report(api: Harness) -> None
     assert (allowed["kind"], allowed["calls"], allowed["denied"]["count"]) == ("api_integration", 1, 0)
     assert [g["action"] for g in allowed["granted_unused"]] == ["dynamodb:GetItem"]
     assert refused["denied"]["first"][0]["action"] == "sqs:SendMessage"
+
+
+def test_iam_enforcement_refuses_to_end_quietly_when_a_hook_was_replaced(api: Harness) -> None:
+    """A patch of ``_make_api_call`` entered inside enforcement and restored after it leaves calls unchecked:
+    the enforcer names the displaced hook and its exit raises instead of reporting the calls allowed."""
+    import botocore.client
+
+    from local_cloud.iam_enforce import enforce_iam
+
+    outlived = mock.patch.object(botocore.client.BaseClient, "_make_api_call", lambda *a: None)
+    refused = pytest.raises(RuntimeError, match=r"BaseClient\._make_api_call is .*<lambda>")
+    with refused, enforce_iam(api.deployment) as iam:
+        assert iam.displaced_hooks() == []
+        outlived.start()
+        displaced = iam.displaced_hooks()
+    outlived.stop()
+    assert len(displaced) == 1 and displaced[0].startswith("BaseClient._make_api_call is ")
 
 
 def test_gateway_template_selection_by_media_type_ignores_parameters(api: Harness) -> None:

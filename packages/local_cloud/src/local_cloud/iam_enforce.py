@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextvars
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
+from local_cloud.errors import service_error
 from local_cloud.iam import Decision, Policy
 from local_cloud.iam_calls import Check, checks_for
 from local_cloud.iam_principals import MAX_EXAMPLES, Principal, principals
@@ -57,6 +57,7 @@ class IamEnforcer:
         self._decisions: dict[tuple[str | None, str, str], Decision] = {}
         self._lock = threading.Lock()
         self.state_machine = next(iter(deployment.state_machines.values()), None)
+        self.hooks: list[tuple[Any, str, Any]] = []  # (owner, attribute, hook) while enforce_iam is active
 
     def decide(self, principal: Principal, action: str, resource: str) -> Decision:
         key = (principal.role_id, action, resource)
@@ -121,6 +122,17 @@ class IamEnforcer:
             if principal.deploy_checks:
                 self.record(principal, principal.deploy_checks, platform=True)
 
+    def displaced_hooks(self) -> list[str]:
+        """The enforcement hooks (:func:`enforce_iam`) no longer in place, each with what replaced it: a
+        patch of the same attribute restored out of order would leave calls unchecked and uncounted."""
+        out = []
+        for owner, name, hook in self.hooks:
+            current = vars(owner).get(name)
+            if current is not hook:
+                where = getattr(current, "__module__", "?"), getattr(current, "__qualname__", repr(current))
+                out.append(f"{getattr(owner, '__name__', owner)}.{name} is {'.'.join(where)}")
+        return out
+
     def report(self) -> dict[str, Any]:
         return {key.rsplit(":", 1)[-1]: p.report() for key, p in sorted(self.principals.items())}
 
@@ -140,13 +152,7 @@ def access_denied(client: Any, operation: str, principal: Principal, check: Chec
         f"User: arn:aws:sts::{ACCOUNT}:assumed-role/{principal.role_name}/{session} "
         f"is not authorized to perform: {action} on resource: {resource} {why}"
     )
-    response = {
-        "Error": {"Code": code, "Message": message},
-        "ResponseMetadata": {"HTTPStatusCode": status, "RequestId": str(uuid.uuid4())},
-    }
-    error_class = client.exceptions.from_code(code)
-    exc: Exception = error_class(response, operation)
-    return exc
+    return service_error(client, operation, code, message, status)
 
 
 @contextmanager
@@ -216,18 +222,21 @@ def enforce_iam(deployment: Deployment) -> Iterator[IamEnforcer]:
 
     submit = _keeping_caller(ThreadPoolExecutor.submit)
 
+    enforcer.hooks = [
+        (botocore.client.BaseClient, "_make_api_call", make_api_call),
+        (LocalFunction, "invoke", invoke),
+        (SqsPoller, "poll_once", poll_once),
+        (SqsPoller, "release_due", release_due),
+        *((m, "boto_client_for", _as_state_machine(m.boto_client_for, enforcer)) for m in task_modules),
+        (ThreadPoolExecutor, "submit", submit),
+    ]
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(botocore.client.BaseClient, "_make_api_call", make_api_call))
-        stack.enter_context(mock.patch.object(LocalFunction, "invoke", invoke))
-        stack.enter_context(mock.patch.object(SqsPoller, "poll_once", poll_once))
-        stack.enter_context(mock.patch.object(SqsPoller, "release_due", release_due))
-        for module in task_modules:
-            stack.enter_context(
-                mock.patch.object(module, "boto_client_for", _as_state_machine(module.boto_client_for, enforcer))
-            )
-        stack.enter_context(mock.patch.object(ThreadPoolExecutor, "submit", submit))
+        for owner, name, hook in enforcer.hooks:
+            stack.enter_context(mock.patch.object(owner, name, hook))
         deployment.iam = enforcer
         yield enforcer
+        if displaced := enforcer.displaced_hooks():  # calls went unchecked: say so rather than report them allowed
+            raise RuntimeError(f"IAM enforcement hooks replaced while active: {displaced}")
 
 
 def _keeping_caller(original_submit: Any) -> Any:
