@@ -15,7 +15,8 @@ from harness.fault_cells import (
     route_to,
     task_states,
 )
-from harness.fault_inject import RandomFaults, find_order_id, provider_call
+from harness.fault_inject import find_order_id, provider_call
+from harness.fault_random import RandomFaults
 from harness.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
