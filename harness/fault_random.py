@@ -7,7 +7,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.fault_cells import Rule
+from harness.fault_cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, Rule, task_states
 from harness.fault_inject import FaultPlan
 from local_cloud.faults import FaultCounter
 
@@ -25,8 +25,6 @@ class RandomFaults(FaultPlan):
     def __init__(
         self, definition: Mapping[str, Any], rates: Mapping[str, float], seed: int, counter: FaultCounter
     ) -> None:
-        from harness.fault_cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, task_states
-
         super().__init__(counter=counter)
         states = task_states(definition)
         self.status_writes = {n for n, s in states.items() if s.integration == "dynamodb"}
