@@ -28,9 +28,10 @@ from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import fewer_gc_passes, local_aws
+from local_cloud.moto_state import executes_here
 from local_cloud.schedules import Scheduled, Schedules
 from local_cloud.sfn_waits import running_executions
-from local_cloud.template import REGION, CloudAssembly
+from local_cloud.template import ACCOUNT, REGION, CloudAssembly
 from ops.errors import OpsError
 from ops.target import Target
 from sandbox.http_server import serve_sandbox
@@ -96,7 +97,12 @@ class PipelineRun:
 
     # -- event loop -------------------------------------------------------------------------------
     def running_executions(self) -> bool:
-        """Whether any execution is still running (one result is enough to know)."""
+        """Whether an execution of the saga still runs. Where moto runs in this process, from its records:
+        this loop is not an AWS client (ListExecutions is eventually consistent, and the fault matrix's
+        lagging-read actor hides orders from it); elsewhere, ListExecutions (one result is enough)."""
+        if executes_here(ACCOUNT, REGION):
+            prefix = self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":"
+            return any(arn.startswith(prefix) for arn in running_executions())
         response = aws("stepfunctions").list_executions(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING", maxResults=1
         )

@@ -49,6 +49,11 @@ def running_executions(account: str, region: str) -> list[str]:
     ]
 
 
+def executes_here(account: str, region: str) -> bool:
+    """Whether moto runs Step Functions executions in this process (its records can be read here)."""
+    return _sfn_backend(account, region) is not None
+
+
 def _sfn_backend(account: str, region: str) -> Any:
     """moto's Step Functions backend here when it executes definitions (the local run's), else None."""
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
