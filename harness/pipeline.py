@@ -70,6 +70,13 @@ class PipelineRun:
         self.inventory_table = self.deployment.table("InventoryTable")
         self.ledger_table = create_local_ledger()
         self.state_machine_arn = next(iter(self.deployment.state_machines.values()))
+        #: Where moto runs the executions in this process, the prefix of their ARNs in its records (else None:
+        #: ask ListExecutions). Decided once: the backend does not change during a run.
+        self._executions_here = (
+            self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":"
+            if executes_here(ACCOUNT, REGION)
+            else None
+        )
         self.submitted: list[tuple[dict[str, Any], str | None]] = []
         self.producer = Producer(self.pollers[0].spec.queue_url, self.state_machine_arn, self.inventory_table)
         self.api_url: str | None = None  # the order API's stage URL while it is served
@@ -100,8 +107,7 @@ class PipelineRun:
         """Whether an execution of the saga still runs. Where moto runs in this process, from its records:
         this loop is not an AWS client (ListExecutions is eventually consistent, and the fault matrix's
         lagging-read actor hides orders from it); elsewhere, ListExecutions (one result is enough)."""
-        if executes_here(ACCOUNT, REGION):
-            prefix = self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":"
+        if (prefix := self._executions_here) is not None:
             return any(arn.startswith(prefix) for arn in running_executions())
         response = aws("stepfunctions").list_executions(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING", maxResults=1
