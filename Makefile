@@ -102,7 +102,7 @@ harness-tests: setup ## the harness's fast tests: the emulator (canaries, API da
 	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(HARNESS_TESTS)
 
 e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup -p no:cacheprovider -m e2e
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile -p no:cacheprovider -m e2e
 
 # Well-formed placeholders: prod refuses to synthesize without its six context keys (otel_layer_arn:
 # the layer version of the target region; 18 is the us-east-1 version seen in public templates, decision 0018).
