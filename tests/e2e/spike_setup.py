@@ -9,8 +9,11 @@ up to a minute: a 4-minute peak keeps that tail small next to the drain the mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from harness.run import synthesize
 from harness.spike import SpikeOptions, run_spike
@@ -27,8 +30,22 @@ SPIKE: dict[str, Any] = {
 }
 
 
-def spike(tmp: Path, backoff: bool) -> tuple[dict[str, Any], Path]:
+Spike = tuple[dict[str, Any], Path]  # the spike's report and its cloud assembly's folder
+
+
+def spike(tmp: Path, backoff: bool) -> Spike:
+    """Synthesize the dev stage (intake backoff on or off) into ``tmp`` and run the spike against it."""
     out = tmp / ("backoff" if backoff else "today")
     synthesize(out, "dev", {"intake_throttle_backoff": backoff})
     options = SpikeOptions(**SPIKE, throttle_backoff=backoff, assembly_dir=out, plot=None)
     return run_spike(options), out
+
+
+def spike_fixture(backoff: bool) -> Callable[..., Spike]:
+    """A module-scoped fixture running the spike once per module (with or without intake's backoff)."""
+
+    @pytest.fixture(scope="module")
+    def run(tmp_path_factory: pytest.TempPathFactory) -> Spike:
+        return spike(tmp_path_factory.mktemp("spike"), backoff=backoff)
+
+    return run

@@ -3,24 +3,17 @@ predicts the measured backlog and drain time (the spike: :mod:`tests.e2e.spike_s
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from local_cloud.template import CloudAssembly
 from ops.capacity import predict, template_figures
-from tests.e2e.spike_setup import QUOTAS, SPIKE, spike
+from tests.e2e.spike_setup import QUOTAS, SPIKE, Spike, spike_fixture
 
 pytestmark = pytest.mark.e2e
+with_backoff = spike_fixture(backoff=True)
 
 
-@pytest.fixture(scope="module")
-def with_backoff(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    return spike(tmp_path_factory.mktemp("spike"), backoff=True)
-
-
-def test_spike_with_backoff_dead_letters_no_valid_order(with_backoff: tuple[dict[str, Any], Path]) -> None:
+def test_spike_with_backoff_dead_letters_no_valid_order(with_backoff: Spike) -> None:
     report, _ = with_backoff
     assert report["orders"]["submitted"] >= 240
     assert report["throttles"]["stepfunctions:StartExecution"] > 0  # the quota did bind
@@ -31,7 +24,7 @@ def test_spike_with_backoff_dead_letters_no_valid_order(with_backoff: tuple[dict
     assert report["latency_seconds"]["p99"] > report["latency_seconds"]["p50"] > 0  # the spike became latency
 
 
-def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: tuple[dict[str, Any], Path]) -> None:
+def test_capacity_predicts_the_measured_spike_within_20_percent(with_backoff: Spike) -> None:
     report, out = with_backoff
     figures = template_figures(CloudAssembly(out, "OrderPipeline-dev"))
     k = SPIKE["scale"]
