@@ -42,6 +42,8 @@ INCIDENT_ALARM: dict[str, str] = {
     "api_5xx": "api",
 }
 INCIDENT_PAGE_SECONDS = 60.0
+#: Decimals of the pages' times in the report; the instants they are compared with are rounded the same way.
+PAGE_TIME_DECIMALS = 3
 #: Injected faults that cause function errors the middleware does not expect (so they page).
 _FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
 
@@ -155,7 +157,7 @@ def pager_section(
             {
                 "alarm": n.alarm,
                 "kind": kind,
-                "at": round(n.at, 3),
+                "at": round(n.at, PAGE_TIME_DECIMALS),
                 "after_s": round(n.at - started, 1),
                 "reason": n.reason,
                 "delivered": n.delivered,
@@ -174,7 +176,7 @@ def pager_section(
         if any(i["family"] == family for i in incidents):
             continue  # counted per incident above
         kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
-        happened = min((first_at[k] for k in kinds if k in first_at), default=started)
+        happened = round(min((first_at[k] for k in kinds if k in first_at), default=started), PAGE_TIME_DECIMALS)
         hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
         announced.append(
             {
@@ -194,7 +196,8 @@ def pager_section(
 def _incident_row(incident: Mapping[str, Any], pages: list[dict[str, Any]], started: float) -> dict[str, Any]:
     """One injected incident and the pages of its family's alarm delivered within a minute of its becoming
     harmful: a page of that alarm before it (the alarm already in ALARM) does not announce it."""
-    kind, at = INCIDENT_ALARM[incident["family"]], float(incident["harmful_at"])
+    # Rounded as the pages' times are (a page at the very instant must not read as before it).
+    kind, at = INCIDENT_ALARM[incident["family"]], round(float(incident["harmful_at"]), PAGE_TIME_DECIMALS)
     hits = [p for p in pages if p["kind"] == kind and p["delivered"] and at <= p["at"] <= at + INCIDENT_PAGE_SECONDS]
     return {
         "fault": incident["family"],

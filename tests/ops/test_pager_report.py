@@ -212,6 +212,22 @@ def test_pager_each_incident_needs_its_own_page_within_a_minute() -> None:
     assert "incident provider_outage at 600.0 s x1: NOBODY PAGED within 60 s" in pager_table(section)
 
 
+def test_pager_incident_paged_at_the_instant_it_became_harmful_counts() -> None:
+    """A stopped sweeper's heartbeat alarm evaluated at the very instant its window lapsed: the page is
+    announced (its time is rounded to the millisecond in the report, which must not put it before the incident;
+    seen in an incidents run under load: harmful at ...423.2312133, paged at ...423.2312, reported 423.231)."""
+    ALARMS["heartbeat"] = {"AlarmName": "heartbeat", "MetricName": "SweeperRuns", "Namespace": "OrderPipeline"}
+    harmful = 1795643423.2312133
+    try:
+        incidents = [{"family": "sweeper_stopped", "started_at": harmful - 360.0, "harmful_at": harmful}]
+        report = {"faults_injected": {"sweeper_stopped": 1}, "incidents": incidents}
+        section = _section(report, _page("heartbeat", harmful))
+    finally:
+        del ALARMS["heartbeat"]
+    (row,) = [f for f in section["faults"] if f["fault"] == "sweeper_stopped"]
+    assert (row["paged_by"], row["first_page_after_s"]) == (["heartbeat"], 0.0)
+
+
 def test_pager_outage_alarm_page_explained_by_injected_throttling_inside_provider_steps() -> None:
     """TransientFailures counts AWS throttling inside a provider step (decision 0023): a chaos run's DynamoDB
     throttling can page a provider's outage alarm with no outage injected, and that page is explained."""
