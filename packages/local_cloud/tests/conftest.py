@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import pytest
 from moto import mock_aws
 
+from local_cloud.patches import no_patch_outlives
+
 os.environ.update(
     {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -25,4 +27,10 @@ os.environ.pop("AWS_PROFILE", None)
 @pytest.fixture
 def aws() -> Iterator[None]:
     with mock_aws():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_patch_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    with no_patch_outlives(request.node.nodeid):
         yield

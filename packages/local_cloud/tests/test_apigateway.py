@@ -327,13 +327,19 @@ def test_gateway_integration_role_use_is_in_the_iam_report(api: Harness) -> None
     assert refused["denied"]["first"][0]["action"] == "sqs:SendMessage"
 
 
-def test_iam_enforcement_refuses_to_end_quietly_when_a_hook_was_replaced(api: Harness) -> None:
+def test_iam_enforcement_refuses_to_end_quietly_when_a_hook_was_replaced(
+    api: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A patch of ``_make_api_call`` entered inside enforcement and restored after it leaves calls unchecked:
     the enforcer names the displaced hook and its exit raises instead of reporting the calls allowed."""
     import botocore.client
 
     from local_cloud.iam_enforce import enforce_iam
 
+    # The out-of-order restore below puts the enforcer's hook back after enforcement ended (the very leak the
+    # enforcer names); botocore's own method is put back when the test ends, for the tests after it.
+    original = vars(botocore.client.BaseClient)["_make_api_call"]
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", original)
     outlived = mock.patch.object(botocore.client.BaseClient, "_make_api_call", lambda *a: None)
     refused = pytest.raises(RuntimeError, match=r"BaseClient\._make_api_call is .*<lambda>")
     with refused, enforce_iam(api.deployment) as iam:
@@ -342,6 +348,7 @@ def test_iam_enforcement_refuses_to_end_quietly_when_a_hook_was_replaced(api: Ha
         displaced = iam.displaced_hooks()
     outlived.stop()
     assert len(displaced) == 1 and displaced[0].startswith("BaseClient._make_api_call is ")
+    assert vars(botocore.client.BaseClient)["_make_api_call"] is not original  # the hook outlived enforcement
 
 
 def test_gateway_template_selection_by_media_type_ignores_parameters(api: Harness) -> None:

@@ -16,13 +16,28 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from local_cloud.patch_types import Kind, Patch
 from local_cloud.patches_fidelity import FIDELITY_REGISTRY
 from local_cloud.patches_speed import SPEED_REGISTRY
 
-__all__ = ["DISABLE_ENV", "PATCHES", "Kind", "Patch", "by_name", "enabled", "markdown_rows", "resolve", "targets"]
+__all__ = [
+    "DISABLE_ENV",
+    "PATCHES",
+    "Kind",
+    "Patch",
+    "by_name",
+    "enabled",
+    "markdown_rows",
+    "no_patch_outlives",
+    "outlived",
+    "patched_now",
+    "resolve",
+    "targets",
+]
 
 PATCHES: tuple[Patch, ...] = FIDELITY_REGISTRY + SPEED_REGISTRY
 
@@ -79,3 +94,30 @@ def markdown_rows(patches: tuple[Patch, ...] = PATCHES) -> str:
         why = p.why + (f" Measured: {p.measured}" if p.measured else "")
         rows.append(f"| `{p.name}` | `{p.target}` | {p.kind} | {why} | `{p.canary}` |")
     return "\n".join(rows)
+
+
+def patched_now() -> dict[str, Any]:
+    """Every registered target's own attribute now (``module:attribute`` -> object), read without binding:
+    compared before and after a test, it shows a patch that outlived the test (tests' ``conftest.py``)."""
+    now: dict[str, Any] = {}
+    for patch in PATCHES:
+        for module, attribute in targets(patch):
+            owner_path, _, name = attribute.rpartition(".")
+            owner = resolve(module, owner_path) if owner_path else importlib.import_module(module)
+            now[f"{module}:{attribute}"] = vars(owner).get(name)
+    return now
+
+
+def outlived(before: dict[str, Any]) -> list[str]:
+    """The targets whose attribute is no longer what :func:`patched_now` read in ``before``."""
+    return [target for target, obj in patched_now().items() if before.get(target) is not obj]
+
+
+@contextmanager
+def no_patch_outlives(what: str = "the block") -> Iterator[None]:
+    """Raise if a registered target is not, after the block, what it was before it (a patch restored out of
+    order leaves a hook in place for whatever runs next: the tests' autouse fixtures wrap each test in this)."""
+    before = patched_now()
+    yield
+    if left := outlived(before):
+        raise AssertionError(f"patches outlived {what}: {left}")
