@@ -129,16 +129,9 @@ class Producer:
         return left
 
     def submit(self, orders: list[tuple[dict[str, Any], str | None]]) -> None:
-        """Send orders as JSON, ten per batch (no retry: ``ops local up``'s demo orders); one POST
-        each through the order API when it is set."""
-        if self.api is not None:
-            for order, cid in orders:
-                self._post(json.dumps(order), cid)
-            return
-        sqs = aws("sqs")
-        for start in range(0, len(orders), 10):
-            entries = [_entry(i, json.dumps(order), cid) for i, (order, cid) in enumerate(orders[start : start + 10])]
-            sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        """Send orders as JSON, as :meth:`submit_messages` does (an incident's orders meet the chaos run's
+        throttling too: a send throttled past botocore's own retries once killed a chaos shard)."""
+        self.submit_messages([(json.dumps(order), cid) for order, cid in orders])
 
     def start_hostile_executions(self, executions: list[HostileExecution]) -> None:
         """Start the saga directly with references to orders the pipeline never accepted."""
