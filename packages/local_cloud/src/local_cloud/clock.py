@@ -39,7 +39,7 @@ TURN_NUDGE_SECONDS = 1e-6
 
 
 class RunDelays:
-    """Nanoseconds each thread of this process has waited on a runqueue; {} off Linux.
+    """Nanoseconds each thread of this process has run on a CPU and waited on a runqueue; {} off Linux.
 
     Each thread's file stays open and is read again at offset 0 (the kernel regenerates it): opening,
     reading and closing about 100 files (the threads of a chaos shard) 20 times a second took 6.5% of
@@ -48,8 +48,9 @@ class RunDelays:
     def __init__(self) -> None:
         self._fds: dict[int, int] = {}
 
-    def read(self, exclude: int) -> dict[int, int]:
-        delays: dict[int, int] = {}
+    def read(self, exclude: int) -> dict[int, tuple[int, int]]:
+        """Each thread's (time on a CPU, time waiting on a runqueue), but ``exclude``'s (the sampler's)."""
+        delays: dict[int, tuple[int, int]] = {}
         try:
             tids = os.listdir(TASKS_DIR)
         except OSError:
@@ -62,7 +63,8 @@ class RunDelays:
             try:
                 if fd is None:
                     fd = self._fds[tid] = os.open(f"{TASKS_DIR}/{name}/schedstat", os.O_RDONLY)
-                delays[tid] = int(os.pread(fd, 128, 0).split()[1])
+                on_cpu, waited = os.pread(fd, 128, 0).split()[:2]
+                delays[tid] = (int(on_cpu), int(waited))
             except (OSError, IndexError, ValueError):
                 self._close(tid)  # the thread ended meanwhile (or its id was reused: reopened next time)
         for tid in [t for t in self._fds if t not in delays]:
@@ -150,9 +152,12 @@ class WorkTime:
             # own CPU time: a starved scan must not make the clock coarser when load needs it finest).
             self._interval = max(SAMPLE_SECONDS, SCAN_COST_RATIO * (time.thread_time() - cpu))
             elapsed = wall - last_wall
-            # A thread born since the last sample waited all its run delay within the interval.
-            starved = sum(max(0, d - last.get(tid, 0)) for tid, d in delays.items()) / 1e9
-            starved = min(max(0.0, starved), elapsed)  # threads starved at once are one starved process
+            # A thread born since the last sample ran and waited all its times within the interval.
+            ran = sum(max(0, c - last.get(tid, (0, 0))[0]) for tid, (c, _) in delays.items()) / 1e9
+            waited = sum(max(0, d - last.get(tid, (0, 0))[1]) for tid, (_, d) in delays.items()) / 1e9
+            # Starved: runnable, and none of its threads running. Threads waiting while another of them
+            # runs take turns, as with the GIL (a shard pinned to one CPU, harness/shards.py): that is work.
+            starved = min(max(0.0, waited), max(0.0, elapsed - ran))
             self._starved += starved
             last_wall, last = wall, delays
             self._set_rate(wall, 1.0 - starved / elapsed if elapsed > 0 else 1.0)
