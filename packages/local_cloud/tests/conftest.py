@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from moto import mock_aws
-
-from local_cloud.patches import no_patch_outlives
+from patch_guard import no_patch_outlives_its_test  # noqa: F401 (autouse, registered by being here)
 
 os.environ.update(
     {
@@ -27,10 +26,4 @@ os.environ.pop("AWS_PROFILE", None)
 @pytest.fixture
 def aws() -> Iterator[None]:
     with mock_aws():
-        yield
-
-
-@pytest.fixture(autouse=True)
-def _no_patch_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
-    with no_patch_outlives(request.node.nodeid):
         yield

@@ -153,8 +153,12 @@ class WorkTime:
             self._interval = max(SAMPLE_SECONDS, SCAN_COST_RATIO * (time.thread_time() - cpu))
             elapsed = wall - last_wall
             # A thread born since the last sample ran and waited all its times within the interval.
-            ran = sum(max(0, c - last.get(tid, (0, 0))[0]) for tid, (c, _) in delays.items()) / 1e9
-            waited = sum(max(0, d - last.get(tid, (0, 0))[1]) for tid, (_, d) in delays.items()) / 1e9
+            ran_ns = waited_ns = 0
+            for tid, (on_cpu, delay) in delays.items():
+                on_cpu0, delay0 = last.get(tid, (0, 0))
+                ran_ns += max(0, on_cpu - on_cpu0)
+                waited_ns += max(0, delay - delay0)
+            ran, waited = ran_ns / 1e9, waited_ns / 1e9
             # Starved: runnable, and none of its threads running. Threads waiting while another of them
             # runs take turns, as with the GIL (a shard pinned to one CPU, harness/shards.py): that is work.
             starved = min(max(0.0, waited), max(0.0, elapsed - ran))
