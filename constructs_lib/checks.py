@@ -140,9 +140,8 @@ def _check_delivery(
 ) -> None:
     """An error on each alarm whose action on a topic of this stack CloudWatch could not deliver."""
     for alarm in alarms:
-        alarm_id = stack.get_logical_id(alarm)
         for topic_id in alarm_topics(stack, alarm):
-            reason = topic_id and undeliverable_reason(stack, alarm_id, topic_id, topics, policies, keys)
+            reason = topic_id and undeliverable_reason(stack, alarm, topic_id, topics, policies, keys)
             if reason:
                 Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
 

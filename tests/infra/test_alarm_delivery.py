@@ -19,7 +19,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match
 
 from constructs_lib.checks import UNDELIVERABLE_ACTION
-from constructs_lib.delivery import CLOUDWATCH_PRINCIPAL, Request, allowed
+from constructs_lib.delivery import CLOUDWATCH_PRINCIPAL, Request, allowed, decide
 from stacks.order_constructs.alerting import Alerting, AlertingProps
 from tests.infra.conftest import SynthResult
 
@@ -152,7 +152,7 @@ def test_alarm_delivery_guardrail_deny_on_missing_or_other_values_as_aws_documen
     for operator, key, value in [
         ("StringNotEqualsIfExists", "aws:SourceAccount", ACCOUNT),
         ("StringNotEqualsIfExists", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),  # missing key: IfExists is true...
-        ("ForAnyValue:StringEquals", "aws:SourceAccount", "111122223333"),
+        ("ForAnyValue:StringEquals", "aws:SecureTransport", "false"),
         ("ForAnyValue:StringEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),  # missing key: ForAnyValue is false
     ]:
         guardrail = _guardrail(operator, key, value)
@@ -160,9 +160,21 @@ def test_alarm_delivery_guardrail_deny_on_missing_or_other_values_as_aws_documen
         assert allowed([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH) is expected, (operator, key)
 
 
+def test_alarm_delivery_guardrail_on_a_literal_account_is_judged_closed() -> None:
+    """The template's account is a parameter at synth: whether it is 111122223333 cannot be known, so a Deny
+    on that literal is taken to apply, and the statement is named."""
+    guardrail = _guardrail("ForAnyValue:StringEquals", "aws:SourceAccount", "111122223333")
+    decision = decide([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH)
+    assert not decision.allowed
+    assert decision.closed and "'Guardrail'" in decision.closed[0] and "aws:SourceAccount" in decision.closed[0]
+
+
 def test_alarm_delivery_allow_string_equals_ignore_case_lets_cloudwatch_publish() -> None:
-    statement = {**ALLOW_CLOUDWATCH, "Condition": {"StringEqualsIgnoreCase": {"aws:SourceArn": OUR_ALARM.upper()}}}
+    shouting = f"ARN:<Ref:AWS::Partition>:CLOUDWATCH:<Ref:AWS::Region>:{ACCOUNT}:ALARM:X"
+    statement = {**ALLOW_CLOUDWATCH, "Condition": {"StringEqualsIgnoreCase": {"aws:SourceArn": shouting}}}
     assert allowed([{"Statement": [statement]}], PUBLISH)
+    exact = {**ALLOW_CLOUDWATCH, "Condition": {"StringEquals": {"aws:SourceArn": shouting}}}
+    assert not allowed([{"Statement": [exact]}], PUBLISH)
 
 
 def test_alarm_delivery_unknown_operator_fails_closed_and_names_the_statement(checked_stack: Stack) -> None:
