@@ -27,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -92,7 +92,7 @@ typecheck: setup ## mypy on the app, constructs, handlers, the packages (middlew
 
 # The product's tests (their import closure reaches nothing of the harness: tests/test_import_closure.py) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
-PRODUCT_TESTS := tests --ignore=tests/ops --ignore=tests/e2e
+PRODUCT_TESTS := tests packages/iam_conditions/tests --ignore=tests/ops --ignore=tests/e2e
 HARNESS_TESTS := tests/ops packages/local_cloud/tests
 
 unit: setup ## the product's tests: infrastructure assertions, handlers and middleware on moto, docs (no emulator)

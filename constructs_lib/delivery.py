@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Stack, Token
+
 from iam_conditions import Unknown, evaluate, token
 
 CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"

@@ -243,7 +243,12 @@ def test_import_closure_make_unit_runs_the_product_tests_only() -> None:
     """``make unit`` collects the folders this closure covers, nothing of the harness's tests."""
     makefile = (REPO / "Makefile").read_text()
     (line,) = [line for line in makefile.splitlines() if line.startswith("PRODUCT_TESTS :=")]
-    assert line.split(":=", 1)[1].split() == ["tests", "--ignore=tests/ops", "--ignore=tests/e2e"]
+    assert line.split(":=", 1)[1].split() == [
+        "tests",
+        "packages/iam_conditions/tests",
+        "--ignore=tests/ops",
+        "--ignore=tests/e2e",
+    ]
     test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert test_dirs - {"ops", "e2e"} == {d.split("/", 1)[1] for d in PRODUCT_DIRS if d.startswith("tests/")}
 

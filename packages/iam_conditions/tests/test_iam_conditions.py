@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from iam_conditions import OPERATORS, Unknown, UnsupportedOperator, applies, evaluate, parse_operator, token
 from iam_conditions import unsupported_operators as refused
 

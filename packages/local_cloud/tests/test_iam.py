@@ -74,9 +74,13 @@ def test_conditions_supported_and_unsupported() -> None:
     assert p.evaluate("sqs:SendMessage", QUEUE, {"aws:requestedregion": "us-east-1"}) is Decision.ALLOW
     assert p.evaluate("sqs:SendMessage", QUEUE, {"aws:RequestedRegion": "us-west-2"}) is Decision.IMPLICIT_DENY
     assert p.evaluate("sqs:SendMessage", QUEUE) is Decision.IMPLICIT_DENY  # missing key: no match
-    unsupported = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThan": {"x": "1"}}))
+    numeric = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThan": {"x": "1"}}))
+    assert numeric.evaluate("sqs:SendMessage", QUEUE, {"x": "0"}) is Decision.ALLOW
+    assert numeric.evaluate("sqs:SendMessage", QUEUE, {"x": "1"}) is Decision.IMPLICIT_DENY
+    assert numeric.unsupported == []
+    unsupported = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThanRoughly": {"x": "1"}}))
     assert unsupported.evaluate("sqs:SendMessage", QUEUE, {"x": "0"}) is Decision.IMPLICIT_DENY
-    assert unsupported.unsupported == ["NumericLessThan"]
+    assert unsupported.unsupported == ["NumericLessThanRoughly"]
 
 
 def test_grants_and_unused_grants() -> None:
