@@ -83,9 +83,10 @@ demo: setup ## run the whole pipeline locally on moto and print the orders
 test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
-lint: setup ## ruff
+lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
