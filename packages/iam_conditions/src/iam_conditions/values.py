@@ -36,6 +36,8 @@ TOKENS = range(0xE000, 0xF900)
 
 def token(index: int) -> str:
     """The ``index``-th opaque token character."""
+    if not 0 <= index < len(TOKENS):
+        raise ValueError(f"token {index}: only {len(TOKENS)} opaque tokens exist")
     return chr(TOKENS.start + index)
 
 
