@@ -6,6 +6,8 @@ contracts look at, and that ``make unit`` collects the product's tests only.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -63,3 +65,63 @@ def test_import_contracts_make_unit_runs_the_product_tests_only() -> None:
     test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     sources = set(_contract("product-without-workshop")["source_modules"])
     assert {f"tests.{d}" for d in test_dirs - {"ops", "e2e"}} <= sources
+
+
+# -- the contract type the rules rely on sees what the walkers saw ------------------------------------------------
+CONFIG_UNDER_TEST = """
+[tool.importlinter]
+root_packages = ["prod", "work"]
+
+[[tool.importlinter.contracts]]
+id = "entry-without-work"
+name = "prod.a imports nothing of work"
+type = "forbidden"
+source_modules = ["prod.a"]
+forbidden_modules = ["work"]
+"""
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    (root / "pyproject.toml").write_text(CONFIG_UNDER_TEST)
+    command = [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_import_contracts_forbidden_finds_a_lazy_relative_and_typing_only_chain(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "prod/__init__.py": "",
+            "prod/a.py": "def f():\n    from . import b\n",
+            "prod/b.py": "from prod.sub import c\n",
+            "prod/sub/__init__.py": "",
+            "prod/sub/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import work.capacity\n",
+            "work/__init__.py": "",
+            "work/capacity.py": "",
+        },
+    )
+    result = _lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    # a -> (lazy, relative) prod.b -> prod.sub.c -> (typing only) work.capacity
+    chain = ["prod.a -> prod.b", "prod.b -> prod.sub.c", "prod.sub.c -> work.capacity"]
+    assert all(link in result.stdout for link in chain), result.stdout
+
+
+def test_import_contracts_forbidden_passes_a_clean_tree(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "prod/__init__.py": "",
+            "prod/a.py": "import json\nfrom prod import b\n",
+            "prod/b.py": "",
+            "work/__init__.py": "",
+        },
+    )
+    result = _lint_imports(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
