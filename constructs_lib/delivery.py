@@ -32,6 +32,7 @@ a name the template sets is used; an unnamed alarm is named by CloudFormation ``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -80,15 +81,26 @@ _INTRINSIC = re.compile(r"<[^<>]*>")
 _TOKENS: dict[str, str] = {}
 
 
+def _token_for(intrinsic: str) -> str:
+    if intrinsic not in _TOKENS:
+        _TOKENS[intrinsic] = token(len(_TOKENS))
+    return _TOKENS[intrinsic]
+
+
 def _opaque(text: str) -> str:
-    return _INTRINSIC.sub(lambda m: _TOKENS.setdefault(m.group(0), token(len(_TOKENS))), text)
+    return _INTRINSIC.sub(lambda m: _token_for(m.group(0)), text)
 
 
 def _condition_values(condition: Any) -> dict[str, Any]:
-    """A statement's Condition with every value rendered, intrinsics as tokens (booleans stay booleans)."""
+    """A statement's Condition with every value rendered, intrinsics as tokens (booleans stay booleans; an
+    intrinsic :func:`render` does not know, ``Fn::Sub`` say, is one token: undecided against any literal)."""
 
     def one(value: Any) -> Any:
-        return value if isinstance(value, bool) else _opaque(render(value))
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, dict) and not {"Ref", "Fn::GetAtt", "Fn::Join"} & set(value):
+            return _token_for(json.dumps(value, sort_keys=True))
+        return _opaque(render(value))
 
     def values(keys: Any) -> Any:
         if not isinstance(keys, dict):

@@ -231,3 +231,10 @@ def test_alarm_delivery_source_arn_pattern_on_an_unknown_part_of_the_name_fails_
 
 def _statement(raw: dict[str, Any]) -> iam.PolicyStatement:
     return iam.PolicyStatement.from_json(raw)
+
+
+def test_alarm_delivery_guardrail_on_an_unrendered_intrinsic_is_judged_closed() -> None:
+    """A value the check cannot render (``Fn::Sub``) may be anything: a Deny on it is taken to apply."""
+    guardrail = _guardrail("StringEquals", "aws:SecureTransport", {"Fn::Sub": "${Flag}"})
+    decision = decide([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH)
+    assert not decision.allowed and "'Guardrail'" in decision.closed[0]
