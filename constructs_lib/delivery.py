@@ -93,7 +93,7 @@ def _opaque(text: str) -> str:
 
 def _condition_values(condition: Any) -> dict[str, Any]:
     """A statement's Condition with every value rendered, intrinsics as tokens (booleans stay booleans; an
-    intrinsic :func:`render` does not know, ``Fn::Sub`` say, is one token: undecided against any literal)."""
+    intrinsic :func:`render` does not know, ``Fn::ImportValue`` say, is one token: undecided against any literal)."""
 
     def one(value: Any) -> Any:
         if isinstance(value, bool):

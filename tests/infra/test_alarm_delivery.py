@@ -234,7 +234,7 @@ def _statement(raw: dict[str, Any]) -> iam.PolicyStatement:
 
 
 def test_alarm_delivery_guardrail_on_an_unrendered_intrinsic_is_judged_closed() -> None:
-    """A value the check cannot render (``Fn::Sub``) may be anything: a Deny on it is taken to apply."""
-    guardrail = _guardrail("StringEquals", "aws:SecureTransport", {"Fn::Sub": "${Flag}"})
+    """A value the check cannot render (``Fn::ImportValue``) may be anything: a Deny on it is taken to apply."""
+    guardrail = _guardrail("StringEquals", "aws:SecureTransport", {"Fn::ImportValue": "SharedFlag"})
     decision = decide([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH)
     assert not decision.allowed and "'Guardrail'" in decision.closed[0]
