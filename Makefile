@@ -91,7 +91,7 @@ lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [to
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
 
-# The product's tests (their import closure reaches nothing of the harness: tests/test_import_closure.py) and
+# The product's tests (they reach nothing of the harness: the import contracts in pyproject.toml) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
 PRODUCT_TESTS := tests packages/iam_conditions/tests --ignore=tests/ops --ignore=tests/e2e
 HARNESS_TESTS := tests/ops packages/local_cloud/tests
