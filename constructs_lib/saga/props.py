@@ -13,7 +13,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 
 from constructs_lib.saga.tasks import (
-    LAMBDA_SERVICE_ERRORS,
+    DEFAULT_RETRY_ON,
     STATE_LATENCY_SECONDS,
     RetryPolicy,
     SagaTask,
@@ -111,7 +111,8 @@ class SagaProps:
             retries, 1 s .. 10 s.
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         retry_on: errors retried on forward steps and recorders whose task names none;
-            default :data:`LAMBDA_SERVICE_ERRORS`. ``States.ALL`` is refused (it would retry business errors).
+            default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
+            ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry business errors).
         refused_input_errors: errors of the first step meaning "the input names nothing to act on":
             the execution fails at once (state ``refused_state_name``); default none.
         compensate_all_on: errors of the first step that skip the forward steps and run every
@@ -156,7 +157,7 @@ class SagaProps:
     last_resort: SagaRecorder | None = None
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
-    retry_on: Sequence[str] = LAMBDA_SERVICE_ERRORS
+    retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()
     compensate_all_on: Sequence[str] = ()
     error_path: str = "$.error"
