@@ -112,7 +112,8 @@ class SagaProps:
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         retry_on: errors retried on forward steps and recorders whose task names none;
             default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
-            ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry business errors).
+            ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
+            business errors).
         refused_input_errors: errors of the first step meaning "the input names nothing to act on":
             the execution fails at once (state ``refused_state_name``); default none.
         compensate_all_on: errors of the first step that skip the forward steps and run every
