@@ -144,3 +144,5 @@ class Saga(Construct):
             self.alarms = execution_alarms(
                 self, self.state_machine, topic=props.alarm_topic, period=props.alarm_period, label=props.alarm_label
             )
+        if props.monitoring is not None:
+            props.monitoring.monitor_state_machine(self.state_machine, alarms=self.alarms.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
@@ -19,6 +20,9 @@ from constructs_lib.saga.tasks import (
     SagaTask,
     default_compensation_retry,
 )
+
+if TYPE_CHECKING:
+    from constructs_lib.monitoring import Monitoring
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ class SagaProps:
             ExecutionThrottled > 0 alarms; default none (no alarms).
         alarm_period: period of those alarms; default 1 minute.
         alarm_label: prefix of the alarms' descriptions; default ``saga``.
+        monitoring: the stack's :class:`constructs_lib.monitoring.Monitoring`: the state machine and its
+            alarms register themselves there; default none (register them yourself).
     """
 
     steps: Sequence[SagaStep]
@@ -182,3 +188,4 @@ class SagaProps:
     alarm_topic: sns.ITopic | None = None
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
     alarm_label: str = "saga"
+    monitoring: Monitoring | None = None
