@@ -36,3 +36,14 @@ def test_layers_packages_layer_resolves_requirements_and_leaves_test_helpers_out
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert not (python / "lambda_resilience" / "testing.py").exists()  # test helpers never deployed
     assert not list(python.glob("*.pth"))
+
+
+def test_layers_source_tree_layer_leaves_test_helpers_out_unasked(tmp_path: Path) -> None:
+    from constructs_lib.layers import SourceTreeLayer, SourceTreeLayerProps
+
+    source = Path(__file__).resolve().parents[2] / "packages" / "lambda_resilience" / "src" / "lambda_resilience"
+    stack = Stack(App(outdir=str(tmp_path / "cdk.out")), "SourceLayerUnderTest")
+    layer = SourceTreeLayer(stack, "Middleware", props=SourceTreeLayerProps(packages=[source]))
+    python = layer.staged_at / "python"
+    assert (python / "lambda_resilience" / "step.py").is_file()
+    assert not (python / "lambda_resilience" / "testing.py").exists()
