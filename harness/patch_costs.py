@@ -64,7 +64,7 @@ def speed_patches() -> list[str]:
 def run_once(disabled: str, orders: int, assembly: Path, seed: int) -> Run:
     """One ``ops local run`` with ``disabled`` switched off; its CPU seconds (and its children's)."""
     env = {**os.environ, DISABLE_ENV: disabled}
-    cmd = [sys.executable, "-m", "ops", "local", "run", "--orders", str(orders), "--seed", str(seed)]
+    cmd = [sys.executable, "-m", "harness", "local", "run", "--orders", str(orders), "--seed", str(seed)]
     cmd += [*CHAOS_FAULTS, "--replay-transient", "--check", "--timeout", "1200", "--assembly", str(assembly)]
     with tempfile.TemporaryDirectory(prefix="patch-cost-run-") as tmp:
         report = Path(tmp) / "report.json"

@@ -1,4 +1,8 @@
-"""``python -m ops``: the operator CLI."""
+"""``python -m ops``: the operator CLI (product: it imports nothing of the workshop, tests/test_ops_imports.py).
+
+``local`` and ``capacity`` need the emulator: they run in the workshop's entry point, ``python -m harness``,
+to which :mod:`ops.workshop` forwards them in a subprocess.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,16 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import botocore.exceptions
 
-from harness.cli import add_local_parser, quota_argument, quotas, run_local_command
-from local_cloud.errors import LocalCloudError
 from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.dlq import QUEUES
 from ops.errors import OpsError, UsageError
+from ops.workshop import FORWARDED, forward
 
 PROG = "python -m ops"
 #: ``--category`` of ``dlq replay``: the failure categories, DLQ messages without one, or all.
@@ -39,15 +41,16 @@ CREDENTIAL_ERROR_CODES = frozenset(
 class OpsArgumentParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line on stderr (no usage block) and exit status 2."""
 
+    root = PROG
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.root}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OpsArgumentParser(prog=PROG, description="Operate the order pipeline.")
     commands = parser.add_subparsers(dest="command", required=True)
-    add_local_parser(commands)
-    _add_capacity_parser(commands)
+    _add_forwarded_parsers(commands)
     _add_dlq_parser(commands)
 
     trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
@@ -78,15 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_capacity_parser(commands: Any) -> None:
-    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
-    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
-    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
-    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
-    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
-    capacity.add_argument("--json", action="store_true", help="print JSON")
-    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
-    quota_argument(capacity)
+def _add_forwarded_parsers(commands: Any) -> None:
+    """``local`` and ``capacity``, listed in ``--help``; :func:`main` forwards them before parsing."""
+    for verb, text in (
+        ("local", "the pipeline on this machine, against moto (forwarded to the workshop: python -m harness local)"),
+        ("capacity", "which quota binds first at a rate (forwarded to the workshop: python -m harness capacity)"),
+    ):
+        commands.add_parser(verb, help=text, add_help=False).add_argument("args", nargs=argparse.REMAINDER)
 
 
 def _add_dlq_parser(commands: Any) -> None:
@@ -136,17 +137,6 @@ def _add_smoke_parser(commands: Any) -> None:
     _target_arguments(smoke)
 
 
-def _capacity(args: argparse.Namespace) -> int:
-    from harness.spike import parse_rate
-    from ops.capacity import format_capacity, predict_from_assembly
-
-    prediction = predict_from_assembly(
-        parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)
-    )
-    print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
-    return 0
-
-
 def _smoke(target: Any, args: argparse.Namespace) -> int:
     from ops.smoke import SmokeOptions, context_defaults, format_table, run_smoke
 
@@ -177,13 +167,13 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint-url", help="API endpoint, e.g. a local moto server on 127.0.0.1")
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 def operator_error(exc: BaseException) -> str | None:
     """The one-line message for an operator mistake, or None if ``exc`` is not one (a bug)."""
-    if isinstance(exc, (OpsError, LocalCloudError)):  # the emulator's own: a quota name or value
+    if isinstance(exc, OpsError):
         return str(exc)
     if isinstance(exc, (botocore.exceptions.NoCredentialsError, botocore.exceptions.PartialCredentialsError)):
         return (
@@ -209,21 +199,20 @@ def operator_error(exc: BaseException) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; an operator mistake is one line on stderr and exit status 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _run(build_parser().parse_args(argv), argv)
+        if args and args[0] in FORWARDED:
+            return forward(args)
+        return _run(build_parser().parse_args(args))
     except Exception as exc:
         message = operator_error(exc)
         if message is None:
             raise  # a bug: keep the traceback
-        print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(message)}", file=sys.stderr)
         return 2
 
 
-def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    if args.command == "local":
-        return run_local_command(args, argv)
-    if args.command == "capacity":
-        return _capacity(args)
+def _run(args: argparse.Namespace) -> int:
     from ops.target import Target
 
     if args.command == "dlq" and args.dlq_command == "replay":
