@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import botocore.exceptions
 
+from lambda_resilience.receive import MAX_WAIT_SECONDS
 from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
@@ -91,11 +92,18 @@ def _add_forwarded_parsers(commands: Any) -> None:
 
 
 def _add_dlq_parser(commands: Any) -> None:
-    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
+    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay, automatic replays' record")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
     dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
     _target_arguments(dlq_list)
     dlq_list.add_argument("--json", action="store_true")
+    _wait_argument(dlq_list)
+    dlq_history = dlq_commands.add_parser(
+        "history", help="what the automatic replay moved: per message, order, attempt, category, correlation ID"
+    )
+    dlq_history.add_argument("--hours", type=_positive_float, default=24.0, help="look back this long (h, 24)")
+    dlq_history.add_argument("--json", action="store_true")
+    _target_arguments(dlq_history)
     dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
     dlq_replay.add_argument("--queue", required=True, choices=sorted(QUEUES), help="orders | needs-attention")
     dlq_replay.add_argument(
@@ -105,11 +113,32 @@ def _add_dlq_parser(commands: Any) -> None:
         help="transient (default), permanent (needs --force), unknown (unexpected errors, probably bugs: "
         "replay after the fix), unclassified (no failure record), or all",
     )
-    dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
+    dlq_replay.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what would be replayed (order, attempt, correlation ID, category per message), change nothing",
+    )
     dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
     dlq_replay.add_argument("--rate", type=_positive_float, help="messages per second")
     dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
+    _wait_argument(dlq_replay)
     _target_arguments(dlq_replay)
+
+
+def _wait_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait-seconds",
+        type=_wait_seconds,
+        help="each receive's long poll, 1..20 s (default 1; a DLQ is read to its end on repeated empty receives "
+        "and its own counts)",
+    )
+
+
+def _wait_seconds(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_WAIT_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_WAIT_SECONDS} (SQS's longest wait), got {value}")
+    return value
 
 
 def _add_smoke_parser(commands: Any) -> None:
@@ -237,11 +266,15 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     if args.command == "dlq":
-        from ops.dlq import format_list, list_queues, replay_queue
+        from ops.dlq import format_history, format_list, history, list_queues, replay_queue
 
         if args.dlq_command == "list":
-            summary = list_queues(target)
+            summary = list_queues(target, wait_seconds=args.wait_seconds)
             print(json.dumps(summary, indent=2) if args.json else format_list(summary))
+            return 0
+        if args.dlq_command == "history":
+            runs = history(target, args.hours)
+            print(json.dumps(runs, indent=2) if args.json else format_history(runs))
             return 0
         report = replay_queue(
             target,
@@ -251,6 +284,7 @@ def _run(args: argparse.Namespace) -> int:
             max_messages=args.max,
             rate=args.rate,
             force=args.force,
+            wait_seconds=args.wait_seconds,
         )
         print(json.dumps(report, indent=2))
         return 0
