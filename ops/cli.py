@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_forwarded_parsers(commands)
     _add_dlq_parser(commands)
 
+    order = commands.add_parser(
+        "order", help="one order by ID: status, attempts, timeline, correlation IDs, executions (no customer data)"
+    )
+    order.add_argument("order_id")
+    order.add_argument("--json", action="store_true")
+    _target_arguments(order)
+
     trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
     trace.add_argument("correlation_id")
     trace.add_argument("--json", action="store_true")
@@ -259,6 +266,12 @@ def _run(args: argparse.Namespace) -> int:
         figures = cold_starts(target, args.stack, args.minutes)
         print(json.dumps(figures, indent=2) if args.json else format_cold_starts(figures))
         return 0
+    if args.command == "order":
+        from ops.order_view import format_order, order_view
+
+        view = order_view(target, args.order_id)
+        print(json.dumps(view, indent=2) if args.json else format_order(view))
+        return 0
     if args.command == "repair":
         from ops.repair import repair
 
@@ -266,28 +279,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     if args.command == "dlq":
-        from ops.dlq import format_history, format_list, history, list_queues, replay_queue
-
-        if args.dlq_command == "list":
-            summary = list_queues(target, wait_seconds=args.wait_seconds)
-            print(json.dumps(summary, indent=2) if args.json else format_list(summary))
-            return 0
-        if args.dlq_command == "history":
-            runs = history(target, args.hours)
-            print(json.dumps(runs, indent=2) if args.json else format_history(runs))
-            return 0
-        report = replay_queue(
-            target,
-            args.queue,
-            category=None if args.category == "all" else args.category,
-            dry_run=args.dry_run,
-            max_messages=args.max,
-            rate=args.rate,
-            force=args.force,
-            wait_seconds=args.wait_seconds,
-        )
-        print(json.dumps(report, indent=2))
-        return 0
+        return _dlq(target, args)
     if args.command == "trace":
         from ops.trace import as_json, trace
 
@@ -298,3 +290,28 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(e.line() for e in events) or f"nothing found for {args.correlation_id}")
         return 0
     return 2
+
+
+def _dlq(target: Any, args: argparse.Namespace) -> int:
+    from ops.dlq import format_history, format_list, history, list_queues, replay_queue
+
+    if args.dlq_command == "list":
+        summary = list_queues(target, wait_seconds=args.wait_seconds)
+        print(json.dumps(summary, indent=2) if args.json else format_list(summary))
+        return 0
+    if args.dlq_command == "history":
+        runs = history(target, args.hours)
+        print(json.dumps(runs, indent=2) if args.json else format_history(runs))
+        return 0
+    report = replay_queue(
+        target,
+        args.queue,
+        category=None if args.category == "all" else args.category,
+        dry_run=args.dry_run,
+        max_messages=args.max,
+        rate=args.rate,
+        force=args.force,
+        wait_seconds=args.wait_seconds,
+    )
+    print(json.dumps(report, indent=2))
+    return 0
