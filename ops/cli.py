@@ -61,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--json", action="store_true")
     _target_arguments(order)
 
-    trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
-    trace.add_argument("correlation_id")
+    trace = commands.add_parser("trace", help="an order's timeline by correlation ID or order ID")
+    trace.add_argument("correlation_id", metavar="correlation-id|order-id")
+    trace.add_argument(
+        "--since",
+        type=_duration,
+        default=24 * 3600.0,
+        help="read log lines this far back: 90m, 24h, 7d (default 24h; one Logs Insights query over the window)",
+    )
     trace.add_argument("--json", action="store_true")
     _target_arguments(trace)
 
@@ -130,6 +136,15 @@ def _add_dlq_parser(commands: Any) -> None:
     dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
     _wait_argument(dlq_replay)
     _target_arguments(dlq_replay)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """``90m``, ``24h``, ``7d`` (or seconds) -> seconds."""
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _UNITS else (text, "s")
+    return _positive_float(number) * _UNITS[unit]
 
 
 def _wait_argument(parser: argparse.ArgumentParser) -> None:
@@ -283,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "trace":
         from ops.trace import as_json, trace
 
-        events = trace(target, args.correlation_id)
+        events = trace(target, args.correlation_id, since_seconds=args.since)
         if args.json:
             print(json.dumps(as_json(events), indent=2))
         else:

@@ -84,12 +84,13 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
 
 
-def executions(target: Target, order_id: str, attempts: int) -> list[dict[str, Any]]:
-    """The order's executions, each attempt's then its repairs', by name (DescribeExecution only)."""
+def executions(target: Target, order_id: str, attempts: int, *, first: int = 1) -> list[dict[str, Any]]:
+    """The order's executions, each attempt's (``first`` to ``attempts``) then its repairs', by name
+    (DescribeExecution only)."""
     sfn = target.client("stepfunctions")
     machine = target.output("StateMachineArn")
     found: list[dict[str, Any]] = []
-    for attempt in range(1, attempts + 1):
+    for attempt in range(first, attempts + 1):
         base = f"{EXECUTION_PREFIX}{order_id}-attempt-{attempt}"
         execution = _describe(sfn, machine, base)
         if execution is None:
@@ -100,6 +101,21 @@ def executions(target: Target, order_id: str, attempts: int) -> list[dict[str, A
             if repair is None:
                 break
             found.append({**repair, "attempt": attempt})
+    return found
+
+
+#: Attempts looked up by name when the order's own count is not known (``ops trace``).
+MAX_ATTEMPTS = 20
+
+
+def executions_by_name(target: Target, order_id: str) -> list[dict[str, Any]]:
+    """The order's executions, attempt 1, 2, ... until the first name that does not exist."""
+    found: list[dict[str, Any]] = []
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        more = executions(target, order_id, attempt, first=attempt)
+        if not more:
+            break
+        found += more
     return found
 
 
