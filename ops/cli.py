@@ -61,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--json", action="store_true")
     _target_arguments(order)
 
+    orders = commands.add_parser(
+        "orders", help="orders by status through the by-status index, oldest first: NEEDS_ATTENTION, stuck, ..."
+    )
+    orders.add_argument("--status", required=True, help="an order status (e.g. NEEDS_ATTENTION), or stuck")
+    orders.add_argument("--max", type=_positive, default=50, help="at most N orders (default 50)")
+    orders.add_argument("--older-than", type=_duration, help="not updated for this long (stuck: the saga timeout)")
+    orders.add_argument("--json", action="store_true")
+    _target_arguments(orders)
+
     trace = commands.add_parser("trace", help="an order's timeline by correlation ID or order ID")
     trace.add_argument("correlation_id", metavar="correlation-id|order-id")
     trace.add_argument(
@@ -286,6 +295,12 @@ def _run(args: argparse.Namespace) -> int:
 
         view = order_view(target, args.order_id)
         print(json.dumps(view, indent=2) if args.json else format_order(view))
+        return 0
+    if args.command == "orders":
+        from ops.orders_list import format_orders, orders_by_status
+
+        found = orders_by_status(target, args.status, max_items=args.max, older_than_seconds=args.older_than)
+        print(json.dumps(found, indent=2) if args.json else format_orders(found))
         return 0
     if args.command == "repair":
         from ops.repair import repair
