@@ -1,5 +1,5 @@
 """The bench's per-order figures (``make bench``, :mod:`tools.bench`): two whole-pipeline runs on moto
-(``python -m ops local run`` in a subprocess), their Lambda invocations, state transitions and bill."""
+(``python -m harness local run`` in a subprocess), their Lambda invocations, state transitions and bill."""
 
 from __future__ import annotations
 
