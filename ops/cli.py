@@ -67,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="redrive: rerun the saga (only if no compensation ran for the attempt); compensate: cancel the "
         "shipment, refund, release (any non-terminal status, NEEDS_ATTENTION included)",
     )
+    repair.add_argument("--reason", help="why (kept in the order's history with who and when; no customer data)")
     _target_arguments(repair)
+    from ops import resolve
+
+    resolve.add_parser(commands, _target_arguments)
 
     _add_smoke_parser(commands)
 
@@ -245,7 +249,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         from ops.repair import repair
 
         # An unsafe or pointless repair raises RepairRefused (an OpsError): one line on stderr, exit 2.
-        print(json.dumps(repair(target, args.order_id, args.action), indent=2))
+        print(json.dumps(repair(target, args.order_id, args.action, reason=args.reason), indent=2))
+        return 0
+    if args.command == "resolve":
+        from ops.resolve import resolve
+
+        print(json.dumps(resolve(target, args.order_id, args.outcome, args.reason), indent=2))
         return 0
     if args.command == "dlq":
         from ops.dlq import format_list, list_queues, replay_queue

@@ -70,6 +70,7 @@ def step_handler(
     metrics: Metrics | None = None,
     describe: Callable[[Any], Mapping[str, Any]] = lambda event: {},
     record: OutcomeRecorder | None = None,
+    preempt: Callable[[Any], None] | None = None,
 ) -> Handler:
     """A Lambda handler running ``action`` at most once per ``parse(event).idempotency_key``.
 
@@ -81,6 +82,10 @@ def step_handler(
     write leaves the action's result cached, and the retry writes); whatever it raises is raised as
     :class:`EffectDoneOutcomeNotWritten` (the effect is done: record the outcome another way, never
     compensate), its cause chained.
+    ``preempt(event)``: runs first, before ``parse`` and the idempotency record (a recorded result must
+    not answer it); what it raises is logged, counted and classified like any failure of the step (an
+    input that routes the workflow elsewhere, raised as a :class:`BusinessOutcome`, is an expected
+    error: it never pages).
     """
 
     @idempotent
@@ -101,6 +106,8 @@ def step_handler(
             ),
         ):
             try:
+                if preempt is not None:
+                    preempt(event)
                 step = parse(event)
                 logger.info(f"{operation} started", extra=dict(step.fields))
                 command = {"idempotency_key": step.idempotency_key, "payload": step.payload, "extra": step.extra}
