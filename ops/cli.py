@@ -18,6 +18,8 @@ from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.dlq import QUEUES
 from ops.errors import OpsError, UsageError
+from ops.resolve import add_parser as add_resolve_parser
+from ops.resolve import run as resolve_command
 
 PROG = "python -m ops"
 #: ``--category`` of ``dlq replay``: the failure categories, DLQ messages without one, or all.
@@ -69,9 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair.add_argument("--reason", help="why (kept in the order's history with who and when; no customer data)")
     _target_arguments(repair)
-    from ops import resolve
-
-    resolve.add_parser(commands, _target_arguments)
+    add_resolve_parser(commands, _target_arguments)
 
     _add_smoke_parser(commands)
 
@@ -252,10 +252,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         print(json.dumps(repair(target, args.order_id, args.action, reason=args.reason), indent=2))
         return 0
     if args.command == "resolve":
-        from ops.resolve import resolve
-
-        print(json.dumps(resolve(target, args.order_id, args.outcome, args.reason), indent=2))
-        return 0
+        return resolve_command(target, args)
     if args.command == "dlq":
         from ops.dlq import format_list, list_queues, replay_queue
 

@@ -13,6 +13,7 @@ too long or holds customer data, and an order another actor holds or that moved 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ops.errors import OpsError
@@ -90,3 +91,9 @@ def add_parser(commands: Any, target_arguments: Any) -> None:
         help="what was done and where (e.g. a ticket); kept on the order, so no customer data",
     )
     target_arguments(parser)
+
+
+def run(target: Target, args: Any) -> int:
+    """The CLI's ``resolve``: print what was recorded (a refusal is an :class:`OpsError`: one line, exit 2)."""
+    print(json.dumps(resolve(target, args.order_id, args.outcome, args.reason), indent=2))
+    return 0

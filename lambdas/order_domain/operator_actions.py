@@ -130,21 +130,13 @@ def move(
         ":seen": item.get("updated_at"),
         ":attempt": attempt,
         ":replaces": replaces or "-",
+        ":holder": lease_for[0] if lease_for else "-",
+        ":none": [],
     }
-    sets = ["#s = :to", "updated_at = :now", "history = list_append(if_not_exists(history, :none), :entry)"]
-    values[":none"] = []
-    for i, (name, value) in enumerate((also or {}).items()):
-        sets.append(f"{name} = :a{i}")
-        values[f":a{i}"] = value
-    for i, (name, more) in enumerate((append or {}).items()):
-        sets.append(f"{name} = list_append(if_not_exists({name}, :none), :b{i})")
-        values[f":b{i}"] = list(more)
-    holder = lease_for[0] if lease_for else "-"
-    values[":holder"] = holder
-    update = "SET " + ", ".join(sets)
+    update = _update(values, also or {}, append or {})
     if lease_for:
         update += ", #l = :lease"
-        values[":lease"] = {"holder": holder, "until": clock.iso(now + lease_for[1])}
+        values[":lease"] = {"holder": lease_for[0], "until": clock.iso(now + lease_for[1])}
     else:
         update += " REMOVE #l"
     first = "attribute_not_exists(payment_attempt) OR " if attempt == 1 else ""
@@ -165,3 +157,15 @@ def move(
             raise
         return False
     return True
+
+
+def _update(values: dict[str, Any], also: Mapping[str, Any], append: Mapping[str, list[Any]]) -> str:
+    """The SET clause of :func:`move` (its values added to ``values``)."""
+    sets = ["#s = :to", "updated_at = :now", "history = list_append(if_not_exists(history, :none), :entry)"]
+    for i, (name, value) in enumerate(also.items()):
+        sets.append(f"{name} = :a{i}")
+        values[f":a{i}"] = value
+    for i, (name, more) in enumerate(append.items()):
+        sets.append(f"{name} = list_append(if_not_exists({name}, :none), :b{i})")
+        values[f":b{i}"] = list(more)
+    return "SET " + ", ".join(sets)

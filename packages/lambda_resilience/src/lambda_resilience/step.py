@@ -82,10 +82,8 @@ def step_handler(
     write leaves the action's result cached, and the retry writes); whatever it raises is raised as
     :class:`EffectDoneOutcomeNotWritten` (the effect is done: record the outcome another way, never
     compensate), its cause chained.
-    ``preempt(event)``: runs first, before ``parse`` and the idempotency record (a recorded result must
-    not answer it); what it raises is logged, counted and classified like any failure of the step (an
-    input that routes the workflow elsewhere, raised as a :class:`BusinessOutcome`, is an expected
-    error: it never pages).
+    ``preempt(event)``: runs before ``parse`` and the idempotency record; what it raises counts as the
+    step's failure (a :class:`BusinessOutcome` routing the workflow elsewhere: expected, never paged).
     """
 
     @idempotent
