@@ -186,3 +186,15 @@ def test_repair_redrive_refused_for_a_parked_order_without_its_path(counted: tup
         repair(target, "o-1", "redrive")
 
     assert _item(target, "o-1")["status"] == "NEEDS_ATTENTION"
+
+
+def test_repair_refuses_a_reason_holding_customer_data_and_moves_nothing(counted: tuple[Target, Calls]) -> None:
+    target, calls = counted
+    _seed(target, "o-1", PARKED_AFTER_COMPENSATION)
+    calls.made.clear()
+
+    with pytest.raises(RepairRefused, match="must not hold customer data"):
+        repair(target, "o-1", "compensate", reason="card 4242424242424242 was refunded")
+
+    assert _item(target, "o-1")["status"] == "NEEDS_ATTENTION"
+    assert not [c for c in calls.made if c in ("DynamoDB.UpdateItem", "SFN.StartExecution")]
