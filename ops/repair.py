@@ -157,7 +157,7 @@ def _execution_arn(target: Target, name: str) -> str:
     return target.output("StateMachineArn").replace(":stateMachine:", ":execution:", 1) + ":" + name
 
 
-def _execution_status(target: Target, name: str) -> str | None:
+def execution_status(target: Target, name: str) -> str | None:
     """The execution's status by its name, or None if there is no such execution."""
     try:
         described = target.client("stepfunctions").describe_execution(executionArn=_execution_arn(target, name))
@@ -183,7 +183,7 @@ def _ended_executions(target: Target, order: dict[str, Any], action: str) -> set
         names.append(holder[len(REPAIR_HOLDER) :])
     ended = set()
     for name in dict.fromkeys(names):
-        status = _execution_status(target, name)
+        status = execution_status(target, name)
         if status == "RUNNING":
             raise RepairRefused(
                 f"refusing to {action} order {order_id}: execution {name} is still running; "

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ops.errors import OpsError
-from ops.repair import load_order, operator_arn
+from ops.repair import REPAIR_HOLDER, execution_status, load_order, operator_arn
 from ops.target import Target
 
 OUTCOMES = ("completed", "compensated")
@@ -49,6 +49,10 @@ def resolve(target: Target, order_id: str, outcome: str, reason: str) -> dict[st
     if problem:
         raise ResolveRefused(f"refusing to resolve order {order_id}: {problem}")
     other = lease.held_by_other(order, "-")
+    # A repair whose execution parked the order again still holds its lease: replaced once it ended.
+    replaces = other if other and other.startswith(REPAIR_HOLDER) else None
+    if replaces is not None and execution_status(target, replaces[len(REPAIR_HOLDER) :]) != "RUNNING":
+        other = None
     to, attempt = OrderStatus(outcome.upper()), int(order.get("payment_attempt", 1))
     by = operator_arn(target)
     made = operator_actions.entry(to, attempt, by=by, action="resolve", reason=reason)
@@ -59,6 +63,7 @@ def resolve(target: Target, order_id: str, outcome: str, reason: str) -> dict[st
         order,
         to,
         made,
+        replaces=replaces,
         also={"reconciled": vouched},
         append={"reconciled_attempts": [attempt]},
     )

@@ -130,12 +130,34 @@ def test_resolve_refuses_a_reason_that_is_empty_long_or_customer_data(target: Ta
 
 
 def test_resolve_refused_while_another_holder_has_the_order(target: Target) -> None:
-    _seed(target, PARKED, lease={"holder": "ops-repair:order-o-1-attempt-1-repair-0", "until": "2999-01-01T00:00:00Z"})
+    _seed(target, PARKED, lease={"holder": "sweeper", "until": "2999-01-01T00:00:00Z"})
 
-    with pytest.raises(ResolveRefused, match="ops-repair:order-o-1-attempt-1-repair-0 is handling it"):
+    with pytest.raises(ResolveRefused, match="sweeper is handling it"):
         resolve(target, "o-1", "compensated", "refunded by hand")
 
     assert _item(target)["status"] == "NEEDS_ATTENTION"
+
+
+def test_resolve_replaces_the_lease_of_a_repair_whose_execution_parked_it_again(target: Target) -> None:
+    """The repair's execution parked the order again (a parcel the carrier will not recall): its lease is
+    live for the saga's timeout, its execution is over; a person settles the order by hand."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    definition = {"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}
+    machine = sfn.create_state_machine(
+        name="saga", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/x"
+    )["stateMachineArn"]
+    target = Target({**target.outputs, "StateMachineArn": machine}, region=REGION)
+    name = "order-o-1-attempt-1-repair-0"
+    running = sfn.start_execution(stateMachineArn=machine, name=name)["executionArn"]
+    _seed(target, PARKED, lease={"holder": f"ops-repair:{name}", "until": "2999-01-01T00:00:00Z"})
+
+    with pytest.raises(ResolveRefused, match=f"ops-repair:{name} is handling it"):
+        resolve(target, "o-1", "completed", "customer keeps the parcel, ticket OPS-2")
+    sfn.stop_execution(executionArn=running)
+    resolve(target, "o-1", "completed", "customer keeps the parcel, ticket OPS-2")
+
+    item = _item(target)
+    assert item["status"] == "COMPLETED" and "lease" not in item
 
 
 def test_resolve_refuses_an_unknown_order_and_an_unknown_outcome(target: Target, monkeypatch, capsys) -> None:
