@@ -75,6 +75,7 @@ class OrderRepository:
             "updated_at": now,
             "history": [{"status": OrderStatus.RECEIVED.value, "at": now, "attempt": attempt}],
             "attempts": [{"attempt": attempt, "received_at": now, "correlation_id": correlation_id}],
+            "intents": {},  # order_domain.intents: each effect's intent, recorded before it is sent
         }
         if caller:
             item["owner"] = caller

@@ -332,4 +332,3 @@ def test_sweeper_parks_a_ship_intent_the_carrier_forgot_as_an_unknown_outcome(
     assert result["parked"] == [order["order_id"]]
     (message,) = needs_attention_queue.messages()
     assert "ship-order" in message["body"]["reason"] and "unknown" in message["body"]["reason"]
-
