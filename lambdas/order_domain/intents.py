@@ -44,6 +44,11 @@ FORWARD_STAGES: dict[str, tuple[OrderStatus, ...]] = {
     # SHIPPED: an execution started before decision 0024, whose ShipOrder wrote SHIPPED alone.
     "ship-order": (OrderStatus.PAYMENT_CHARGED, OrderStatus.SHIPPED),
 }
+#: What the sweeper says of a ship intended before the carrier's key window that the carrier does not know.
+UNKNOWN_SHIPMENT = (
+    "a ship-order intent older than the carrier's key window and no shipment by its key: whether a parcel "
+    "left is unknown (ask the carrier before any compensation)"
+)
 #: Compensations record their intent once the order is COMPENSATING (``orders.compensating``).
 COMPENSATION_STAGE = (OrderStatus.COMPENSATING,)
 
@@ -56,6 +61,14 @@ def intent_of(item: dict[str, Any], operation: str, attempt: int) -> dict[str, A
     """The intent the order item records for ``operation`` of ``attempt`` (None: never sent)."""
     found = (item.get(INTENTS) or {}).get(intent_key(operation, attempt))
     return found if isinstance(found, dict) else None
+
+
+def ship_unrecorded(item: dict[str, Any], attempt: int) -> bool:
+    """A PAYMENT_CHARGED order whose ship intent is recorded: ShipOrder may have booked the parcel and
+    failed to write COMPLETED (the sweeper asks the carrier before it parks such an order)."""
+    return (
+        item.get("status") == OrderStatus.PAYMENT_CHARGED.value and intent_of(item, "ship-order", attempt) is not None
+    )
 
 
 def unverifiable(item: dict[str, Any], operation: str, attempt: int, now: float | None = None) -> bool:
