@@ -26,7 +26,7 @@ from lambda_resilience.correlation import current_correlation_id
 from order_domain import clock
 from order_domain.errors import StaleAttempt, UnknownOrder
 from order_domain.orders import OrderRepository, compensating
-from order_domain.status import OrderStatus
+from order_domain.status import TERMINAL, OrderStatus
 
 INTENTS = "intents"
 #: How long a provider's "no record" by key is trusted after our first request with that key. The
@@ -141,6 +141,8 @@ def _refused(old: dict[str, Any], order_id: str, attempt: int, operation: str, s
     current = int(old.get("payment_attempt", 1))
     if current != attempt:
         raise StaleAttempt(f"order {order_id}: attempt {attempt} is not the order's current attempt ({current})")
+    if old.get("status") in {s.value for s in TERMINAL}:
+        raise StaleAttempt(f"order {order_id}: attempt {attempt} already ended {old.get('status')}")
     if old.get("status") not in statuses:
         raise StaleAttempt(
             f"order {order_id}: attempt {attempt} is {old.get('status')}; {operation} acts in {', '.join(statuses)}"
