@@ -79,7 +79,7 @@ class UnknownStepError(ResilienceError):
     category: ClassVar[Category] = UNKNOWN
 
 
-class UncachedAnswer(Exception):  # noqa: N818 - an answer, not an error: never classified, never logged as a failure
+class UncachedAnswer(Exception):  # an answer, not an error: never classified, never logged as a failure
     """Raised by an idempotent operation to answer ``result`` without storing it under the key.
 
     An idempotency record holds an effect's outcome. An answer that depends on the moment (a
