@@ -333,3 +333,22 @@ def test_sweeper_parks_a_ship_intent_the_carrier_forgot_as_an_unknown_outcome(
     assert result["parked"] == [order["order_id"]]
     (message,) = needs_attention_queue.messages()
     assert "ship-order" in message["body"]["reason"] and "unknown" in message["body"]["reason"]
+
+
+def test_intent_write_gives_an_order_recorded_before_intents_its_map(
+    load, providers, order_factory, saga_input, seed_order, orders, tables: Tables, ledger: LedgerView, lambda_context
+):
+    """An order recorded before this change has no ``intents`` map (a nested SET would be refused): the
+    first intent write adds the map once, then records the intent, then the charge is sent."""
+    order = order_factory()
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    aws_clients.client("dynamodb").update_item(
+        TableName=tables.orders,
+        Key=aws_clients.to_item({"order_id": order["order_id"]}),
+        UpdateExpression="REMOVE intents",
+    )
+
+    assert load("charge_payment")(saga_input(order), lambda_context)["status"] == "captured"
+
+    assert set(orders.get(order["order_id"])["intents"]) == {"charge-payment#attempt-1"}
+    assert [op["status"] for op in ledger.ops("payment")] == ["captured"]
