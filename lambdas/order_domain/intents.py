@@ -35,14 +35,15 @@ INTENTS = "intents"
 #: keys expire after 24 hours (https://www.checkout.com/docs/payments/manage-payments/idempotency).
 #: One hour less, for clocks that disagree: past it, "no record" proves nothing.
 TRUSTED_FOR_SECONDS = 23 * 3600
-#: The statuses each forward step acts in: the one it moves the order from, and the one it moves
-#: it to (a rerun of a step that is done answers from its record). Anything else is past its stage
-#: (COMPENSATING, terminal) or before it: refused before any effect.
+#: The statuses each forward step acts in: the one it moves the order from, and the later forward ones
+#: (a rerun of a step that is done, e.g. a repair's redrive after our idempotency records expired,
+#: answers from its record). Anything else is refused before any effect: an order before the step's
+#: stage, being undone (COMPENSATING), ended, or owned by a newer attempt.
+_CHARGED_ON = (OrderStatus.PAYMENT_CHARGED, OrderStatus.SHIPPED)  # SHIPPED: an execution from before 0024
 FORWARD_STAGES: dict[str, tuple[OrderStatus, ...]] = {
-    "reserve-inventory": (OrderStatus.RECEIVED, OrderStatus.INVENTORY_RESERVED),
-    "charge-payment": (OrderStatus.INVENTORY_RESERVED, OrderStatus.PAYMENT_CHARGED),
-    # SHIPPED: an execution started before decision 0024, whose ShipOrder wrote SHIPPED alone.
-    "ship-order": (OrderStatus.PAYMENT_CHARGED, OrderStatus.SHIPPED),
+    "reserve-inventory": (OrderStatus.RECEIVED, OrderStatus.INVENTORY_RESERVED, *_CHARGED_ON),
+    "charge-payment": (OrderStatus.INVENTORY_RESERVED, *_CHARGED_ON),
+    "ship-order": _CHARGED_ON,
 }
 #: What the sweeper says of a ship intended before the carrier's key window that the carrier does not know.
 UNKNOWN_SHIPMENT = (
@@ -69,6 +70,14 @@ def ship_unrecorded(item: dict[str, Any], attempt: int) -> bool:
     return (
         item.get("status") == OrderStatus.PAYMENT_CHARGED.value and intent_of(item, "ship-order", attempt) is not None
     )
+
+
+def moved_on(orders: OrderRepository, order_id: str, attempt: int, operation: str) -> bool:
+    """After a forward step's status write answered "stale": whether another actor moved the order out
+    of the step's stage (True: the step must fail), rather than the saga's own later steps (a rerun)."""
+    item = orders.find(order_id)
+    stage = {s.value for s in FORWARD_STAGES[operation]}
+    return item is None or int(item.get("payment_attempt", 1)) != attempt or item.get("status") not in stage
 
 
 def unverifiable(item: dict[str, Any], operation: str, attempt: int, now: float | None = None) -> bool:

@@ -120,7 +120,8 @@ class InventoryService:
                 raise InsufficientStock(f"order {order_id}: not enough stock for {dict(quantities)}") from exc
             if existing["status"] == RELEASED:
                 raise InvalidTransition(f"order {order_id}: reservation was already released") from exc
-        if self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED, attempt=attempt) == "stale":
+        moved = self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED, attempt=attempt)
+        if moved == "stale" and intents.moved_on(self.orders, order_id, attempt, RESERVE):
             raise OrderMovedOn(f"order {order_id}: stock reserved, but the order moved past INVENTORY_RESERVED")
         return {"status": "reserved", "items": dict(quantities)}
 

@@ -87,7 +87,8 @@ class PaymentService:
             raise PaymentIncomplete(f"order {order_id}: charge ended {result.status} ({result.reason})")
         if result.status != CAPTURED:
             raise PaymentDeclined(f"order {order_id}: payment {result.status} ({result.reason or 'no reason'})")
-        if self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED, attempt=attempt) == "stale":
+        moved = self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED, attempt=attempt)
+        if moved == "stale" and intents.moved_on(self.orders, order_id, attempt, CHARGE):
             raise OrderMovedOn(f"order {order_id}: captured, but the order moved past PAYMENT_CHARGED")
         return {"status": CAPTURED, "payment_id": result.payment_id, "amount_cents": result.amount_cents}
 

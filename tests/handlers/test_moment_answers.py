@@ -100,8 +100,8 @@ def test_compensation_stale_answer_leaves_no_idempotency_record(
         ("reserve_inventory", OrderStatus.COMPENSATING),
         ("charge_payment", OrderStatus.COMPENSATING),
         ("ship_order", OrderStatus.COMPENSATING),
-        ("reserve_inventory", OrderStatus.PAYMENT_CHARGED),
         ("charge_payment", OrderStatus.RECEIVED),
+        ("ship_order", OrderStatus.INVENTORY_RESERVED),
     ],
 )
 def test_forward_step_refuses_an_order_outside_its_stage_before_any_effect(
@@ -178,3 +178,35 @@ def test_forward_step_whose_status_write_is_refused_fails_loudly(
 
     assert type(raised.value).__name__ == "OrderMovedOn"  # the name the definition sees
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING
+
+
+def test_reserve_and_charge_rerun_on_an_order_further_along_answer_from_their_records(
+    load,
+    providers,
+    order_factory,
+    saga_input,
+    seed_order,
+    orders,
+    inventory: Inventory,
+    ledger: LedgerView,
+    idempotency_records: IdempotencyView,
+    lambda_context,
+):
+    """A repair's redrive after our idempotency records expired reruns ReserveInventory and ChargePayment
+    on a PAYMENT_CHARGED order: the saga's own later step, not another actor. They answer from their
+    records (no stock, no money moves) and the saga goes on to ship; they neither refuse nor fail."""
+    inventory.seed(**{"SKU-A": 10, "SKU-B": 10})
+    order = order_factory()
+    seed_order(order)
+    state = saga_input(order)
+    load("reserve_inventory")(state, lambda_context)
+    load("charge_payment")(state, lambda_context)
+    for record in idempotency_records.records():
+        idempotency_records.forget(record["id"])
+
+    assert load("reserve_inventory")(state, lambda_context)["status"] == "reserved"
+    assert load("charge_payment")(state, lambda_context)["status"] == "captured"
+
+    assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (8, 9)
+    assert len([op for op in ledger.ops("payment") if op["action"] == "charge"]) == 1
+    assert orders.get(order["order_id"])["status"] == OrderStatus.PAYMENT_CHARGED
