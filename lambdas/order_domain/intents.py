@@ -1,4 +1,4 @@
-"""Intent before effect (docs/decisions/0027): before a step sends an effect (reserve, charge, ship,
+"""Intent before effect (docs/decisions/0028): before a step sends an effect (reserve, charge, ship,
 refund, cancel) the order item records the intent for that payment attempt, with its time, in one
 conditional UpdateItem; only then does the step call the provider.
 
@@ -133,7 +133,7 @@ def compensation_intent(
     orders: OrderRepository, order_id: str, attempt: int, payload: dict[str, Any], operation: str
 ) -> dict[str, Any] | None:
     """Move the order to COMPENSATING (:func:`~order_domain.orders.compensating`) and record the
-    compensation's intent (decision 0027); the order item as stored, or None when the compensation
+    compensation's intent (decision 0028); the order item as stored, or None when the compensation
     must do nothing (terminal, replaced, or parked with no operator asking)."""
     if compensating(orders, order_id, attempt, payload) == "stale":
         return None

@@ -75,7 +75,7 @@ class InventoryService:
         """Reserve every item of the order or none; InsufficientStock if any SKU is short.
 
         The order is read from the orders table first, with the reserve's intent recorded (decision
-        0027): an unknown order, a replaced attempt or an order outside the step's stage (COMPENSATING,
+        0028): an unknown order, a replaced attempt or an order outside the step's stage (COMPENSATING,
         terminal) is refused before any stock moves. A status write refused after the stock moved
         (another actor moved the order meanwhile) raises :class:`OrderMovedOn`, never success.
         """

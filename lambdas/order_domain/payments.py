@@ -57,7 +57,7 @@ class PaymentService:
 
     def charge(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Charge this attempt's total with its token (both read from the orders table, with the charge's
-        intent recorded first: decision 0027). A charge intended longer ago than the provider keeps keys
+        intent recorded first: decision 0028). A charge intended longer ago than the provider keeps keys
         is looked up first: no record then is an unknown outcome (:class:`ProviderForgot`), never a new
         charge under the same key. A PAYMENT_CHARGED write refused after the capture raises
         :class:`OrderMovedOn` (another actor moved the order: the saga compensates, never ships)."""

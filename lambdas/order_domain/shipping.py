@@ -25,7 +25,7 @@ class ShippingService:
     def ship(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Ship this attempt's items to its address (both read from the orders table). The order's
         status is written after this action by :func:`order_domain.outcomes.completed_by_ship` (decision 0024).
-        The ship's intent is recorded first (decision 0027); one intended longer ago than the carrier keeps
+        The ship's intent is recorded first (decision 0028); one intended longer ago than the carrier keeps
         keys is looked up first, and no record then is an unknown outcome (:class:`ProviderForgot`)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         item = intents.record(self.orders, order_id, attempt, SHIP, intents.FORWARD_STAGES[SHIP])
@@ -61,7 +61,7 @@ class ShippingService:
         calling the carrier): nothing to undo, and no carrier call. A terminal order or a replaced
         attempt is left alone (computed again on every call: never cached); a ship still in flight is
         waited for (transient); a shipment we recorded, or a ship intended before the carrier's key
-        window (decision 0027), that the carrier no longer knows parks the order (:class:`ProviderForgot`):
+        window (decision 0028), that the carrier no longer knows parks the order (:class:`ProviderForgot`):
         the parcel may be out, and the definition refunds nothing after a failed cancel.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]

@@ -7,7 +7,7 @@ nothing), so the sweeper lists the state machine's RUNNING executions once per s
 filters by status on the server) and leaves alone any order one of them belongs to. Each other
 stuck order, under its own correlation ID, is
 
-- **finished** if it is SHIPPED (or PAYMENT_CHARGED with a ship intent: decision 0027) and the providers say the
+- **finished** if it is SHIPPED (or PAYMENT_CHARGED with a ship intent: decision 0028) and the providers say the
   charge is captured (not refunded) and the shipment is live: COMPLETED, with a conditional write;
 - otherwise **parked**: a needs-attention message (source ``sweeper``), then NEEDS_ATTENTION with a
   conditional write. Announce first, as the saga's park does: a lost message is the one outcome

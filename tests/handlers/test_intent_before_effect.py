@@ -1,4 +1,4 @@
-"""Issue 40, build point 2: intent before effect (decision 0027, amending 0024).
+"""Issue 40, build point 2: intent before effect (decision 0028, amending 0024).
 
 Before every external effect (reserve, charge, ship, refund, cancel) the order durably records the
 intent for that attempt, with its time. "The provider has no record" plus an intent older than the

@@ -257,7 +257,7 @@ def test_idempotency_uncached_answer_is_returned_and_never_stored(
     idempotency_table: str, observed: Observed, lambda_context: LambdaContext
 ) -> None:
     """An answer of the moment (a compensation's "stale") is computed again on every call, so a later
-    call with the same key runs the operation for real (decision 0027)."""
+    call with the same key runs the operation for real (decision 0028)."""
     from lambda_resilience.exceptions import UncachedAnswer
 
     calls: list[str] = []

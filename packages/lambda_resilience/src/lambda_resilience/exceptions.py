@@ -87,7 +87,7 @@ class UncachedAnswer(Exception):  # an answer, not an error: never classified, n
     again on every call, or a later, legitimate call with the same key (an operator's repair, a Step
     Functions Redrive) replays a no-op. :class:`~lambda_resilience.idempotency.IdempotentOperation`
     returns ``result`` to its caller; Powertools deletes the in-progress record, as for any exception
-    (docs/decisions/0027)."""
+    (docs/decisions/0028)."""
 
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__("an answer of the moment: returned, not stored")
