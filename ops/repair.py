@@ -1,6 +1,6 @@
 """``ops repair``: move a stuck or parked order to a terminal state, only where that is safe.
 
-A repair is a command on the order (docs/decisions/0028): it first moves the order itself, with one
+A repair is a command on the order (docs/decisions/0029): it first moves the order itself, with one
 conditional write under the order's lease (``order_domain.operator_actions``), recorded in the order's
 history (who: the caller's IAM principal; when; why: ``--reason``; which execution), and only then
 starts the repair's execution.

@@ -6,7 +6,7 @@ One conditional write of the order (``order_domain.operator_actions.move``): NEE
 outcome, only if the order is still as read and no other actor's lease is live, with a history entry
 (who: the caller's IAM principal; when; why: the reason, which must hold no customer data). The
 attempt counts as reconciled: a person vouched for it, so the sweeper does not page on it
-(docs/decisions/0028). Refused (:class:`ResolveRefused`, one line, exit status 2, nothing written):
+(docs/decisions/0029). Refused (:class:`ResolveRefused`, one line, exit status 2, nothing written):
 an unknown order, an order that is not parked (``ops repair`` is for those), a reason that is empty,
 too long or holds customer data, and an order another actor holds or that moved meanwhile.
 """

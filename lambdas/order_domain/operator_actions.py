@@ -1,6 +1,6 @@
 """Operator commands on an order (``ops repair``, ``ops resolve``): each is one conditional write of the
 order itself, under its lease, recorded in its history (who, when, why, which execution), before
-anything else is started (docs/decisions/0028).
+anything else is started (docs/decisions/0029).
 
 - **compensate** (a repair): the order moves to COMPENSATING, so the compensations the repair's
   execution runs, and the last one's own COMPENSATED write, act on an order that is already being
