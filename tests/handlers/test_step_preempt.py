@@ -46,10 +46,12 @@ def test_step_preempt_runs_before_the_record_and_counts_like_the_step(
         if seen.get("route"):
             raise raised
 
+    def action(payload: dict[str, Any]) -> dict[str, Any]:
+        calls.append(payload)
+        return {"ok": True}
+
     with mock.patch.dict(os.environ, {**pipeline_env, "POWERTOOLS_SERVICE_NAME": "preempted-step"}):
-        handler = build_step_handler(
-            "preempted-step", lambda settings: lambda payload: calls.append(payload) or {"ok": True}, preempt=preempt
-        )
+        handler = build_step_handler("preempted-step", lambda settings: action, preempt=preempt)
     assert handler(event, lambda_context) == {"ok": True}  # recorded
     capsys.readouterr()
 
