@@ -31,7 +31,7 @@ from order_domain.settings.intake import start_delay_budget_seconds
 from stacks.order_constructs.alerting import Alerting, AlertingProps
 from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
-from stacks.order_constructs.functions import LAMBDAS_DIR, METRICS_NAMESPACE, STEP_TIMEOUT, OrderFunctionDefaults
+from stacks.order_constructs.functions import LAMBDAS_DIR, STEP_TIMEOUT, OrderFunctionDefaults, metrics_namespace
 from stacks.order_constructs.intake import INTAKE_TIMEOUT, OrderIntake, OrderIntakeProps
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 from stacks.order_constructs.message_sizes import (
@@ -49,7 +49,6 @@ from stacks.order_constructs.sweeper import StuckOrderSweeper, StuckOrderSweeper
 
 __all__ = [
     "LAMBDAS_DIR",
-    "METRICS_NAMESPACE",
     "ORDERS_QUEUE_MAX_MESSAGE_BYTES",
     "ORDER_ATTRIBUTES_ALLOWANCE_BYTES",
     "ORDER_BODY_MAX_BYTES",
@@ -69,8 +68,9 @@ class OrderPipelineStack(StableLogicalIdStack):
     def __init__(self, scope: Construct, construct_id: str, *, stage: StageConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.stage = stage
+        self.metrics_namespace = metrics_namespace(stage.name)
         self.monitoring = Monitoring(
-            self, "Monitoring", props=MonitoringProps(metrics_namespace=METRICS_NAMESPACE, titles=DASHBOARD_TITLES)
+            self, "Monitoring", props=MonitoringProps(metrics_namespace=self.metrics_namespace, titles=DASHBOARD_TITLES)
         )
         alerting = Alerting(
             self, "Alerting", props=AlertingProps(removal_policy=stage.removal_policy, alarm_email=stage.alarm_email)
@@ -87,6 +87,7 @@ class OrderPipelineStack(StableLogicalIdStack):
             removal_policy=stage.removal_policy,
             log_retention=stage.log_retention,
             log_encryption_key=self.data_key,
+            metrics_namespace=self.metrics_namespace,
         )
         self._providers(stage, defaults)
         self.needs_attention = NeedsAttention(
