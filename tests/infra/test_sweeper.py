@@ -53,7 +53,7 @@ def test_sweeper_invocable_by_its_rule_only(dev: SynthResult) -> None:
 
 def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.stuck_alarm))
-    assert props["Namespace"] == "OrderPipeline"
+    assert props["Namespace"] == "OrderPipeline/dev"
     assert props["MetricName"] == "StuckOrders"
     assert props["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
     assert props["Statistic"] == "Maximum"
