@@ -43,6 +43,7 @@ from stacks.order_constructs.needs_attention import NeedsAttention, NeedsAttenti
 from stacks.order_constructs.order_saga import OrderSaga, OrderSagaProps
 from stacks.order_constructs.providers import OrderProviders, OrderProvidersProps
 from stacks.order_constructs.replay import DlqReplay, DlqReplayProps
+from stacks.order_constructs.runbooks import link_runbooks
 from stacks.order_constructs.stage import StageConfig
 from stacks.order_constructs.steps import SagaSteps, SagaStepsProps
 from stacks.order_constructs.sweeper import StuckOrderSweeper, StuckOrderSweeperProps
@@ -99,6 +100,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self._edges(stage, defaults)
         self._api(stage)
         self.dashboard = self.monitoring.build_dashboard()
+        self.runbooks = link_runbooks(self, stage.runbook_base_url)
         self._outputs()
 
     def _data(self, stage: StageConfig) -> None:

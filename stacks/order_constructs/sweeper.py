@@ -195,8 +195,8 @@ class StuckOrderSweeper(TransparentScope):
             self,
             "ParkedOrdersAlarm",
             _sweeper_metric(ns, PARKED_ORDERS_METRIC, "Maximum", period=window),
-            "orders parked in NEEDS_ATTENTION (announced for as long as they are parked; see the needs-attention "
-            "queue or ops orders)",
+            "orders parked in NEEDS_ATTENTION (announced for as long as they are parked; each is a message on the "
+            "needs-attention queue, naming the order)",
             topic,
         )
         monitoring = props.functions.monitoring
