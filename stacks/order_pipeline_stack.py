@@ -43,7 +43,7 @@ from stacks.order_constructs.needs_attention import NeedsAttention, NeedsAttenti
 from stacks.order_constructs.order_saga import OrderSaga, OrderSagaProps
 from stacks.order_constructs.providers import OrderProviders, OrderProvidersProps
 from stacks.order_constructs.replay import DlqReplay, DlqReplayProps
-from stacks.order_constructs.runbooks import link_runbooks
+from stacks.order_constructs.runbooks import Severity, route_alarms
 from stacks.order_constructs.stage import StageConfig
 from stacks.order_constructs.steps import SagaSteps, SagaStepsProps
 from stacks.order_constructs.sweeper import StuckOrderSweeper, StuckOrderSweeperProps
@@ -77,6 +77,7 @@ class OrderPipelineStack(StableLogicalIdStack):
             self, "Alerting", props=AlertingProps(removal_policy=stage.removal_policy, alarm_email=stage.alarm_email)
         )
         self.alarm_topic, self.alarm_subscription = alerting.topic, alerting.subscription
+        self.ticket_topic, self.ticket_subscription = alerting.ticket_topic, alerting.ticket_subscription
         self._data(stage)
         self.layers = OrderLayers(
             self, "Layers", props=OrderLayersProps(with_sandbox=stage.uses_sandbox, otel_layer_arn=stage.otel_layer_arn)
@@ -100,7 +101,8 @@ class OrderPipelineStack(StableLogicalIdStack):
         self._edges(stage, defaults)
         self._api(stage)
         self.dashboard = self.monitoring.build_dashboard()
-        self.runbooks = link_runbooks(self, stage.runbook_base_url)
+        topics = {Severity.PAGE: self.alarm_topic, Severity.TICKET: self.ticket_topic}
+        self.runbooks = route_alarms(self, stage.runbook_base_url, topics)
         self._outputs()
 
     def _data(self, stage: StageConfig) -> None:
@@ -268,4 +270,5 @@ class OrderPipelineStack(StableLogicalIdStack):
         if self.ledger_table is not None:
             CfnOutput(self, "LedgerTableName", value=self.ledger_table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
+        CfnOutput(self, "TicketTopicArn", value=self.ticket_topic.topic_arn)
         CfnOutput(self, "OrderApiUrl", value=self.order_api.api.url)

@@ -1,9 +1,9 @@
 """A runbook behind every alarm: each alarm's description ends with a link to its page under
 ``docs/runbooks/`` (what it means, the first ``ops`` commands, when to escalate) and carries its
-severity (``page``: wake someone; ``ticket``: look during working hours).
+severity (``page``: wake someone; ``ticket``: look during working hours), which picks its topic.
 
 The table below is keyed by the alarm's construct path in the stack, its last two segments
-(``ChargePayment/ErrorsAlarm``): :func:`link_runbooks` fails the synth on an alarm it does not know,
+(``ChargePayment/ErrorsAlarm``): :func:`route_alarms` fails the synth on an alarm it does not know,
 so a new alarm cannot ship without a runbook. The link is ``<runbook_base_url><page>#<anchor>``;
 ``runbook_base_url`` (CDK context) defaults to the repository-relative ``docs/runbooks/`` and is meant
 to be set to where the docs are browsable (e.g. ``https://github.com/<org>/<repo>/blob/main/docs/runbooks/``).
@@ -12,11 +12,13 @@ to be set to where the docs are browsable (e.g. ``https://github.com/<org>/<repo
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sns as sns
 
 #: The repository folder of the runbooks, and the default ``runbook_base_url``.
 RUNBOOK_DIR = "docs/runbooks/"
@@ -115,10 +117,19 @@ def describe(description: str, runbook: Runbook, base_url: str) -> str:
     return text
 
 
-def link_runbooks(stack: Stack, base_url: str) -> dict[str, Runbook]:
-    """Prefix every alarm's description of ``stack`` with its severity and end it with its runbook link.
+def route_alarms(stack: Stack, base_url: str, topics: Mapping[Severity, sns.ITopic]) -> dict[str, Runbook]:
+    """Every alarm of ``stack``: its description gets its severity and runbook link, and it notifies the
+    topic of its severity, on ALARM (and on INSUFFICIENT_DATA where it already did: the sweeper's
+    heartbeat, decision 0023), never on OK. Returns ``{alarm path: runbook}``.
 
-    Returns ``{alarm path: runbook}``."""
+    Routing here, not in each construct: the library's constructs (queues, functions, the saga) take one
+    topic and know nothing of this app's severities; the table above decides, in one place.
+
+    No OK actions: a deploy creates each alarm in INSUFFICIENT_DATA, "the alarm is then evaluated and its
+    state is set appropriately. Any actions associated with the new state are then executed"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html), so every
+    alarm's OK action ran at every deploy that created it (about 28 e-mails). An incident's end is read on
+    the dashboard or with ``ops``; its start is the one notification."""
     check_runbook_base_url(base_url)
     linked: dict[str, Runbook] = {}
     for construct in stack.node.find_all():
@@ -128,5 +139,10 @@ def link_runbooks(stack: Stack, base_url: str) -> dict[str, Runbook]:
         cfn = construct.node.default_child
         assert isinstance(cfn, cloudwatch.CfnAlarm)
         cfn.alarm_description = describe(cfn.alarm_description or "", runbook, base_url)
+        target = [topics[runbook.severity].topic_arn]
+        cfn.alarm_actions = target
+        cfn.ok_actions = None
+        if stack.resolve(cfn.insufficient_data_actions):
+            cfn.insufficient_data_actions = target
         linked[construct.node.path] = runbook
     return linked

@@ -105,7 +105,7 @@ class StuckOrderSweeperProps:
 
 class StuckOrderSweeper(TransparentScope):
     """The sweeper function on a 5-minute schedule, its errors alarm (a failing sweeper reports no
-    stuck orders), the ``StuckOrders`` and ``SideEffectMismatches`` alarms (Maximum > 0 in 5 minutes),
+    stuck orders), the ``StuckOrders`` and ``SideEffectMismatches`` alarms (Maximum > 0 in two sweeps),
     and its dashboard graph; all registered on the monitoring facade.
 
     Attributes:
@@ -156,7 +156,8 @@ class StuckOrderSweeper(TransparentScope):
 
     def _alarms(self, props: StuckOrderSweeperProps) -> None:
         topic, ns = props.functions.alarm_topic, props.functions.metrics_namespace
-        stuck = _sweeper_metric(ns, STUCK_ORDERS_METRIC, "Maximum")
+        window = props.heartbeat_window  # two sweeps: a 5-minute period fed by a 5-minute sweep may hold no run
+        stuck = _sweeper_metric(ns, STUCK_ORDERS_METRIC, "Maximum", period=window)
         self.stuck_alarm = first_occurrence_alarm(
             self,
             "StuckOrdersAlarm",
@@ -167,11 +168,10 @@ class StuckOrderSweeper(TransparentScope):
         self.mismatch_alarm = first_occurrence_alarm(
             self,
             "SideEffectMismatchAlarm",
-            _sweeper_metric(ns, SIDE_EFFECT_MISMATCHES_METRIC, "Maximum"),
+            _sweeper_metric(ns, SIDE_EFFECT_MISMATCHES_METRIC, "Maximum", period=window),
             "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
             topic,
         )
-        window = props.heartbeat_window
         self.heartbeat_alarm = cloudwatch.Alarm(
             self,
             "SweeperHeartbeatAlarm",

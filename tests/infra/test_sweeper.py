@@ -57,7 +57,7 @@ def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     assert props["MetricName"] == "StuckOrders"
     assert props["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
     assert props["Statistic"] == "Maximum"
-    assert props["Period"] == 300  # one sweep per period
+    assert props["Period"] == 600  # two sweeps per period (one may fall outside a 5-minute period)
     assert props["EvaluationPeriods"] == 1
     assert props["Threshold"] == 0
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
