@@ -185,11 +185,7 @@ class StuckOrderSweeper(TransparentScope):
             # without a run moves OK -> INSUFFICIENT_DATA, and that transition pages (docs/decisions/0023).
             treat_missing_data=cloudwatch.TreatMissingData.MISSING,
         )
-        for add in (
-            self.heartbeat_alarm.add_insufficient_data_action,
-            self.heartbeat_alarm.add_alarm_action,
-            self.heartbeat_alarm.add_ok_action,
-        ):
+        for add in (self.heartbeat_alarm.add_insufficient_data_action, self.heartbeat_alarm.add_alarm_action):
             add(cw_actions.SnsAction(topic))
         self.parked_alarm = first_occurrence_alarm(
             self,
