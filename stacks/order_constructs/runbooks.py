@@ -67,7 +67,9 @@ RUNBOOKS: dict[str, Runbook] = {
     "Intake/ThrottlesAlarm": Runbook("intake-throttles.md", "intake-throttles", T),
     "PaymentOutage/Alarm": Runbook("provider-outage.md", "payment-provider", P),
     "CarrierOutage/Alarm": Runbook("provider-outage.md", "carrier", P),
-    "OrderSaga/ExecutionsFailedAlarm": Runbook("saga-executions.md", "executions-failed", P),
+    # A ticket: a failed execution parked its order (whose needs-attention arrival pages) or refused its input
+    # (no side effect): paging on it too made one parked order two pages.
+    "OrderSaga/ExecutionsFailedAlarm": Runbook("saga-executions.md", "executions-failed", T),
     "OrderSaga/ExecutionsTimedOutAlarm": Runbook("saga-executions.md", "executions-timed-out", P),
     "OrderSaga/ExecutionsAbortedAlarm": Runbook("saga-executions.md", "executions-aborted", T),
     "OrderSaga/ExecutionThrottledAlarm": Runbook("saga-executions.md", "execution-throttled", T),

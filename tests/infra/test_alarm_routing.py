@@ -79,3 +79,17 @@ def test_alarm_periods_sweeper_alarms_span_two_sweeps(dev: SynthResult, attr: st
     (the schedule's offset): the alarm flaps. Each sweeper alarm's period holds at least two runs."""
     alarm = dev.properties(dev.logical_id(present(getattr(dev.stack, attr))))
     assert alarm["Period"] >= 2 * SWEEP_RATE.to_seconds()
+
+
+def test_alarm_routing_a_parked_order_pages_once(dev: SynthResult) -> None:
+    """One parked order moved four alarms (executions failed, the needs-attention queue's arrivals and
+    depth, parked orders): only the arrival pages; the others are tickets (a refused input, the other
+    cause of a failed execution, has no side effect to undo)."""
+    stack = dev.stack
+    echoes = (stack.saga.alarms["failed"], stack.needs_attention.queue_alarm, stack.parked_alarm)
+    severity = {
+        dev.logical_id(a): dev.properties(dev.logical_id(a))["AlarmDescription"].split("]")[0]
+        for a in (*echoes, stack.needs_attention.queue_arrivals_alarm)
+    }
+    assert [s for s in severity.values() if s == "[page"] == ["[page"]
+    assert severity[dev.logical_id(stack.needs_attention.queue_arrivals_alarm)] == "[page"
