@@ -27,7 +27,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -78,21 +78,22 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 	$(PY) -m tools.rehearse --ministack $(REHEARSE_VENV)/bin/ministack
 
 demo: setup ## run the whole pipeline locally on moto and print the orders
-	$(PY) -m ops local run --orders $(ORDERS)
+	$(PY) -m harness local run --orders $(ORDERS)
 
 test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
-lint: setup ## ruff
+lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
 	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
 
-# The product's tests (their import closure reaches nothing of the harness: tests/test_import_closure.py) and
+# The product's tests (they reach nothing of the harness: the import contracts in pyproject.toml) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
-PRODUCT_TESTS := tests --ignore=tests/ops --ignore=tests/e2e
+PRODUCT_TESTS := tests packages/iam_conditions/tests --ignore=tests/ops --ignore=tests/e2e
 HARNESS_TESTS := tests/ops packages/local_cloud/tests
 
 unit: setup ## the product's tests: infrastructure assertions, handlers and middleware on moto, docs (no emulator)
@@ -150,7 +151,7 @@ CHAOS_VIA ?= sqs
 
 chaos: setup ## 2,000 orders with every fault and incident family on (2 processes): reports/chaos-report.json, reports/chaos-outcomes.png
 	@mkdir -p reports
-	$(PY) -m ops local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
+	$(PY) -m harness local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
 		--workers 2 --via $(CHAOS_VIA) --report-file reports/chaos-report.json
 	$(PY) -m tools.plot_chaos reports/chaos-report.json reports/chaos-outcomes.png
 
@@ -162,15 +163,15 @@ BUSINESS_MIX ?= --decline-rate 0.1 --ship-fail-rate 0.1 --out-of-stock-rate 0.05
 
 business: setup ## 2,000 orders of business outcomes only (2 processes): pages nobody, else exit 1 (reports/business-report.json)
 	@mkdir -p reports
-	$(PY) -m ops local run --orders $(BUSINESS_ORDERS) --seed 2026 $(BUSINESS_MIX) --check --workers 2 \
+	$(PY) -m harness local run --orders $(BUSINESS_ORDERS) --seed 2026 $(BUSINESS_MIX) --check --workers 2 \
 		--report-file reports/business-report.json --expect-no-pages
 
-faults: setup ## the fault matrix: every fault at every Task state (ops local faults), exit 1 on any violation
-	$(PY) -m ops local faults
+faults: setup ## the fault matrix: every fault at every Task state (python -m harness local faults), exit 1 on any violation
+	$(PY) -m harness local faults
 
 SPIKE_SCALE ?= 100
 
 spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS's quotas: reports/spike-report.json, reports/spike.png
 	@mkdir -p reports
-	$(PY) -m ops local spike --scale $(SPIKE_SCALE) --json --check --plot reports/spike.png > reports/spike-report.json
-	$(PY) -m ops capacity --rate 50000/min --minutes 5
+	$(PY) -m harness local spike --scale $(SPIKE_SCALE) --json --check --plot reports/spike.png > reports/spike-report.json
+	$(PY) -m harness capacity --rate 50000/min --minutes 5

@@ -11,6 +11,10 @@ its ``FunctionName`` / ``StateMachineArn`` dimension (a ``Ref`` to it), and has 
 SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). A metric-math alarm counts when
 one of its metrics is that metric (``Errors - ExpectedErrors``: docs/decisions/0020).
 
+A function whose errors alarm subtracts ``ExpectedErrors`` is on the step middleware: its environment must
+name the alarm's namespace and service, and every task invoking it must retry what the middleware raises
+(:mod:`constructs_lib.checks_middleware`).
+
 Every alarm action on a topic of this stack must be deliverable: the topic policy and the topic's
 key policy must let ``cloudwatch.amazonaws.com`` publish for that alarm (:mod:`constructs_lib.delivery`).
 
@@ -32,6 +36,10 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import IConstruct
 
+from constructs_lib.cfn_reads import alarm_metrics as _alarm_metrics
+from constructs_lib.cfn_reads import get as _get
+from constructs_lib.cfn_reads import ref_target as _ref_target
+from constructs_lib.checks_middleware import check_middleware_defaults
 from constructs_lib.delivery import alarm_topics, undeliverable_reason
 from constructs_lib.queue import VISIBILITY_TO_TIMEOUT_RATIO
 
@@ -56,21 +64,6 @@ UNDELIVERABLE_ACTION = "ResilienceChecks: alarm action cannot be delivered (AWS 
 #: (namespace, metric, dimension) of the failure alarm each resource type needs.
 FUNCTION_FAILURE_METRIC = ("AWS/Lambda", "Errors", "FunctionName")
 STATE_MACHINE_FAILURE_METRIC = ("AWS/States", "ExecutionsFailed", "StateMachineArn")
-
-
-def _ref_target(value: Any) -> str | None:
-    """Logical ID behind ``{"Ref": id}`` or ``{"Fn::GetAtt": [id, attr]}``, else None."""
-    if isinstance(value, dict):
-        if "Ref" in value:
-            return str(value["Ref"])
-        if "Fn::GetAtt" in value:
-            return str(value["Fn::GetAtt"][0])
-    return None
-
-
-def _get(mapping: dict[str, Any], key: str) -> Any:
-    """Read a property whether the resolver produced camelCase or PascalCase keys."""
-    return mapping.get(key, mapping.get(key[:1].upper() + key[1:]))
 
 
 def _fires_on_first(stack: Stack, alarm: cloudwatch.CfnAlarm) -> bool:
@@ -110,27 +103,6 @@ def _alarmed_targets(
     return targets
 
 
-def _alarm_metrics(stack: Stack, alarm: cloudwatch.CfnAlarm) -> list[dict[str, Any]]:
-    """The metric an alarm watches, or each metric a metric-math alarm's expression reads
-    (an alarm on ``errors - FILL(expected, 0)`` still alarms on the function's errors)."""
-    if alarm.metric_name is not None:
-        dims = stack.resolve(alarm.dimensions)
-        return [{"namespace": alarm.namespace, "metric_name": alarm.metric_name, "dimensions": dims}]
-    found = []
-    for query in stack.resolve(alarm.metrics) or []:
-        stat = _get(query, "metricStat")
-        if isinstance(stat, dict):
-            m = _get(stat, "metric")
-            found.append(
-                {
-                    "namespace": _get(m, "namespace"),
-                    "metric_name": _get(m, "metricName"),
-                    "dimensions": _get(m, "dimensions"),
-                }
-            )
-    return found
-
-
 def _check_delivery(
     stack: Stack,
     alarms: list[cloudwatch.CfnAlarm],
@@ -140,9 +112,8 @@ def _check_delivery(
 ) -> None:
     """An error on each alarm whose action on a topic of this stack CloudWatch could not deliver."""
     for alarm in alarms:
-        alarm_id = stack.get_logical_id(alarm)
         for topic_id in alarm_topics(stack, alarm):
-            reason = topic_id and undeliverable_reason(stack, alarm_id, topic_id, topics, policies, keys)
+            reason = topic_id and undeliverable_reason(stack, alarm, topic_id, topics, policies, keys)
             if reason:
                 Annotations.of(alarm).add_error(f"{UNDELIVERABLE_ACTION}: {reason}")
 
@@ -259,7 +230,9 @@ def _check_failure_alarms(stack: Stack, found: _StackResources) -> None:
 @jsii.implements(IAspect)
 class ResilienceChecks:
     """Fails synth when a queue has no DLQ, a DLQ has no alarm, visibility < 6x consumer timeout,
-    or a Lambda function / state machine has no alarm on its failures that acts on an SNS topic."""
+    a Lambda function / state machine has no alarm on its failures that acts on an SNS topic, or the
+    defaults do not fit the step middleware (:mod:`constructs_lib.checks_middleware`: an ``ExpectedErrors``
+    nothing emits, a task's retries missing ``TransientStepError`` / ``UnknownStepError``)."""
 
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, Stack):
@@ -271,3 +244,4 @@ class ResilienceChecks:
         _check_visibility(stack, found)
         _check_delivery(stack, found.alarms, found.topics, found.topic_policies, found.keys)
         _check_failure_alarms(stack, found)
+        check_middleware_defaults(stack, found.functions, found.alarms, found.machines)

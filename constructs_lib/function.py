@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -28,6 +28,9 @@ from constructs_lib.alarms import (
     expected_errors_metric,
 )
 from constructs_lib.overrides import PassThrough, check_overrides
+
+if TYPE_CHECKING:
+    from constructs_lib.monitoring import Monitoring
 
 #: The runtime every function uses: the Python the tests and `make rehearse` run on (runtime parity,
 #: tests/infra/test_runtime_parity.py; the Makefile builds the virtualenvs from this line). python3.13 is
@@ -97,6 +100,10 @@ class PipelineFunctionProps:
         existing_role: execution role to use instead of creating one (it gets write access to the
             log group when it is mutable); default: a role with no managed policy.
         existing_log_group: log group to use instead of creating one; default: one per function.
+        monitoring: the stack's :class:`constructs_lib.monitoring.Monitoring`: the function and its alarms
+            register themselves there; default none (register them yourself).
+        idempotency_metrics: with ``monitoring``, sum the function's idempotency metrics (service
+            ``service_name``) into the dashboard's idempotency graph; default False.
     """
 
     code_dir: Path
@@ -118,6 +125,8 @@ class PipelineFunctionProps:
     function_props: PassThrough | None = None
     existing_role: iam.IRole | None = None
     existing_log_group: logs.ILogGroup | None = None
+    monitoring: Monitoring | None = None
+    idempotency_metrics: bool = False
 
     def __post_init__(self) -> None:
         code_dir = Path(self.code_dir)
@@ -230,6 +239,12 @@ class PipelineFunction(Construct):
                     expected_errors=expected_errors_metric(props.metrics_namespace, props.service_name),
                 ),
                 props.service_name,
+            )
+        if props.monitoring is not None:
+            props.monitoring.monitor_function(
+                self.function,
+                alarms=(self.errors_alarm, self.throttles_alarm),
+                idempotency_service=props.service_name if props.idempotency_metrics else None,
             )
 
     def grant_invoke_to(self, grantee: iam.IGrantable) -> None:

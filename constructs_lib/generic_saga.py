@@ -47,9 +47,11 @@ from constructs_lib.saga.forward import build_forward
 from constructs_lib.saga.park import SagaStates
 from constructs_lib.saga.props import SagaProps, SagaRecorder, SagaStep
 from constructs_lib.saga.tasks import (
+    DEFAULT_RETRY_ON,
     DYNAMODB_TRANSIENT_ERRORS,
     LAMBDA_INIT_SECONDS,
     LAMBDA_SERVICE_ERRORS,
+    MIDDLEWARE_STEP_ERRORS,
     STATE_LATENCY_SECONDS,
     LambdaTask,
     RetryPolicy,
@@ -62,9 +64,11 @@ from constructs_lib.saga.tasks import (
 from constructs_lib.saga.validation import validate
 
 __all__ = [
+    "DEFAULT_RETRY_ON",
     "DYNAMODB_TRANSIENT_ERRORS",
     "LAMBDA_INIT_SECONDS",
     "LAMBDA_SERVICE_ERRORS",
+    "MIDDLEWARE_STEP_ERRORS",
     "STATE_LATENCY_SECONDS",
     "LambdaTask",
     "RetryPolicy",
@@ -140,3 +144,5 @@ class Saga(Construct):
             self.alarms = execution_alarms(
                 self, self.state_machine, topic=props.alarm_topic, period=props.alarm_period, label=props.alarm_label
             )
+        if props.monitoring is not None:
+            props.monitoring.monitor_state_machine(self.state_machine, alarms=self.alarms.values())

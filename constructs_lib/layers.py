@@ -36,6 +36,8 @@ from aws_cdk import App
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from constructs_lib.layer_sources import RUNTIME_PROVIDED, TEST_HELPERS, distribution_files, resolve
+
 _IGNORED_SUFFIXES = (".pyc", ".pyo")
 _IGNORED_PARTS = ("__pycache__",)
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -98,12 +100,32 @@ def _stage(root: Path, name: str, files: Iterable[tuple[Path, Path]]) -> tuple[P
     return target, hexdigest
 
 
+def _pure_python(name: str, dist: metadata.Distribution, fallback: Sequence[str]) -> list[tuple[Path, Path]]:
+    """A distribution's layer files: caches and dist-info-less records left out; a compiled file refused
+    (or, for a ``fallback`` distribution, left out)."""
+    files = []
+    for src, rel_path in distribution_files(dist):
+        if not _wanted(rel_path) or rel_path.suffix == ".pth":
+            continue  # caches; an editable install's path file
+        if rel_path.suffix in _COMPILED_SUFFIXES and name in fallback:
+            continue  # the distribution runs without it (its pure-Python implementation)
+        if rel_path.suffix in _COMPILED_SUFFIXES:
+            raise ValueError(f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker")
+        files.append((src, rel_path))
+    return files
+
+
 @dataclass(frozen=True)
 class PythonPackagesLayerProps:
     """Props for :class:`PythonPackagesLayer`.
 
     Attributes:
-        distributions: installed distribution names to copy (their files as recorded by pip).
+        distributions: installed distributions to copy (their files as recorded by pip; an editable
+            install's package sources), as requirements (``name`` or ``name[extra,...]``): what they
+            require is copied too, transitively (the extras asked for, environment markers evaluated),
+            and test helpers they ship (:data:`constructs_lib.layer_sources.TEST_HELPERS`) are left out.
+        provided_by_runtime: distributions the Lambda runtime provides, not copied when only required
+            by another; default the AWS SDK for Python (boto3, botocore, s3transfer).
         compatible_runtimes: runtimes the layer declares; default: none declared.
         compatible_architectures: architectures the layer declares; default arm64 and x86_64
             (the content is pure Python: compiled files are rejected or, with
@@ -116,6 +138,7 @@ class PythonPackagesLayerProps:
     """
 
     distributions: Sequence[str]
+    provided_by_runtime: Sequence[str] = RUNTIME_PROVIDED
     compatible_runtimes: Sequence[lambda_.Runtime] = field(default_factory=tuple)
     compatible_architectures: Sequence[lambda_.Architecture] = ALL_ARCHITECTURES
     description: str | None = None
@@ -145,26 +168,10 @@ class PythonPackagesLayer(Construct):
             raise ValueError("PythonPackagesLayer needs at least one distribution")
         self.versions: dict[str, str] = {}
         files: list[tuple[Path, Path]] = []
-        for name in props.distributions:
-            try:
-                dist = metadata.distribution(name)
-            except metadata.PackageNotFoundError as exc:
-                raise ValueError(
-                    f"distribution {name!r} is not installed in the synth environment; "
-                    "run `make setup` (it installs requirements-dev.txt)"
-                ) from exc
+        for name, dist in resolve(props.distributions, props.provided_by_runtime).items():
             self.versions[name] = dist.version
-            for rel in dist.files or ():
-                rel_path = Path(str(rel))
-                if rel_path.is_absolute() or ".." in rel_path.parts or not _wanted(rel_path):
-                    continue  # console scripts and caches are not layer content
-                if rel_path.suffix in _COMPILED_SUFFIXES and name in props.pure_python_fallback:
-                    continue  # the distribution runs without it (its pure-Python implementation)
-                if rel_path.suffix in _COMPILED_SUFFIXES:
-                    raise ValueError(
-                        f"{name} ships a compiled extension ({rel_path}); it cannot be staged without Docker"
-                    )
-                files.append((Path(str(dist.locate_file(rel))), rel_path))
+            files.extend(_pure_python(name, dist, props.pure_python_fallback))
+        files = [(src, rel) for src, rel in files if not any(rel.match(helper) for helper in TEST_HELPERS)]
         target, _ = _stage(staging_root(self, props.staging_dir), construct_id, files)
         self.staged_at = target
         description = props.description or ", ".join(f"{k}=={v}" for k, v in sorted(self.versions.items()))
@@ -190,7 +197,8 @@ class SourceTreeLayerProps:
         exclude: glob patterns of files left out, matched against the path inside ``python/``
             (e.g. ``mylib/testing.py``: test helpers a package ships for its users' tests, which no
             deployed function needs); default none. A pattern that matches no file is refused (a typo
-            would silently ship what it meant to leave out).
+            would silently ship what it meant to leave out). The test helpers of
+            :data:`constructs_lib.layer_sources.TEST_HELPERS` are left out without being named.
     """
 
     packages: Sequence[Path]
@@ -229,6 +237,7 @@ class SourceTreeLayer(Construct):
                     raise ValueError(f"{src} is a compiled extension: a source layer holds pure Python only")
                 files.append((src, rel))
         files = _without(files, props.exclude)
+        files = [(src, rel) for src, rel in files if not any(rel.match(helper) for helper in TEST_HELPERS)]
         target, self.digest = _stage(staging_root(self, props.staging_dir), construct_id, files)
         self.staged_at = target
         self.layer = lambda_.LayerVersion(

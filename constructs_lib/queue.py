@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -23,6 +23,9 @@ from constructs import Construct
 from constructs_lib.alarms import arrivals_alarm, first_occurrence_alarm
 from constructs_lib.logical_ids import keep_sqs_event_source_id
 from constructs_lib.overrides import PassThrough, check_overrides
+
+if TYPE_CHECKING:
+    from constructs_lib.monitoring import Monitoring
 
 #: Minimum ratio between a queue's visibility timeout and its consumer's timeout (AWS guidance: 6x).
 VISIBILITY_TO_TIMEOUT_RATIO = 6
@@ -97,6 +100,10 @@ class ResilientQueueProps:
         announce_each_arrival: beside each depth alarm, an arrivals alarm (``DIFF(depth) > 0`` over 1
             minute) that pages for every new message even while the depth alarm is already in ALARM
             (:func:`constructs_lib.alarms.arrivals_alarm`); default True.
+        monitoring: the stack's :class:`constructs_lib.monitoring.Monitoring`: the queue, its DLQ and its
+            alarms register themselves there (label ``monitoring_label``, default the construct's id);
+            default none (register them yourself, or leave them off the dashboard).
+        monitoring_label: the queue's label on the dashboard; default the construct's id.
     """
 
     alarm_topic: sns.ITopic
@@ -119,6 +126,8 @@ class ResilientQueueProps:
     dlq_alarm_description: str | None = None
     queue_alarm_description: str | None = None
     announce_each_arrival: bool = True
+    monitoring: Monitoring | None = None
+    monitoring_label: str | None = None
 
     def __post_init__(self) -> None:
         if (self.consumer is None) != (self.consumer_timeout is None):
@@ -272,6 +281,16 @@ class ResilientQueue(Construct):
             )
             props.consumer.add_event_source(self.event_source)
             keep_sqs_event_source_id(props.consumer, self.queue)
+        if props.monitoring is not None:
+            alarms = (
+                self.dlq_alarm,
+                self.dlq_arrivals_alarm,
+                self.queue_alarm,
+                self.queue_arrivals_alarm,
+                self.age_alarm,
+            )
+            label = props.monitoring_label or construct_id
+            props.monitoring.monitor_queue(self.queue, label=label, dlq=self.dlq, alarms=alarms)
 
     def _dead_letter_queue(self, props: ResilientQueueProps, secure: dict[str, Any]) -> sqs.IQueue:
         if props.existing_dead_letter_queue is not None:

@@ -1,8 +1,9 @@
-"""``python -m ops local ...``: the arguments of the local commands (run, faults, spike, up) and their dispatch
-(the run command's own options and output: :mod:`harness.cli_run`).
+"""``python -m harness``: the workshop's entry point. ``local`` (run, faults, spike, up: the pipeline on this
+machine, against moto) and ``capacity`` (the quota model, on the emulator's quota table); the run command's
+own options and output: :mod:`harness.cli_run`.
 
-The operator runbook commands (dlq, trace, repair, smoke, capacity) stay in :mod:`ops.cli`, which
-registers these with :func:`add_local_parser` and hands a parsed ``local`` command to :func:`run_local_command`.
+The operator CLI (``python -m ops``: dlq, trace, repair, smoke, cold-starts) is product and imports nothing
+of the workshop; its ``local`` and ``capacity`` verbs forward here in a subprocess (:mod:`ops.workshop`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,66 @@ from typing import Any
 
 from harness.cli_run import run_command
 from harness.up import add_up_parser, main_up
+from local_cloud.errors import LocalCloudError
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.arguments import rate as _rate
+from ops.cli import OpsArgumentParser, one_line, operator_error
+
+PROG = "python -m harness"
+
+
+class WorkshopArgumentParser(OpsArgumentParser):
+    """The operator CLI's parser (a mistake is one line, exit status 2), under the workshop's name."""
+
+    root = PROG
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = WorkshopArgumentParser(prog=PROG, description="The workshop: the order pipeline on this machine.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_local_parser(commands)
+    _add_capacity_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; an operator mistake (the emulator's included) is one line on stderr and exit status 2."""
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "capacity":
+            return _capacity(args)
+        return run_local_command(args, argv)
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, LocalCloudError) else operator_error(exc)
+        if message is None:
+            raise  # a bug: keep the traceback
+        print(f"{PROG}: error: {one_line(message)}", file=sys.stderr)
+        return 2
+
+
+def _add_capacity_parser(commands: Any) -> None:
+    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
+    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
+    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
+    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
+    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
+    capacity.add_argument("--json", action="store_true", help="print JSON")
+    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
+    quota_argument(capacity)
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from harness.capacity import format_capacity, predict_from_assembly
+    from harness.spike import parse_rate
+
+    prediction = predict_from_assembly(
+        parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)
+    )
+    print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
+    return 0
 
 
 def add_local_parser(commands: Any) -> None:

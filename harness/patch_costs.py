@@ -5,7 +5,7 @@ Usage: ``python -m harness.patch_costs [--orders 150] [--patches a,b] [--assembl
 Each speed patch of :data:`local_cloud.patches.PATCHES` (kind ``speed``) is switched off for one run through
 ``OPS_LOCAL_DISABLE_PATCHES``; baseline runs (every patch on) sit between them, so a run with a patch off is
 compared with the baselines just before and after it, on the same machine under the same load:
-``B, off(p1), B, off(p2), B, ...``. Each run is a fresh ``python -m ops local run`` of the same orders, seed
+``B, off(p1), B, off(p2), B, ...``. Each run is a fresh ``python -m harness local run`` of the same orders, seed
 and faults as ``make chaos`` (smaller), on one synthesized assembly; its cost is the CPU time (user + system)
 of the process and everything it waited for (``RUSAGE_CHILDREN``), not wall time: the machine is shared.
 A patch pays when its run without it costs more than both neighbouring baselines and more than the
@@ -64,7 +64,7 @@ def speed_patches() -> list[str]:
 def run_once(disabled: str, orders: int, assembly: Path, seed: int) -> Run:
     """One ``ops local run`` with ``disabled`` switched off; its CPU seconds (and its children's)."""
     env = {**os.environ, DISABLE_ENV: disabled}
-    cmd = [sys.executable, "-m", "ops", "local", "run", "--orders", str(orders), "--seed", str(seed)]
+    cmd = [sys.executable, "-m", "harness", "local", "run", "--orders", str(orders), "--seed", str(seed)]
     cmd += [*CHAOS_FAULTS, "--replay-transient", "--check", "--timeout", "1200", "--assembly", str(assembly)]
     with tempfile.TemporaryDirectory(prefix="patch-cost-run-") as tmp:
         report = Path(tmp) / "report.json"

@@ -129,7 +129,10 @@ def dlq_contents(run: RunView) -> tuple[dict[str, dict[str, int]], list[Any]]:
     messages: list[Any] = []
     categories: dict[str, dict[str, int]] = {}
     for name, (_, dlq_output) in QUEUES.items():
-        found = lambda_dlq_module().peek(target.client, target.output(dlq_output), failures_table(target))
+        # wait_seconds=0: moto is one server, a short poll sees every message (no false empty answer to wait out).
+        found = lambda_dlq_module().peek(
+            target.client, target.output(dlq_output), failures_table(target), wait_seconds=0
+        )
         categories[name] = dict(Counter(m.category for m in found))
         messages.extend((name, m) for m in found)
     return categories, messages

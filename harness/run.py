@@ -139,7 +139,14 @@ def replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any]
     _, messages = dlq_contents(run)
     transient = [m for _, m in messages if m.category == "transient"]
     replayed = replay_queue(
-        run.target(), "orders", category="transient", dry_run=False, max_messages=None, rate=None, force=False
+        run.target(),
+        "orders",
+        category="transient",
+        dry_run=False,
+        max_messages=None,
+        rate=None,
+        force=False,
+        wait_seconds=0,  # moto is one server: a short poll sees every message
     )
     run.drain()
     after = run.report(0)

@@ -152,14 +152,14 @@ def spawn_pinned(cmd: list[str], cpu: int | None, **popen: Any) -> subprocess.Po
 
 
 def run_sharded(options: RunOptions, args: list[str], workers: int) -> dict[str, Any]:
-    """Synthesize once, run ``workers`` shard processes (``python -m ops local run``), each on its own CPU, merge."""
+    """Synthesize once, run ``workers`` shard processes (``python -m harness local run``), one per CPU, merge."""
     started = time.monotonic()
     assembly = load_assembly(options)
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         procs = []
         for shard, on_cpu in enumerate(shard_cpus(workers, runner_cpus())):
             out = Path(tmp) / f"shard-{shard}.json"
-            cmd = [sys.executable, "-m", "ops", "local", "run", *args]
+            cmd = [sys.executable, "-m", "harness", "local", "run", *args]
             cmd += ["--assembly", str(assembly.outdir), "--shard", str(shard), "--shards", str(workers)]
             cmd += ["--report-file", str(out), "--workers", "1"]
             procs.append((spawn_pinned(cmd, on_cpu, stdout=subprocess.DEVNULL), out))

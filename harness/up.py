@@ -271,7 +271,7 @@ def serve(
 
 # -- CLI --------------------------------------------------------------------------------------------
 def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
-    """``python -m ops local up ...`` (``local_subparsers``: the ``local`` command's subparsers)."""
+    """``python -m harness local up ...`` (``local_subparsers``: the ``local`` command's subparsers)."""
     up: argparse.ArgumentParser = local_subparsers.add_parser(
         "up", help="serve the deployed pipeline on a local endpoint (moto on 127.0.0.1) until Ctrl-C"
     )

@@ -1,4 +1,8 @@
-"""``python -m ops``: the operator CLI."""
+"""``python -m ops``: the operator CLI (product: it imports nothing of the workshop, tests/test_ops_imports.py).
+
+``local`` and ``capacity`` need the emulator: they run in the workshop's entry point, ``python -m harness``,
+to which :mod:`ops.workshop` forwards them in a subprocess.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,17 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import botocore.exceptions
 
-from harness.cli import add_local_parser, quota_argument, quotas, run_local_command
-from local_cloud.errors import LocalCloudError
+from lambda_resilience.receive import MAX_WAIT_SECONDS
 from ops.arguments import non_negative_float as _non_negative_float
 from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.dlq import QUEUES
 from ops.errors import OpsError, UsageError
+from ops.workshop import FORWARDED, forward
 
 PROG = "python -m ops"
 #: ``--category`` of ``dlq replay``: the failure categories, DLQ messages without one, or all.
@@ -39,19 +42,42 @@ CREDENTIAL_ERROR_CODES = frozenset(
 class OpsArgumentParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line on stderr (no usage block) and exit status 2."""
 
+    root = PROG
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.root}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OpsArgumentParser(prog=PROG, description="Operate the order pipeline.")
     commands = parser.add_subparsers(dest="command", required=True)
-    add_local_parser(commands)
-    _add_capacity_parser(commands)
+    _add_forwarded_parsers(commands)
     _add_dlq_parser(commands)
 
-    trace = commands.add_parser("trace", help="an order's timeline by correlation ID")
-    trace.add_argument("correlation_id")
+    order = commands.add_parser(
+        "order", help="one order by ID: status, attempts, timeline, correlation IDs, executions (no customer data)"
+    )
+    order.add_argument("order_id")
+    order.add_argument("--json", action="store_true")
+    _target_arguments(order)
+
+    orders = commands.add_parser(
+        "orders", help="orders by status through the by-status index, oldest first: NEEDS_ATTENTION, stuck, ..."
+    )
+    orders.add_argument("--status", required=True, help="an order status (e.g. NEEDS_ATTENTION), or stuck")
+    orders.add_argument("--max", type=_positive, default=50, help="at most N orders (default 50)")
+    orders.add_argument("--older-than", type=_duration, help="not updated for this long (stuck: the saga timeout)")
+    orders.add_argument("--json", action="store_true")
+    _target_arguments(orders)
+
+    trace = commands.add_parser("trace", help="an order's timeline by correlation ID or order ID")
+    trace.add_argument("correlation_id", metavar="correlation-id|order-id")
+    trace.add_argument(
+        "--since",
+        type=_duration,
+        default=24 * 3600.0,
+        help="read log lines this far back: 90m, 24h, 7d (default 24h; one Logs Insights query over the window)",
+    )
     trace.add_argument("--json", action="store_true")
     _target_arguments(trace)
 
@@ -78,23 +104,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_capacity_parser(commands: Any) -> None:
-    capacity = commands.add_parser("capacity", help="which quota binds first at a rate, from the synthesized template")
-    capacity.add_argument("--rate", default="50000/min", help="offered rate (default 50000/min)")
-    capacity.add_argument("--minutes", type=_positive_float, default=5.0, help="how long (default 5)")
-    capacity.add_argument("--region-class", choices=("large", "other"), default="large", help="quota defaults")
-    capacity.add_argument("--baseline", default="50/min", help="rate after the peak (default 50/min)")
-    capacity.add_argument("--json", action="store_true", help="print JSON")
-    capacity.add_argument("--assembly", type=Path, help="use this cdk.out instead of synthesizing")
-    quota_argument(capacity)
+def _add_forwarded_parsers(commands: Any) -> None:
+    """``local`` and ``capacity``, listed in ``--help``; :func:`main` forwards them before parsing."""
+    for verb, text in (
+        ("local", "the pipeline on this machine, against moto (forwarded to the workshop: python -m harness local)"),
+        ("capacity", "which quota binds first at a rate (forwarded to the workshop: python -m harness capacity)"),
+    ):
+        commands.add_parser(verb, help=text, add_help=False).add_argument("args", nargs=argparse.REMAINDER)
 
 
 def _add_dlq_parser(commands: Any) -> None:
-    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay")
+    dlq = commands.add_parser("dlq", help="dead-letter queues: list by category, replay, automatic replays' record")
     dlq_commands = dlq.add_subparsers(dest="dlq_command", required=True)
     dlq_list = dlq_commands.add_parser("list", help="per queue and category: count and oldest message age")
     _target_arguments(dlq_list)
     dlq_list.add_argument("--json", action="store_true")
+    _wait_argument(dlq_list)
+    dlq_history = dlq_commands.add_parser(
+        "history", help="what the automatic replay moved: per message, order, attempt, category, correlation ID"
+    )
+    dlq_history.add_argument("--hours", type=_positive_float, default=24.0, help="look back this long (h, 24)")
+    dlq_history.add_argument("--json", action="store_true")
+    _target_arguments(dlq_history)
     dlq_replay = dlq_commands.add_parser("replay", help="move DLQ messages back to their source queue")
     dlq_replay.add_argument("--queue", required=True, choices=sorted(QUEUES), help="orders | needs-attention")
     dlq_replay.add_argument(
@@ -104,11 +135,41 @@ def _add_dlq_parser(commands: Any) -> None:
         help="transient (default), permanent (needs --force), unknown (unexpected errors, probably bugs: "
         "replay after the fix), unclassified (no failure record), or all",
     )
-    dlq_replay.add_argument("--dry-run", action="store_true", help="show what would be replayed, change nothing")
+    dlq_replay.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what would be replayed (order, attempt, correlation ID, category per message), change nothing",
+    )
     dlq_replay.add_argument("--max", type=_positive, help="replay at most N messages")
     dlq_replay.add_argument("--rate", type=_positive_float, help="messages per second")
     dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
+    _wait_argument(dlq_replay)
     _target_arguments(dlq_replay)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """``90m``, ``24h``, ``7d`` (or seconds) -> seconds."""
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _UNITS else (text, "s")
+    return _positive_float(number) * _UNITS[unit]
+
+
+def _wait_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait-seconds",
+        type=_wait_seconds,
+        help="each receive's long poll, 1..20 s (default 1; a DLQ is read to its end on repeated empty receives "
+        "and its own counts)",
+    )
+
+
+def _wait_seconds(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_WAIT_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_WAIT_SECONDS} (SQS's longest wait), got {value}")
+    return value
 
 
 def _add_smoke_parser(commands: Any) -> None:
@@ -134,17 +195,6 @@ def _add_smoke_parser(commands: Any) -> None:
     )
     smoke.add_argument("--json", action="store_true", help="print the checks as JSON")
     _target_arguments(smoke)
-
-
-def _capacity(args: argparse.Namespace) -> int:
-    from harness.spike import parse_rate
-    from ops.capacity import format_capacity, predict_from_assembly
-
-    prediction = predict_from_assembly(
-        parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)
-    )
-    print(json.dumps(prediction, indent=2) if args.json else format_capacity(prediction))
-    return 0
 
 
 def _smoke(target: Any, args: argparse.Namespace) -> int:
@@ -177,13 +227,13 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint-url", help="API endpoint, e.g. a local moto server on 127.0.0.1")
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 def operator_error(exc: BaseException) -> str | None:
     """The one-line message for an operator mistake, or None if ``exc`` is not one (a bug)."""
-    if isinstance(exc, (OpsError, LocalCloudError)):  # the emulator's own: a quota name or value
+    if isinstance(exc, OpsError):
         return str(exc)
     if isinstance(exc, (botocore.exceptions.NoCredentialsError, botocore.exceptions.PartialCredentialsError)):
         return (
@@ -209,21 +259,20 @@ def operator_error(exc: BaseException) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; an operator mistake is one line on stderr and exit status 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _run(build_parser().parse_args(argv), argv)
+        if args and args[0] in FORWARDED:
+            return forward(args)
+        return _run(build_parser().parse_args(args))
     except Exception as exc:
         message = operator_error(exc)
         if message is None:
             raise  # a bug: keep the traceback
-        print(f"{PROG}: error: {_one_line(message)}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(message)}", file=sys.stderr)
         return 2
 
 
-def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
-    if args.command == "local":
-        return run_local_command(args, argv)
-    if args.command == "capacity":
-        return _capacity(args)
+def _run(args: argparse.Namespace) -> int:
     from ops.target import Target
 
     if args.command == "dlq" and args.dlq_command == "replay":
@@ -241,6 +290,18 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         figures = cold_starts(target, args.stack, args.minutes)
         print(json.dumps(figures, indent=2) if args.json else format_cold_starts(figures))
         return 0
+    if args.command == "order":
+        from ops.order_view import format_order, order_view
+
+        view = order_view(target, args.order_id)
+        print(json.dumps(view, indent=2) if args.json else format_order(view))
+        return 0
+    if args.command == "orders":
+        from ops.orders_list import format_orders, orders_by_status
+
+        found = orders_by_status(target, args.status, max_items=args.max, older_than_seconds=args.older_than)
+        print(json.dumps(found, indent=2) if args.json else format_orders(found))
+        return 0
     if args.command == "repair":
         from ops.repair import repair
 
@@ -248,30 +309,39 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         print(json.dumps(repair(target, args.order_id, args.action), indent=2))
         return 0
     if args.command == "dlq":
-        from ops.dlq import format_list, list_queues, replay_queue
-
-        if args.dlq_command == "list":
-            summary = list_queues(target)
-            print(json.dumps(summary, indent=2) if args.json else format_list(summary))
-            return 0
-        report = replay_queue(
-            target,
-            args.queue,
-            category=None if args.category == "all" else args.category,
-            dry_run=args.dry_run,
-            max_messages=args.max,
-            rate=args.rate,
-            force=args.force,
-        )
-        print(json.dumps(report, indent=2))
-        return 0
+        return _dlq(target, args)
     if args.command == "trace":
         from ops.trace import as_json, trace
 
-        events = trace(target, args.correlation_id)
+        events = trace(target, args.correlation_id, since_seconds=args.since)
         if args.json:
             print(json.dumps(as_json(events), indent=2))
         else:
             print("\n".join(e.line() for e in events) or f"nothing found for {args.correlation_id}")
         return 0
     return 2
+
+
+def _dlq(target: Any, args: argparse.Namespace) -> int:
+    from ops.dlq import format_history, format_list, history, list_queues, replay_queue
+
+    if args.dlq_command == "list":
+        summary = list_queues(target, wait_seconds=args.wait_seconds)
+        print(json.dumps(summary, indent=2) if args.json else format_list(summary))
+        return 0
+    if args.dlq_command == "history":
+        runs = history(target, args.hours)
+        print(json.dumps(runs, indent=2) if args.json else format_history(runs))
+        return 0
+    report = replay_queue(
+        target,
+        args.queue,
+        category=None if args.category == "all" else args.category,
+        dry_run=args.dry_run,
+        max_messages=args.max,
+        rate=args.rate,
+        force=args.force,
+        wait_seconds=args.wait_seconds,
+    )
+    print(json.dumps(report, indent=2))
+    return 0

@@ -1,4 +1,9 @@
-"""``ops dlq list`` / ``ops dlq replay``: DLQs by category, replay with a dry run."""
+"""``ops dlq list`` / ``ops dlq replay`` / ``ops dlq history``: DLQs by category, replay with a dry run, and the
+automatic replays' record.
+
+Reads are for real SQS: long polling, and a DLQ counts as read to its end only after repeated empty receives
+with its own counts at zero (:mod:`lambda_resilience.receive`); a look hides each message for the look only.
+"""
 
 from __future__ import annotations
 
@@ -52,12 +57,15 @@ def failures_table(target: Target) -> str | None:
         return None
 
 
-def list_queues(target: Target) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{queue: {category: {count, oldest_age_seconds}}}`` for every DLQ of the stack."""
+def list_queues(target: Target, *, wait_seconds: int | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{queue: {category: {count, oldest_age_seconds}}}`` for every DLQ of the stack (``"not received"``:
+    messages the DLQ counts that no receive returned). ``wait_seconds``: the long poll (default: the library's)."""
     dlq = lambda_dlq_module()
+    wait = {} if wait_seconds is None else {"wait_seconds": wait_seconds}
     out = {}
     for name, (_, dlq_output) in QUEUES.items():
-        out[name] = dlq.list_dlq(target.client, target.output(dlq_output), failures_table(target), now=time.time())
+        url = target.output(dlq_output)
+        out[name] = dlq.list_dlq(target.client, url, failures_table(target), now=time.time(), **wait)
     return out
 
 
@@ -70,8 +78,10 @@ def replay_queue(
     max_messages: int | None,
     rate: float | None,
     force: bool,
+    wait_seconds: int | None = None,
 ) -> dict[str, Any]:
     check_replay_request(queue, category, force=force, dry_run=dry_run)
+    wait = {} if wait_seconds is None else {"wait_seconds": wait_seconds}
     source_output, dlq_output = QUEUES[queue]
     report = lambda_dlq_module().replay(
         target.client,
@@ -83,8 +93,37 @@ def replay_queue(
         max_messages=max_messages,
         rate_per_second=rate,
         force=force,
+        **wait,
     )
     return dict(report.as_dict())
+
+
+def history(target: Target, hours: float) -> list[dict[str, Any]]:
+    """The automatic replays of the last ``hours``, oldest first: one BatchGetItem per 100 hours asked for."""
+    from lambda_resilience.replay_history import HOUR, read_history
+
+    table = failures_table(target)
+    if table is None:
+        raise UsageError("the stack has no FailuresTableName output: no replay history to read")
+    return read_history(target.client, table, since_seconds=hours * HOUR)
+
+
+def format_history(runs: list[dict[str, Any]]) -> str:
+    """One line per replayed message (time, DLQ, order, attempt, category, correlation ID), one per empty run."""
+    lines = [f"{'time':<21} {'dlq':<24} {'order':<24} {'attempt':>7} {'category':<10} correlation id"]
+    for run in runs:
+        for m in run["replayed"]:
+            attempt = "-" if m.get("attempt") is None else m["attempt"]
+            lines.append(
+                f"{run['at']:<21} {run['dlq']:<24} {m.get('order_id') or '-':<24} {attempt:>7} "
+                f"{m.get('category') or '-':<10} {m.get('correlation_id') or '-'}"
+            )
+        if run["skipped"] or run.get("not_received"):
+            lines.append(
+                f"{run['at']:<21} {run['dlq']:<24} skipped {run['skipped']} (see ops dlq list), "
+                f"not received {run.get('not_received', 0)}"
+            )
+    return "\n".join(lines) if runs else "no automatic replay in this window"
 
 
 def format_list(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
@@ -97,5 +136,6 @@ def format_list(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
             if entry is None:
                 lines.append(f"{queue:<18} {category:<14} {0:>6} {'-':>12}")
             else:
-                lines.append(f"{queue:<18} {category:<14} {entry['count']:>6} {entry['oldest_age_seconds']:>10} s")
+                age = entry["oldest_age_seconds"]
+                lines.append(f"{queue:<18} {category:<14} {entry['count']:>6} {'-' if age is None else age:>10} s")
     return "\n".join(lines)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from lambda_resilience.log_queries import trace_query
 from ops.dlq import QUEUES, failures_table, lambda_dlq_module
 from ops.errors import UsageError
-from ops.repair import order_executions
+from ops.log_query import query_groups
+from ops.order_view import executions_by_name
 from ops.target import Target, TargetError
 
 
@@ -63,44 +65,56 @@ def _matches(line: dict[str, Any], raw: str, correlation_id: str) -> bool:
     return correlation_id in raw or json.dumps(correlation_id)[1:-1] in raw
 
 
-def _log_events(target: Target, correlation_id: str, seen: set[str]) -> tuple[list[TraceEvent], set[str], set[str]]:
-    """(events, order IDs seen, IDs minted for it: lines whose ``producer_correlation_id`` is this ID).
+#: What an order ID must look like to name executions (``order-<id>-attempt-<N>``: 1-80 of [A-Za-z0-9_-]).
+EXECUTION_NAME_PART = re.compile(r"[A-Za-z0-9_-]{1,48}")
+#: How far back ``ops trace`` reads logs unless told (``--since``).
+DEFAULT_SINCE_SECONDS = 24 * 3600
 
-    ``seen``: CloudWatch event IDs already reported (updated), so no line is reported twice.
+
+def _timestamp_seconds(value: str) -> float:
+    """A row's ``@timestamp``: Logs Insights' ``2026-11-27 10:00:00.000`` (UTC), or epoch milliseconds."""
+    if value.isdigit():
+        return int(value) / 1000
+    return datetime.strptime(value, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC).timestamp()
+
+
+def _log_events(
+    target: Target, key: str, seen: set[str], since_seconds: float
+) -> tuple[list[TraceEvent], set[str], set[str]]:
+    """(events, order IDs seen, IDs minted for it: lines whose ``producer_correlation_id`` is this ID), from
+    one Logs Insights query over every function's log group in the last ``since_seconds``.
+
+    A line matches on its parsed ``correlation_id`` or ``order_id`` (``key`` may be either).
+    ``seen``: the rows' ``@ptr`` already reported (updated), so no line is reported twice.
     """
     events: list[TraceEvent] = []
     order_ids: set[str] = set()
     minted: set[str] = set()
-    logs = target.client("logs")
-    pattern = filter_term(correlation_id)
-    as_producer = producer_forms(correlation_id)
-    for group in target.output("LogGroupNames").split(","):
-        kwargs: dict[str, Any] = {"logGroupName": group}
-        if pattern:
-            kwargs["filterPattern"] = pattern
-        try:
-            found = [e for p in logs.get_paginator("filter_log_events").paginate(**kwargs) for e in p.get("events", [])]
-        except logs.exceptions.ResourceNotFoundException:
+    as_producer = producer_forms(key)
+    groups = [g for g in target.output("LogGroupNames").split(",") if g]
+    rows = query_groups(target.client("logs"), groups, trace_query(filter_term(key)), since_seconds)
+    for row in rows:
+        message, ptr = row.get("@message", ""), row.get("@ptr", "")
+        if ptr and ptr in seen:
             continue
-        for event in found:
-            if event.get("eventId") in seen:
-                continue
-            try:
-                parsed = json.loads(event["message"])
-            except (ValueError, RecursionError):
-                parsed = None
-            line = parsed if isinstance(parsed, dict) else {"message": event["message"]}
-            if line.get("producer_correlation_id") in as_producer and line.get("correlation_id"):
-                minted.add(str(line["correlation_id"]))
-            elif not _matches(line, event["message"], correlation_id):
-                continue
-            seen.add(event.get("eventId", ""))
-            if line.get("order_id"):
-                order_ids.add(str(line["order_id"]))
-            detail = {k: line[k] for k in ("order_id", "error_type", "category", "status") if k in line}
-            text = f"{line.get('level', '')} {line.get('message', '')} {json.dumps(detail) if detail else ''}".strip()
-            events.append(TraceEvent(event["timestamp"] / 1000, f"log:{line.get('service', group)}", text))
-    return events, order_ids, minted - {correlation_id}
+        try:
+            parsed = json.loads(message)
+        except (ValueError, RecursionError):
+            parsed = None
+        line = parsed if isinstance(parsed, dict) else {"message": message}
+        if line.get("producer_correlation_id") in as_producer and line.get("correlation_id"):
+            minted.add(str(line["correlation_id"]))
+        elif not (_matches(line, message, key) or line.get("order_id") == key):
+            continue
+        seen.add(ptr)
+        if line.get("order_id"):
+            order_ids.add(str(line["order_id"]))
+        group = row.get("@log", "").rsplit(":", 1)[-1]
+        detail = {k: line[k] for k in ("order_id", "error_type", "category", "status") if k in line}
+        text = f"{line.get('level', '')} {line.get('message', '')} {json.dumps(detail) if detail else ''}".strip()
+        when = _timestamp_seconds(row.get("@timestamp", "0"))
+        events.append(TraceEvent(when, f"log:{line.get('service', group)}", text))
+    return events, order_ids, minted - {key}
 
 
 #: History events that carry an error (https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html):
@@ -123,11 +137,16 @@ def failure_details(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
+    """Each order's executions found by their deterministic names (DescribeExecution), then their histories."""
+    try:
+        target.output("StateMachineArn")
+    except TargetError:
+        return []
     sfn = target.client("stepfunctions")
     events = []
     for order_id in sorted(order_ids):
-        for execution in order_executions(target, order_id):
-            pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+        for execution in executions_by_name(target, order_id):
+            pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution["arn"])
             for page in pages:
                 for h in page["events"]:
                     name = (h.get("stateEnteredEventDetails") or {}).get("name") or (
@@ -156,18 +175,22 @@ def _dlq_events(target: Target, correlation_ids: set[str]) -> list[TraceEvent]:
     return events
 
 
-def trace(target: Target, correlation_id: str) -> list[TraceEvent]:
-    """Every log line, execution history event and DLQ record for ``correlation_id``, in time order.
+def trace(target: Target, correlation_id: str, *, since_seconds: float = DEFAULT_SINCE_SECONDS) -> list[TraceEvent]:
+    """Every log line (of the last ``since_seconds``), execution history event and DLQ record for
+    ``correlation_id`` (or an order ID), in time order.
 
     The ID is matched verbatim (quotes, spaces and all). A producer ID that intake replaced
-    (out of bounds) is followed to the minted one through ``producer_correlation_id``.
+    (out of bounds) is followed to the minted one through ``producer_correlation_id``. An order ID
+    finds the order's lines and its executions by their names.
     """
     if not correlation_id.strip():
         raise UsageError("a correlation ID is required")
     seen: set[str] = set()
-    events, order_ids, minted = _log_events(target, correlation_id, seen)
+    events, order_ids, minted = _log_events(target, correlation_id, seen, since_seconds)
+    if EXECUTION_NAME_PART.fullmatch(correlation_id):
+        order_ids.add(correlation_id)  # an order ID, perhaps: its executions are found by name
     for alias in sorted(minted):  # the producer's ID was out of bounds: intake minted this one for it
-        more, more_orders, _ = _log_events(target, alias, seen)
+        more, more_orders, _ = _log_events(target, alias, seen, since_seconds)
         events += more
         order_ids |= more_orders
     events += _execution_events(target, order_ids)

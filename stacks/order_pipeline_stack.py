@@ -34,6 +34,7 @@ from stacks.order_constructs.data import OrderData, OrderDataProps
 from stacks.order_constructs.functions import LAMBDAS_DIR, STEP_TIMEOUT, OrderFunctionDefaults, metrics_namespace
 from stacks.order_constructs.intake import INTAKE_TIMEOUT, OrderIntake, OrderIntakeProps
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
+from stacks.order_constructs.log_queries import TraceQuery
 from stacks.order_constructs.message_sizes import (
     ORDER_ATTRIBUTES_ALLOWANCE_BYTES,
     ORDER_BODY_MAX_BYTES,
@@ -256,6 +257,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         return (self.intake, *self.saga_steps.all, *self.providers.functions, self.sweeper, self.dlq_replay)
 
     def _outputs(self) -> None:
+        TraceQuery(self, "TraceQuery", log_groups=[f.log_group for f in self.functions])
         CfnOutput(self, "NeedsAttentionQueueUrl", value=self.needs_attention.queue.queue_url)
         CfnOutput(self, "NeedsAttentionDlqUrl", value=self.needs_attention.dlq.queue_url)
         CfnOutput(self, "InventoryTableName", value=self.inventory_table.table_name)

@@ -1,5 +1,5 @@
 """The bench's per-order figures (``make bench``, :mod:`tools.bench`): two whole-pipeline runs on moto
-(``python -m ops local run`` in a subprocess), their Lambda invocations, state transitions and bill."""
+(``python -m harness local run`` in a subprocess), their Lambda invocations, state transitions and bill."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ BUSINESS_MIX = ("--decline-rate", "0.1", "--ship-fail-rate", "0.1", "--refund-fa
 
 
 def _pipeline_run(mix: tuple[str, ...], name: str) -> dict[str, Any]:
-    """``python -m ops local run`` (the whole pipeline on moto, in a subprocess) and its report."""
+    """``python -m harness local run`` (the whole pipeline on moto, in a subprocess) and its report."""
     report_file = REPO / ".build" / f"bench-{name}.json"
     report_file.parent.mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable,
         "-m",
-        "ops",
+        "harness",
         "local",
         "run",
         "--orders",

@@ -34,7 +34,7 @@ def by_path(histories: list[History]) -> dict[str, dict[str, float]]:
 
 
 def main() -> int:
-    from ops.cli import main as ops_main
+    from harness.cli import main as workshop_main
 
     seen: list[History] = []
     original = reporter.billed_transitions_per_execution
@@ -46,7 +46,7 @@ def main() -> int:
     reporter.billed_transitions_per_execution = keep
     argv = ["local", "run", "--orders", str(PIPELINE_ORDERS), "--seed", "13", *BUSINESS_MIX]
     try:
-        ops_main(argv)
+        workshop_main(argv)
     finally:
         reporter.billed_transitions_per_execution = original
     paths: dict[str, Any] = by_path(seen)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
@@ -13,12 +14,15 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 
 from constructs_lib.saga.tasks import (
-    LAMBDA_SERVICE_ERRORS,
+    DEFAULT_RETRY_ON,
     STATE_LATENCY_SECONDS,
     RetryPolicy,
     SagaTask,
     default_compensation_retry,
 )
+
+if TYPE_CHECKING:
+    from constructs_lib.monitoring import Monitoring
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,9 @@ class SagaProps:
             retries, 1 s .. 10 s.
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         retry_on: errors retried on forward steps and recorders whose task names none;
-            default :data:`LAMBDA_SERVICE_ERRORS`. ``States.ALL`` is refused (it would retry business errors).
+            default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
+            ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
+            business errors).
         refused_input_errors: errors of the first step meaning "the input names nothing to act on":
             the execution fails at once (state ``refused_state_name``); default none.
         compensate_all_on: errors of the first step that skip the forward steps and run every
@@ -147,6 +153,8 @@ class SagaProps:
             ExecutionThrottled > 0 alarms; default none (no alarms).
         alarm_period: period of those alarms; default 1 minute.
         alarm_label: prefix of the alarms' descriptions; default ``saga``.
+        monitoring: the stack's :class:`constructs_lib.monitoring.Monitoring`: the state machine and its
+            alarms register themselves there; default none (register them yourself).
     """
 
     steps: Sequence[SagaStep]
@@ -156,7 +164,7 @@ class SagaProps:
     last_resort: SagaRecorder | None = None
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
-    retry_on: Sequence[str] = LAMBDA_SERVICE_ERRORS
+    retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()
     compensate_all_on: Sequence[str] = ()
     error_path: str = "$.error"
@@ -180,3 +188,4 @@ class SagaProps:
     alarm_topic: sns.ITopic | None = None
     alarm_period: Duration = field(default_factory=lambda: Duration.minutes(1))
     alarm_label: str = "saga"
+    monitoring: Monitoring | None = None

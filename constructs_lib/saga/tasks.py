@@ -23,6 +23,18 @@ LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.ClientExecutionTimeoutException",
 )
 
+#: What the step middleware (``lambda_resilience.step.step_handler``) raises for a failure worth
+#: retrying: every transient one as ``TransientStepError``, an unexpected one (a bug?) as
+#: ``UnknownStepError`` (retried, then caught). Step Functions names a Lambda function error by the
+#: ``errorType`` the runtime reports, the exception's class name
+#: (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html,
+#: https://docs.aws.amazon.com/lambda/latest/dg/python-exceptions.html).
+MIDDLEWARE_STEP_ERRORS: tuple[str, ...] = ("TransientStepError", "UnknownStepError")
+
+#: The saga's default ``retry_on``: Lambda's service errors and what the step middleware raises as
+#: transient or unknown (business errors keep their own names and are never in it).
+DEFAULT_RETRY_ON: tuple[str, ...] = (*LAMBDA_SERVICE_ERRORS, *MIDDLEWARE_STEP_ERRORS)
+
 #: Throttling and server errors of a direct DynamoDB integration (``DynamoDB.<error code>``).
 DYNAMODB_TRANSIENT_ERRORS: tuple[str, ...] = (
     "DynamoDB.ProvisionedThroughputExceededException",

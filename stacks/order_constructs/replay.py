@@ -72,9 +72,19 @@ class DlqReplay(TransparentScope):
         )
         fn = self.function.function
         for dlq, src in pairs:
-            grant_queue(dlq, fn, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility")
+            # GetQueueAttributes: a read ends on the DLQ's own counts, not on one empty receive
+            # (lambda_resilience.receive).
+            grant_queue(
+                dlq,
+                fn,
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:ChangeMessageVisibility",
+                "sqs:GetQueueAttributes",
+            )
             grant_queue(src, fn, "sqs:SendMessage")
-        grant_items(props.failures_table, fn, "dynamodb:GetItem")
+        # UpdateItem: each run's record for `ops dlq history` (lambda_resilience.replay_history).
+        grant_items(props.failures_table, fn, "dynamodb:GetItem", "dynamodb:UpdateItem")
         target = targets.LambdaFunction(fn, retry_attempts=2)
         self.replay_schedule = events.Rule(
             self, "ReplaySchedule", schedule=events.Schedule.rate(REPLAY_SCHEDULE), targets=[target]

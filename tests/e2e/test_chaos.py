@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from local_cloud.template import CloudAssembly
-from ops.cli import main
 
 pytestmark = pytest.mark.e2e
 

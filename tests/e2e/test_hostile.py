@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from harness.cli import main
 from harness.hostile import EXPECTED_SQS_ENDS, KINDS, OVERSIZE_REFUSED, SQS_KINDS, UNKNOWN_ORDER
 from local_cloud.template import CloudAssembly
-from ops.cli import main
 
 pytestmark = pytest.mark.e2e
 

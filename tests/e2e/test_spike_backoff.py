@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.capacity import predict, template_figures
 from local_cloud.template import CloudAssembly
-from ops.capacity import predict, template_figures
 from tests.e2e.spike_setup import QUOTAS, SPIKE, Spike, spike_fixture
 
 pytestmark = pytest.mark.e2e

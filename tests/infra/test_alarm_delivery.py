@@ -10,14 +10,16 @@ import dataclasses
 import re
 from typing import Any
 
-from aws_cdk import Stack
+import pytest
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match
 
 from constructs_lib.checks import UNDELIVERABLE_ACTION
-from constructs_lib.delivery import CLOUDWATCH_PRINCIPAL, Request, allowed
+from constructs_lib.delivery import CLOUDWATCH_PRINCIPAL, Request, allowed, decide
 from stacks.order_constructs.alerting import Alerting, AlertingProps
 from tests.infra.conftest import SynthResult
 
@@ -95,3 +97,147 @@ def test_alarm_delivery_orders_queue_pages_on_oldest_message_age(dev: SynthResul
     assert (age["Threshold"], age["Period"], age["Statistic"]) == (600, 60, "Maximum")
     assert age["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]  # a page
     assert "OKActions" not in age  # no notification from a deploy (test_alarm_routing.py)
+
+
+# -- conditions as AWS evaluates them (issue 43): every form below is AWS's documented answer ---------------------
+# Operators, and a key missing from the request (false, but true for a negated operator; ...IfExists true):
+#   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+# ForAnyValue / ForAllValues over a request's values:
+#   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html
+# An applicable Deny wins over any Allow:
+#   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html
+# A service principal's request carries no aws:PrincipalOrgID (the key is present only for an organization's
+# member accounts' principals):
+#   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalorgid
+ACCOUNT = "<Ref:AWS::AccountId>"
+OUR_ALARM = f"arn:<Ref:AWS::Partition>:cloudwatch:<Ref:AWS::Region>:{ACCOUNT}:alarm:x"
+CONTEXT = {"aws:SourceArn": OUR_ALARM, "aws:SourceAccount": ACCOUNT, "aws:SecureTransport": "true"}
+PUBLISH = Request(CLOUDWATCH_PRINCIPAL, "sns:Publish", "<Ref:Topic>", CONTEXT)
+ALLOW_CLOUDWATCH = {
+    "Sid": "CloudWatchPublishes",
+    "Effect": "Allow",
+    "Principal": {"Service": CLOUDWATCH_PRINCIPAL},
+    "Action": "sns:Publish",
+    "Resource": "*",
+}
+
+
+def _guardrail(operator: str, key: str, value: Any) -> dict[str, Any]:
+    return {
+        "Sid": "Guardrail",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sns:Publish",
+        "Resource": "*",
+        "Condition": {operator: {key: value}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("operator", "key", "value"),
+    [
+        # The key is present and differs from the policy's value: the Deny applies.
+        ("StringNotEqualsIfExists", "aws:SourceAccount", "111122223333"),
+        # The request's one value matches one of the policy's: the Deny applies.
+        ("ForAnyValue:StringEquals", "aws:SourceAccount", [ACCOUNT, "111122223333"]),
+        # The organisation guardrail: no aws:PrincipalOrgID in CloudWatch's request, a negated operator is true.
+        ("StringNotEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),
+    ],
+)
+def test_alarm_delivery_guardrail_deny_refuses_cloudwatch(operator: str, key: str, value: Any) -> None:
+    assert allowed([{"Statement": [ALLOW_CLOUDWATCH]}], PUBLISH)
+    assert not allowed([{"Statement": [ALLOW_CLOUDWATCH, _guardrail(operator, key, value)]}], PUBLISH)
+
+
+def test_alarm_delivery_guardrail_deny_on_missing_or_other_values_as_aws_documents() -> None:
+    """A value that does not match leaves the Allow standing; a missing key: ...IfExists holds (the Deny
+    applies), ForAnyValue does not (the Allow stands)."""
+    for operator, key, value in [
+        ("StringNotEqualsIfExists", "aws:SourceAccount", ACCOUNT),
+        ("StringNotEqualsIfExists", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),  # missing key: IfExists is true...
+        ("ForAnyValue:StringEquals", "aws:SecureTransport", "false"),
+        ("ForAnyValue:StringEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),  # missing key: ForAnyValue is false
+    ]:
+        guardrail = _guardrail(operator, key, value)
+        expected = key != "aws:PrincipalOrgID" or operator.startswith("ForAnyValue")
+        assert allowed([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH) is expected, (operator, key)
+
+
+def test_alarm_delivery_guardrail_on_a_literal_account_is_judged_closed() -> None:
+    """The template's account is a parameter at synth: whether it is 111122223333 cannot be known, so a Deny
+    on that literal is taken to apply, and the statement is named."""
+    guardrail = _guardrail("ForAnyValue:StringEquals", "aws:SourceAccount", "111122223333")
+    decision = decide([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH)
+    assert not decision.allowed
+    assert decision.closed and "'Guardrail'" in decision.closed[0] and "aws:SourceAccount" in decision.closed[0]
+
+
+def test_alarm_delivery_allow_string_equals_ignore_case_lets_cloudwatch_publish() -> None:
+    shouting = f"ARN:<Ref:AWS::Partition>:CLOUDWATCH:<Ref:AWS::Region>:{ACCOUNT}:ALARM:X"
+    statement = {**ALLOW_CLOUDWATCH, "Condition": {"StringEqualsIgnoreCase": {"aws:SourceArn": shouting}}}
+    assert allowed([{"Statement": [statement]}], PUBLISH)
+    exact = {**ALLOW_CLOUDWATCH, "Condition": {"StringEquals": {"aws:SourceArn": shouting}}}
+    assert not allowed([{"Statement": [exact]}], PUBLISH)
+
+
+def test_alarm_delivery_unknown_operator_fails_closed_and_names_the_statement(checked_stack: Stack) -> None:
+    """An operator no evaluator knows: the Deny is taken to apply, and the error names its Sid."""
+    topic = sns.Topic(checked_stack, "Topic")
+    topic.add_to_resource_policy(_statement(ALLOW_CLOUDWATCH))
+    topic.add_to_resource_policy(_statement(_guardrail("StringMatchesRegex", "aws:SourceAccount", ".*")))
+    _alarm_on(checked_stack, topic)
+    Annotations.from_stack(checked_stack).has_error(
+        f"{STACK}/Alarm/Resource", Match.string_like_regexp(re.escape(UNDELIVERABLE_ACTION) + ".*Guardrail")
+    )
+
+
+def test_alarm_delivery_org_guardrail_on_topic_policy_is_an_error(checked_stack: Stack) -> None:
+    topic = sns.Topic(checked_stack, "Topic")
+    topic.add_to_resource_policy(_statement(ALLOW_CLOUDWATCH))
+    topic.add_to_resource_policy(_statement(_guardrail("StringNotEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5")))
+    _alarm_on(checked_stack, topic)
+    Annotations.from_stack(checked_stack).has_error(
+        f"{STACK}/Alarm/Resource", Match.string_like_regexp(re.escape(UNDELIVERABLE_ACTION) + ".*topic policy")
+    )
+
+
+@pytest.mark.parametrize(("prefix", "deliverable"), [("ChecksUnderTest-", True), ("OtherStack-", False)])
+def test_alarm_delivery_source_arn_pattern_matched_against_the_alarm_arn_as_aws_forms_it(
+    checked_stack: Stack, prefix: str, deliverable: bool
+) -> None:
+    """CloudFormation names an unnamed alarm ``<stack name>-<logical ID>-<random>``
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-name.html): an Allow for
+    ``alarm:ChecksUnderTest-*`` covers this stack's alarms, one for ``alarm:OtherStack-*`` does not."""
+    topic = sns.Topic(checked_stack, "Topic")
+    arn = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:{prefix}*"
+    topic.add_to_resource_policy(_statement({**ALLOW_CLOUDWATCH, "Condition": {"ArnLike": {"aws:SourceArn": arn}}}))
+    _alarm_on(checked_stack, topic)
+    annotations = Annotations.from_stack(checked_stack)
+    undeliverable = Match.string_like_regexp(re.escape(UNDELIVERABLE_ACTION))
+    if deliverable:
+        annotations.has_no_error("*", undeliverable)
+    else:
+        annotations.has_error(f"{STACK}/Alarm/Resource", undeliverable)
+
+
+def test_alarm_delivery_source_arn_pattern_on_an_unknown_part_of_the_name_fails_closed(checked_stack: Stack) -> None:
+    """``alarm:ChecksUnderTest-Alarm*`` depends on the part of the name CloudFormation generates (the logical
+    ID's rendering and the random suffix): the check cannot know it, so it judges the Allow not to apply."""
+    topic = sns.Topic(checked_stack, "Topic")
+    arn = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:ChecksUnderTest-Alarm*"
+    topic.add_to_resource_policy(_statement({**ALLOW_CLOUDWATCH, "Condition": {"ArnLike": {"aws:SourceArn": arn}}}))
+    _alarm_on(checked_stack, topic)
+    Annotations.from_stack(checked_stack).has_error(
+        f"{STACK}/Alarm/Resource", Match.string_like_regexp(re.escape(UNDELIVERABLE_ACTION) + ".*CloudWatchPublishes")
+    )
+
+
+def _statement(raw: dict[str, Any]) -> iam.PolicyStatement:
+    return iam.PolicyStatement.from_json(raw)
+
+
+def test_alarm_delivery_guardrail_on_an_unrendered_intrinsic_is_judged_closed() -> None:
+    """A value the check cannot render (``Fn::ImportValue``) may be anything: a Deny on it is taken to apply."""
+    guardrail = _guardrail("StringEquals", "aws:SecureTransport", {"Fn::ImportValue": "SharedFlag"})
+    decision = decide([{"Statement": [ALLOW_CLOUDWATCH, guardrail]}], PUBLISH)
+    assert not decision.allowed and "'Guardrail'" in decision.closed[0]

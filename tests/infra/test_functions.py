@@ -301,7 +301,8 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
                 "failures_table": ("dynamodb:UpdateItem",),
             },
         ),
-        ("dlq_replay", {"failures_table": ("dynamodb:GetItem",)}),
+        # UpdateItem: each automatic run's record, read back by `ops dlq history`
+        ("dlq_replay", {"failures_table": ("dynamodb:GetItem", "dynamodb:UpdateItem")}),
         # the sandbox ledger's count_requests() queries the request records
         ("payment_provider", {"ledger_table": (*DDB_TRANSACT, "dynamodb:Query")}),
         # the carrier only puts and reads its own records: it cannot rewrite payment records

@@ -350,3 +350,18 @@ def test_saga_refuses_fallbacks_that_cannot_keep_their_promise(change: dict[str,
         )
     with pytest.raises(ValueError, match=message):
         Saga(stack, "Saga", props=SagaProps(**kwargs))
+
+
+def test_saga_default_retries_cover_what_the_step_middleware_raises() -> None:
+    """With default props, a Lambda step retries the middleware's TransientStepError and UnknownStepError
+    (Step Functions names a Lambda function error by its ``errorType``, the exception's class name), besides
+    Lambda's service errors: a throttled DynamoDB call in a step is retried, not compensated."""
+    from lambda_resilience.exceptions import TransientStepError, UnknownStepError
+
+    stack = Stack(App(), "SagaUnderTest")
+    Saga(stack, "Saga", props=SagaProps(steps=_steps(stack)))
+    states = _definition(stack)["States"]
+    for name in ("Reserve", "Charge", "Notify"):
+        retried = {error for retrier in states[name]["Retry"] for error in retrier["ErrorEquals"]}
+        assert {TransientStepError.__name__, UnknownStepError.__name__} <= retried, name
+        assert "Lambda.TooManyRequestsException" in retried, name

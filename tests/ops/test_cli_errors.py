@@ -1,4 +1,5 @@
-"""Operator mistakes: one line on stderr, ``python -m ops: error: ...``, exit status 2, no traceback."""
+"""Operator mistakes: one line on stderr, ``python -m ops: error: ...``, exit status 2, no traceback; the same
+for the workshop's entry point (``python -m harness: error: ...``: local runs, capacity)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import json
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
 import pytest
 
 from harness.chaos import FaultRates
+from harness.cli import main as workshop_main
 from harness.orders import OrderMix
 from ops.cli import main
 from ops.errors import InvalidRates, OpsError
@@ -19,27 +22,35 @@ from ops.target import TargetError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "python -m ops: error: "
+WORKSHOP_PREFIX = "python -m harness: error: "
+
+
+def _cli(argv: list[str]) -> tuple[Callable[[list[str]], int], str]:
+    """The entry point that answers ``argv`` in process: the workshop's for local runs, else the operator CLI's."""
+    return (workshop_main, WORKSHOP_PREFIX) if argv[:1] == ["local"] else (main, PREFIX)
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     """Run ``main(argv)``; assert exit status 2 and exactly one stderr line; return that line."""
-    code = main(argv)
+    run, prefix = _cli(argv)
+    code = run(argv)
     err = capsys.readouterr().err
     assert code == 2, err
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith(PREFIX) and "Traceback" not in err
-    return lines[0][len(PREFIX) :]
+    assert lines[0].startswith(prefix) and "Traceback" not in err
+    return lines[0][len(prefix) :]
 
 
 def parse_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     """argparse mistakes exit (SystemExit 2) with one line too."""
+    run, prefix = _cli(argv)
     with pytest.raises(SystemExit) as exited:
-        main(argv)
+        run(argv)
     err = capsys.readouterr().err
     assert exited.value.code == 2
-    assert len(err.splitlines()) == 1 and err.startswith(PREFIX), err
-    return err[len(PREFIX) :].strip()
+    assert len(err.splitlines()) == 1 and err.startswith(prefix), err
+    return err[len(prefix) :].strip()
 
 
 @pytest.fixture
@@ -183,4 +194,5 @@ def test_cli_subprocess_mistake_is_one_line_without_traceback() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert result.stderr.startswith(PREFIX + "the order mix adds up to more than 1")
+    # ``ops local`` forwards to the workshop's entry point, which answers.
+    assert result.stderr.startswith(WORKSHOP_PREFIX + "the order mix adds up to more than 1")

@@ -150,3 +150,31 @@ def test_dlq_replay_adds_replay_count_when_there_is_room(queues: dict[str, str])
     (message,) = sqs.receive_message(QueueUrl=queues["OrdersQueueUrl"], MessageAttributeNames=["All"])["Messages"]
     assert message["MessageAttributes"]["blob"]["BinaryValue"] == b"\xff"
     assert message["MessageAttributes"]["replay_count"]["StringValue"] == "1"
+
+
+def test_dlq_replay_dry_run_details_each_message(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    sqs = boto3.client("sqs")
+    attributes = {
+        "correlation_id": {"DataType": "String", "StringValue": "cid-9"},
+        "dlq_category": {"DataType": "String", "StringValue": "transient"},
+    }
+    body = json.dumps({"order_id": "order-9", "payment_attempt": 3, "payment": {"token": "tok_secret"}})
+    sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody=body, MessageAttributes=attributes)
+    assert main(["dlq", "replay", "--queue", "orders", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    (detail,) = json.loads(out)["would_replay_details"]
+    assert (detail["order_id"], detail["attempt"], detail["correlation_id"], detail["category"]) == (
+        "order-9",
+        3,
+        "cid-9",
+        "transient",
+    )
+    assert "tok_secret" not in out
+    assert bodies(queues["OrdersDlqUrl"]) == [body]  # the look released it
+
+
+def test_dlq_history_without_a_failures_table_is_one_line(
+    queues: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dlq", "history", "--hours", "2"]) == 2
+    assert "no FailuresTableName output" in capsys.readouterr().err

@@ -1,6 +1,8 @@
-"""The emulator package and the app's scenarios on it: no import cycle (not even for typing), and
-the boundaries hold: ``local_cloud`` imports nothing of the app, the product's tests and tools
-import nothing of the emulator, and no module edits ``sys.path``."""
+"""What the import contracts (pyproject.toml ``[tool.importlinter]``, ``make lint``) cannot see: the emulator's
+own tests (a folder of top-level modules, not a package) import nothing of the app, the former hub modules
+import first in a fresh interpreter, and no module edits ``sys.path``. No import cycle among the modules of
+``harness`` and ``local_cloud``, ``local_cloud`` importing nothing of the app, and the product's tests and the
+tools importing nothing of the emulator are contracts."""
 
 from __future__ import annotations
 
@@ -14,16 +16,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-OPS_LOCAL = REPO / "harness"
 LOCAL_CLOUD = REPO / "packages" / "local_cloud" / "src" / "local_cloud"
-#: The modules whose graph is checked, by package prefix.
-PACKAGES = {"harness": OPS_LOCAL, "local_cloud": LOCAL_CLOUD}
 #: Top-level packages of the app: the emulator imports none of them.
 APP_PACKAGES = (
     "order_domain", "sandbox", "lambda_resilience", "stacks", "constructs_lib", "ops", "harness", "tools", "tests",
 )  # fmt: skip
-#: The product's tests and tools: they import nothing of the emulator.
-PRODUCT_DIRS = ("tests/middleware", "tests/handlers", "tests/infra", "tools")
 #: Directories never scanned: virtualenvs (ours, and `make rehearse`'s MiniStack one in .rehearse/, whose
 #: third-party files are not ours to parse), build output, npm, caches.
 SKIPPED_DIRS = {
@@ -61,42 +58,6 @@ def imported_modules(source: str, *, typing_too: bool = False) -> set[str]:
     return found
 
 
-def import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
-    """``harness`` and ``local_cloud`` modules -> the ones of them each imports."""
-    paths = {
-        (f"{prefix}.{path.stem}" if path.stem != "__init__" else prefix): path
-        for prefix, directory in PACKAGES.items()
-        for path in sorted(directory.glob("*.py"))
-    }
-    return {
-        name: {m for m in imported_modules(path.read_text(), typing_too=typing_too) if m in paths and m != name}
-        for name, path in paths.items()
-    }
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle as a path (first module repeated at the end), or None."""
-    state: dict[str, int] = {}  # 1: on the stack, 2: done
-    stack: list[str] = []
-
-    def dfs(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (cycle := dfs(nxt)):
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (cycle := dfs(node)):
-            return cycle
-    return None
-
-
 def python_files(root: Path) -> Iterator[Path]:
     """The ``.py`` files under ``root``, skipping the virtualenv, build output and npm packages."""
     for directory, subdirs, files in os.walk(root):
@@ -108,34 +69,7 @@ def _top(module: str) -> str:
     return module.split(".", 1)[0]
 
 
-# -- cycles ------------------------------------------------------------------------------------------
-def test_module_graph_has_no_import_cycle() -> None:
-    graph = import_graph()
-    assert "harness.run" in graph and "local_cloud.deploy" in graph
-    assert find_cycle(graph) is None
-
-
-def test_module_graph_has_no_cycle_even_through_type_checking_imports() -> None:
-    """deploy / deploy_plan / iam_enforce / limits_enforce share local_cloud.interfaces; the reporter
-    reads harness.run_view: no ``if TYPE_CHECKING:`` import hides a cycle."""
-    graph = import_graph(typing_too=True)
-    assert "local_cloud.interfaces" in graph["local_cloud.deploy_plan"]
-    assert "harness.pipeline" not in graph["harness.reporter"]
-    assert find_cycle(graph) is None
-
-
-def test_module_graph_finder_reports_a_cycle() -> None:
-    """The checker itself can fail: a two-module cycle is found."""
-    assert find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
-
-
-def test_module_graph_report_no_longer_imports_run() -> None:
-    """The former run <-> report cycle: the readers take their clients from local_cloud.clients."""
-    graph = import_graph()
-    assert "harness.run" not in graph["harness.report"]
-    assert "harness.run" not in graph["harness.reporter"]
-
-
+# -- fresh interpreters ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "module",
     ["harness.reporter", "local_cloud.deploy", "local_cloud.emulator", "harness.pipeline", "harness.run"],
@@ -148,23 +82,12 @@ def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: st
 
 
 # -- boundaries --------------------------------------------------------------------------------------
-def test_module_graph_local_cloud_imports_nothing_of_the_app() -> None:
-    """The emulator is its own package: the app plugs in through its interface, never the reverse."""
+def test_module_graph_local_cloud_tests_import_nothing_of_the_app() -> None:
+    """The emulator's tests, and the fixtures they own, stand with the package (its sources: a contract)."""
     offenders = {
         str(path.relative_to(REPO)): sorted(m for m in imported_modules(path.read_text(), typing_too=True) if m in bad)
-        for path in python_files(LOCAL_CLOUD.parents[1])
+        for path in python_files(LOCAL_CLOUD.parents[1] / "tests")
         if (bad := {m for m in imported_modules(path.read_text(), typing_too=True) if _top(m) in APP_PACKAGES})
-    }
-    assert offenders == {}
-
-
-def test_module_graph_product_tests_and_tools_import_nothing_of_the_emulator() -> None:
-    """The middleware, handler and infrastructure tests and the tools run without the emulator."""
-    offenders = {
-        str(path.relative_to(REPO)): sorted(m for m in imported_modules(path.read_text(), typing_too=True) if m in bad)
-        for directory in PRODUCT_DIRS
-        for path in python_files(REPO / directory)
-        if (bad := {m for m in imported_modules(path.read_text(), typing_too=True) if _top(m) == "local_cloud"})
     }
     assert offenders == {}
 

@@ -136,7 +136,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
 def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: str) -> tuple[int, str]:
     """``ops local run --check`` on a run whose report holds ``section`` as its pager: (exit status, stderr)."""
     import harness.run
-    from ops.cli import main
+    from harness.cli import main
 
     def run_local(_options: Any) -> dict[str, Any]:
         report: dict[str, Any] = {"pager": section}

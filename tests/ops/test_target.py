@@ -7,6 +7,7 @@ import json
 import boto3
 import pytest
 
+from harness.cli import build_parser as workshop_parser
 from ops.cli import build_parser
 from ops.repair import RepairRefused, repair
 from ops.target import Target, TargetError
@@ -72,7 +73,7 @@ def test_cli_repair_arguments() -> None:
         "http://127.0.0.1:5000",
     )
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["local", "run", "--decline-rate", "1.5"])
+        workshop_parser().parse_args(["local", "run", "--decline-rate", "1.5"])
 
 
 def test_target_client_is_built_once_per_service(aws: None) -> None:

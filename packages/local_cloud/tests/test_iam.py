@@ -8,6 +8,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from local_cloud.alarm_actions import resource_policy_for
 from local_cloud.iam import Decision, Policy, policy_from_documents, wildcard_match
 from local_cloud.iam_calls import checks_for, function_arn, queue_arn
 from local_cloud.iam_enforce import Principal, access_denied, merge_reports
@@ -73,9 +74,13 @@ def test_conditions_supported_and_unsupported() -> None:
     assert p.evaluate("sqs:SendMessage", QUEUE, {"aws:requestedregion": "us-east-1"}) is Decision.ALLOW
     assert p.evaluate("sqs:SendMessage", QUEUE, {"aws:RequestedRegion": "us-west-2"}) is Decision.IMPLICIT_DENY
     assert p.evaluate("sqs:SendMessage", QUEUE) is Decision.IMPLICIT_DENY  # missing key: no match
-    unsupported = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThan": {"x": "1"}}))
+    numeric = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThan": {"x": "1"}}))
+    assert numeric.evaluate("sqs:SendMessage", QUEUE, {"x": "0"}) is Decision.ALLOW
+    assert numeric.evaluate("sqs:SendMessage", QUEUE, {"x": "1"}) is Decision.IMPLICIT_DENY
+    assert numeric.unsupported == []
+    unsupported = policy(allow("sqs:SendMessage", QUEUE, Condition={"NumericLessThanRoughly": {"x": "1"}}))
     assert unsupported.evaluate("sqs:SendMessage", QUEUE, {"x": "0"}) is Decision.IMPLICIT_DENY
-    assert unsupported.unsupported == ["NumericLessThan"]
+    assert unsupported.unsupported == ["NumericLessThanRoughly"]
 
 
 def test_grants_and_unused_grants() -> None:
@@ -191,3 +196,82 @@ def test_shard_sections_merge_counts_and_intersect_unused_grants() -> None:
     assert merged["calls"] == 15 and merged["platform_calls"] == 2
     assert merged["denied"] == {"count": 3, "first": [{"action": "sqs:SendMessage", "resource": QUEUE, "count": 3}]}
     assert merged["granted_unused"] == [{"action": "dynamodb:DeleteItem", "resources": [TABLE]}]
+
+
+# -- conditions as AWS evaluates them (issue 43), on the alarm publish path CloudWatch takes -----------------------
+# Operators and missing keys: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html
+# Set operators: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html
+# Deny wins: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html
+# CloudWatch's request (aws:SourceArn, aws:SourceAccount, no aws:PrincipalOrgID for a service principal):
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
+TOPIC = "arn:aws:sns:us-east-1:123456789012:alerts"
+ALARM_ARN = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:OrderPipeline-dev-DlqAlarm-1A2B3C"
+CLOUDWATCH_CONTEXT = {"aws:SourceArn": ALARM_ARN, "aws:SourceAccount": "123456789012", "aws:SecureTransport": "true"}
+ALLOW_CLOUDWATCH = {
+    "Effect": "Allow",
+    "Principal": {"Service": "cloudwatch.amazonaws.com"},
+    "Action": "sns:Publish",
+    "Resource": TOPIC,
+}
+
+
+def _publish(*statements: dict[str, Any]) -> Decision:
+    topic_policy = resource_policy_for([{"Statement": list(statements)}], "cloudwatch.amazonaws.com")
+    return topic_policy.evaluate("sns:Publish", TOPIC, CLOUDWATCH_CONTEXT)
+
+
+def _guardrail(operator: str, key: str, value: Any) -> dict[str, Any]:
+    condition = {operator: {key: value}}
+    return {"Effect": "Deny", "Principal": "*", "Action": "sns:Publish", "Resource": "*", "Condition": condition}
+
+
+@pytest.mark.parametrize(
+    ("operator", "key", "value"),
+    [
+        ("StringNotEqualsIfExists", "aws:SourceAccount", "111122223333"),
+        ("ForAnyValue:StringEquals", "aws:SourceAccount", ["123456789012", "111122223333"]),
+        ("StringNotEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),
+        ("StringNotEqualsIfExists", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),
+        ("SomeFutureOperator", "aws:SourceAccount", "x"),  # unknown: the Deny is taken to apply (fail closed)
+    ],
+)
+def test_iam_guardrail_deny_refuses_cloudwatch_publish(operator: str, key: str, value: Any) -> None:
+    assert _publish(ALLOW_CLOUDWATCH) is Decision.ALLOW
+    assert _publish(ALLOW_CLOUDWATCH, _guardrail(operator, key, value)) is Decision.EXPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("operator", "key", "value"),
+    [
+        ("StringNotEqualsIfExists", "aws:SourceAccount", "123456789012"),
+        ("ForAnyValue:StringEquals", "aws:SourceAccount", "111122223333"),
+        ("ForAnyValue:StringEquals", "aws:PrincipalOrgID", "o-a1b2c3d4e5"),  # missing key: ForAnyValue is false
+    ],
+)
+def test_iam_guardrail_deny_not_applying_leaves_the_allow(operator: str, key: str, value: Any) -> None:
+    assert _publish(ALLOW_CLOUDWATCH, _guardrail(operator, key, value)) is Decision.ALLOW
+
+
+def test_iam_allow_string_equals_ignore_case_allows() -> None:
+    condition = {"StringEqualsIgnoreCase": {"aws:SourceArn": ALARM_ARN.upper()}}
+    assert _publish({**ALLOW_CLOUDWATCH, "Condition": condition}) is Decision.ALLOW
+
+
+def test_iam_allow_with_unknown_operator_does_not_apply() -> None:
+    condition = {"SomeFutureOperator": {"aws:SourceAccount": "123456789012"}}
+    assert _publish({**ALLOW_CLOUDWATCH, "Condition": condition}) is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("arn:aws:cloudwatch:us-east-1:123456789012:alarm:OrderPipeline-dev-*", Decision.ALLOW),
+        ("arn:aws:cloudwatch:*:*:alarm:OrderPipeline-dev-*", Decision.ALLOW),
+        ("arn:aws:cloudwatch:us-east-1:123456789012:alarm:OrderPipeline-prod-*", Decision.IMPLICIT_DENY),
+        # ArnLike matches each of the six colon-separated parts on its own: ``*`` does not span a colon.
+        ("arn:aws:cloudwatch:*:alarm:OrderPipeline-dev-*", Decision.IMPLICIT_DENY),
+    ],
+)
+def test_iam_source_arn_pattern_matches_the_alarm_arn(pattern: str, expected: Decision) -> None:
+    condition = {"ArnLike": {"aws:SourceArn": pattern}}
+    assert _publish({**ALLOW_CLOUDWATCH, "Condition": condition}) is expected

@@ -255,6 +255,26 @@ def test_canary_powertools_metrics_share_class_level_dicts() -> None:
         assert Metrics(namespace="Canary", service="three").provider.metric_set is Metrics._metrics
 
 
+def test_canary_os_environ_reads_and_writes_through_its_data_mapping() -> None:
+    """function_environment replaces os.environ._data: every read, write, deletion and listing of os.environ
+    (os.getenv included) goes through that one mapping."""
+    import os
+
+    from local_cloud.function_env import InvocationEnviron, function_environment
+
+    assert isinstance(vars(os.environ)["_data"], dict)
+    key = os.environ.encodekey("CANARY_RECORDED")
+    with mock.patch.object(os.environ, "_data", InvocationEnviron(dict(vars(os.environ)["_data"]))) as storage:
+        os.environ["CANARY_RECORDED"] = "1"
+        assert key in storage.base and os.getenv("CANARY_RECORDED") == "1" and "CANARY_RECORDED" in list(os.environ)
+        del os.environ["CANARY_RECORDED"]
+        assert key not in storage.base and len(os.environ) == len(storage.base)
+    with function_environment({"CANARY_ONLY_HERE": "1"}):
+        assert isinstance(vars(os.environ)["_data"], InvocationEnviron)
+        assert os.getenv("CANARY_ONLY_HERE") == "1" and "CANARY_ONLY_HERE" in dict(os.environ)
+    assert isinstance(vars(os.environ)["_data"], dict) and "CANARY_ONLY_HERE" not in os.environ
+
+
 def test_canary_powertools_idempotency_reads_dt_datetime_now() -> None:
     import datetime
 

@@ -24,6 +24,7 @@ from lambda_resilience.dlq import (
     UNCLASSIFIED,
     string_attribute,
 )
+from lambda_resilience.receive import DEFAULT_WAIT_SECONDS, ReadEnd, receive_each
 
 __all__ = ["MAX_AUTOMATIC_REPLAYS", "DlqMessage", "ReplayReport", "list_dlq", "peek", "replay", "summarize"]
 
@@ -107,36 +108,28 @@ def resend_attributes(message: DlqMessage) -> dict[str, dict[str, Any]] | None:
     return {**kept, REPLAY_COUNT: string_attribute(message.replay_count + 1)}
 
 
+#: How long a look (``list_dlq``, :func:`peek`) hides each message: the read's few receives last well under
+#: this, and every message is made visible again when the look ends (a crashed look: after this at most).
+LOOK_VISIBILITY_SECONDS = 20
+#: The pseudo-category of :func:`list_dlq` for messages the queue counts but no receive returned.
+NOT_RECEIVED = "not received"
+
+
 def _receive_batches(
-    client: Callable[[str], Any], dlq_url: str, failures_table: str | None, visibility_timeout: int
+    client: Callable[[str], Any],
+    dlq_url: str,
+    failures_table: str | None,
+    visibility_timeout: int,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
+    end: ReadEnd | None = None,
 ) -> Iterator[list[DlqMessage]]:
-    """Receive each message of the DLQ once, a batch at a time (hidden for ``visibility_timeout``)."""
-    seen: set[str] = set()
-    while True:
-        messages = (
-            client("sqs")
-            .receive_message(
-                QueueUrl=dlq_url,
-                MaxNumberOfMessages=10,
-                VisibilityTimeout=visibility_timeout,
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-                WaitTimeSeconds=0,
-            )
-            .get("Messages", [])
-        )
-        fresh = [m for m in messages if m["MessageId"] not in seen]
-        if not fresh:
-            return
-        seen.update(m["MessageId"] for m in fresh)
-        yield [_parse(m, client, failures_table) for m in fresh]
-
-
-def _receive_all(
-    client: Callable[[str], Any], dlq_url: str, failures_table: str | None, visibility_timeout: int
-) -> Iterator[DlqMessage]:
-    for batch in _receive_batches(client, dlq_url, failures_table, visibility_timeout):
-        yield from batch
+    """Receive each message of the DLQ once, a batch at a time (hidden for ``visibility_timeout``), long
+    polling until the queue is read to its end (:func:`lambda_resilience.receive.receive_each`)."""
+    batches = receive_each(
+        client("sqs"), dlq_url, visibility_timeout=visibility_timeout, wait_seconds=wait_seconds, end=end
+    )
+    for batch in batches:
+        yield [_parse(m, client, failures_table) for m in batch]
 
 
 def _release(client: Callable[[str], Any], dlq_url: str, messages: list[DlqMessage]) -> None:
@@ -157,42 +150,63 @@ def _release(client: Callable[[str], Any], dlq_url: str, messages: list[DlqMessa
 
 
 def list_dlq(
-    client: Callable[[str], Any], dlq_url: str, failures_table: str | None, now: float | None = None
-) -> dict[str, dict[str, Any]]:
-    """``{category: {"count", "oldest_age_seconds"}}`` for one DLQ; messages are left in place."""
-    now = time.time() if now is None else now
-    summary: dict[str, dict[str, Any]] = {}
-    held: list[DlqMessage] = []
-    try:
-        for message in _receive_all(client, dlq_url, failures_table, visibility_timeout=30):
-            held.append(message)
-            entry = summary.setdefault(message.category, {"count": 0, "oldest_age_seconds": 0})
-            entry["count"] += 1
-            entry["oldest_age_seconds"] = max(entry["oldest_age_seconds"], round(now - message.sent_timestamp))
-    finally:
-        _release(client, dlq_url, held)
-    return summary
-
-
-def peek(client: Callable[[str], Any], dlq_url: str, failures_table: str | None) -> list[DlqMessage]:
-    """Every message of the DLQ with its category; all are made visible again before returning."""
-    held = list(_receive_all(client, dlq_url, failures_table, visibility_timeout=30))
-    _release(client, dlq_url, held)
-    return held
-
-
-def _messages_held(
     client: Callable[[str], Any],
     dlq_url: str,
     failures_table: str | None,
-    visibility_timeout: int,
-    held: list[DlqMessage],
-) -> Iterator[DlqMessage]:
-    """Yield messages one by one; a whole received batch is in ``held`` before any is handled,
-    so whatever stops the caller, every received-but-unfinished message can be put back."""
-    for batch in _receive_batches(client, dlq_url, failures_table, visibility_timeout):
-        held.extend(batch)
-        yield from batch
+    now: float | None = None,
+    *,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
+) -> dict[str, dict[str, Any]]:
+    """``{category: {"count", "oldest_age_seconds"}}`` for one DLQ; messages are left in place, each hidden
+    for the look only. Messages the queue still counts but no receive returned: :data:`NOT_RECEIVED`."""
+    now = time.time() if now is None else now
+    summary: dict[str, dict[str, Any]] = {}
+    end = ReadEnd()
+    for message in peek(client, dlq_url, failures_table, wait_seconds=wait_seconds, end=end):
+        entry = summary.setdefault(message.category, {"count": 0, "oldest_age_seconds": 0})
+        entry["count"] += 1
+        entry["oldest_age_seconds"] = max(entry["oldest_age_seconds"], round(now - message.sent_timestamp))
+    if not end.complete and end.not_received:
+        summary[NOT_RECEIVED] = {"count": end.not_received, "oldest_age_seconds": None}
+    return summary
+
+
+def peek(
+    client: Callable[[str], Any],
+    dlq_url: str,
+    failures_table: str | None,
+    *,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
+    end: ReadEnd | None = None,
+) -> list[DlqMessage]:
+    """Every message of the DLQ with its category; each is hidden for the look only (at most
+    :data:`LOOK_VISIBILITY_SECONDS`) and made visible again before returning, whatever happens."""
+    held: list[DlqMessage] = []
+    try:
+        for batch in _receive_batches(client, dlq_url, failures_table, LOOK_VISIBILITY_SECONDS, wait_seconds, end):
+            held.extend(batch)
+    finally:
+        _release(client, dlq_url, held)
+    return held
+
+
+def describe(message: DlqMessage) -> dict[str, Any]:
+    """What a person needs to decide on a message: its order, attempt, correlation ID and category, read
+    from the body's ``order_id`` and ``payment_attempt`` only (never the customer's data)."""
+    try:
+        body = json.loads(message.body)
+    except (ValueError, RecursionError):
+        body = None
+    body = body if isinstance(body, dict) else {}
+    order_id, attempt = body.get("order_id"), body.get("payment_attempt", body.get("attempt"))
+    return {
+        "message_id": message.message_id,
+        "order_id": order_id if isinstance(order_id, str) else None,
+        "attempt": attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None,
+        "correlation_id": message.correlation_id,
+        "category": message.category,
+        "replay_count": message.replay_count,
+    }
 
 
 @dataclass
@@ -200,9 +214,39 @@ class ReplayReport:
     replayed: list[str] = field(default_factory=list)
     would_replay: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: :func:`describe` of each message replayed (or, in a dry run, that would be).
+    details: list[dict[str, Any]] = field(default_factory=list)
+    #: How the read of the DLQ ended (complete, or what the queue still counted).
+    read: ReadEnd = field(default_factory=ReadEnd)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"replayed": self.replayed, "would_replay": self.would_replay, "skipped": self.skipped}
+        dry = bool(self.would_replay)
+        return {
+            "replayed": self.replayed,
+            "would_replay": self.would_replay,
+            "skipped": self.skipped,
+            "would_replay_details" if dry else "replayed_details": self.details,
+            "read_complete": self.read.complete,
+            "not_received": 0 if self.read.complete else self.read.not_received,
+        }
+
+
+def _skip_reason(
+    message: DlqMessage, report: ReplayReport, category: str | None, *, force: bool, max_messages: int | None,
+    max_replays: int | None,
+) -> str | None:  # fmt: skip
+    """Why ``message`` is not replayed, or None."""
+    if max_messages is not None and len(report.replayed) + len(report.would_replay) >= max_messages:
+        return "over --max"
+    if category is not None and message.category != category:
+        return f"category {message.category}"
+    if message.category == PERMANENT and not force:
+        return "permanent (use --force)"
+    if max_replays is not None and message.replay_count >= max_replays:
+        return f"replayed {message.replay_count} times already"
+    if max_replays is not None and resend_attributes(message) is None:
+        return "10 attributes of its own: no room to count replays (replay by hand)"
+    return None
 
 
 def replay(
@@ -218,37 +262,34 @@ def replay(
     force: bool = False,
     max_replays: int | None = None,
     visibility_timeout: int = 60,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
 ) -> ReplayReport:
     """Move chosen DLQ messages back to their source queue, body and correlation ID intact.
 
     A message leaves the DLQ only after its re-send succeeded: if this dies midway, every
     message is either back in the source queue or still in the DLQ (hidden for at most
     ``visibility_timeout`` seconds). Permanent failures are replayed only with ``force``.
-    Replaying an already-processed message is harmless: the consumer is idempotent.
+    Replaying an already-processed message is harmless: the consumer is idempotent. The DLQ is read
+    to its end with long polling (``wait_seconds``) and its counts (``report.read``).
     """
     report = ReplayReport()
     held: list[DlqMessage] = []
     try:
-        for message in _messages_held(client, dlq_url, failures_table, visibility_timeout, held):
-            if max_messages is not None and len(report.replayed) + len(report.would_replay) >= max_messages:
-                report.skipped[message.message_id] = "over --max"
-            elif category is not None and message.category != category:
-                report.skipped[message.message_id] = f"category {message.category}"
-            elif message.category == PERMANENT and not force:
-                report.skipped[message.message_id] = "permanent (use --force)"
-            elif max_replays is not None and message.replay_count >= max_replays:
-                report.skipped[message.message_id] = f"replayed {message.replay_count} times already"
-            elif (attributes := resend_attributes(message)) is None and max_replays is not None:
-                report.skipped[message.message_id] = (
-                    "10 attributes of its own: no room to count replays (replay by hand)"
+        batches = _receive_batches(client, dlq_url, failures_table, visibility_timeout, wait_seconds, report.read)
+        for batch in batches:
+            held.extend(batch)  # a whole batch is held before any is handled: all can be put back
+            for message in batch:
+                reason = _skip_reason(
+                    message, report, category, force=force, max_messages=max_messages, max_replays=max_replays
                 )
-            elif dry_run:
-                report.would_replay.append(message.message_id)
-            else:
-                if attributes is None:  # an operator's replay: the message as it was, uncounted
-                    attributes = {k: v for k, v in message.raw_attributes.items() if k not in DLQ_ATTRIBUTES}
-                client("sqs").send_message(QueueUrl=source_url, MessageBody=message.body, MessageAttributes=attributes)
-                client("sqs").delete_message(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle)
+                if reason is not None:
+                    report.skipped[message.message_id] = reason
+                    continue
+                report.details.append(describe(message))
+                if dry_run:
+                    report.would_replay.append(message.message_id)
+                    continue
+                _resend(client, dlq_url, source_url, message)
                 held.remove(message)
                 report.replayed.append(message.message_id)
                 if rate_per_second:
@@ -256,6 +297,15 @@ def replay(
     finally:
         _release(client, dlq_url, held)
     return report
+
+
+def _resend(client: Callable[[str], Any], dlq_url: str, source_url: str, message: DlqMessage) -> None:
+    """Send ``message`` to its source queue (``replay_count`` counted up when there is room), then delete it."""
+    attributes = resend_attributes(message)
+    if attributes is None:  # an operator's replay: the message as it was, uncounted
+        attributes = {k: v for k, v in message.raw_attributes.items() if k not in DLQ_ATTRIBUTES}
+    client("sqs").send_message(QueueUrl=source_url, MessageBody=message.body, MessageAttributes=attributes)
+    client("sqs").delete_message(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle)
 
 
 def summarize(report: ReplayReport) -> str:

@@ -6,16 +6,19 @@ and failures renamed so that a state machine's ``Retry`` / ``Catch`` can tell th
 - a **permanent** failure keeps its own type name, so ``Catch`` can route business errors.
 
 AWS counts every failed invocation in ``AWS/Lambda Errors``, business outcomes and retried transient
-failures included. With ``metrics``, a failure the workflow handles by design (a
+failures included. A failure the workflow handles by design (a
 :class:`~lambda_resilience.exceptions.BusinessOutcome`, or a transient failure it retries) also adds 1
-to :data:`EXPECTED_ERRORS_METRIC`, so an alarm on ``Errors - ExpectedErrors`` pages only on the
-others (bugs, timeouts, crashes): see docs/decisions/0020. A transient failure also adds 1 to
+to :data:`EXPECTED_ERRORS_METRIC` (EMF, by default under the function's ``POWERTOOLS_METRICS_NAMESPACE``
+and ``POWERTOOLS_SERVICE_NAME``: where ``constructs_lib``'s function alarm reads it), so an alarm on
+``Errors - ExpectedErrors`` pages only on the others (bugs, timeouts, crashes): see docs/decisions/0020.
+A transient failure also adds 1 to
 :data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is an outage of
 what the step calls (docs/decisions/0023).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -24,6 +27,7 @@ from lambda_resilience.classification import TRANSIENT, UNKNOWN, classify
 from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.exceptions import (
     BusinessOutcome,
+    ConfigurationError,
     EffectDoneOutcomeNotWritten,
     TransientStepError,
     UnknownStepError,
@@ -81,7 +85,11 @@ def step_handler(
     write leaves the action's result cached, and the retry writes); whatever it raises is raised as
     :class:`EffectDoneOutcomeNotWritten` (the effect is done: record the outcome another way, never
     compensate), its cause chained.
+    ``metrics``: where the failure counts go (flushed after each invocation); default a Powertools
+    ``Metrics`` of the function's environment (``POWERTOOLS_METRICS_NAMESPACE``, ``POWERTOOLS_SERVICE_NAME``,
+    both required: :class:`ConfigurationError` when the handler is built without them).
     """
+    metrics = metrics if metrics is not None else default_metrics()
 
     @idempotent
     def run(command: dict[str, Any]) -> dict[str, Any]:
@@ -112,8 +120,22 @@ def step_handler(
             except Exception as exc:
                 _fail(exc, operation, known, logger, metrics)
 
-    traced_handler = traced(handler)
-    return metrics.log_metrics(traced_handler) if metrics is not None else traced_handler
+    return metrics.log_metrics(traced(handler))
+
+
+def default_metrics() -> Metrics:
+    """A Powertools ``Metrics`` under the function's ``POWERTOOLS_METRICS_NAMESPACE`` and
+    ``POWERTOOLS_SERVICE_NAME`` (Powertools reads them; ``constructs_lib``'s ``PipelineFunction`` sets both
+    from the props its alarm reads). Refused without either: the counts would go where no alarm looks."""
+    from aws_lambda_powertools import Metrics
+
+    missing = [name for name in ("POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME") if not os.environ.get(name)]
+    if missing:
+        raise ConfigurationError(
+            f"step_handler: {' and '.join(missing)} not set: the function's Errors - ExpectedErrors alarm reads "
+            "ExpectedErrors under that namespace and service; set them in the function's environment or pass metrics="
+        )
+    return Metrics()
 
 
 def _recorded(record: OutcomeRecorder, payload: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
@@ -133,9 +155,7 @@ def _expected(exc: Exception, category: str) -> bool:
     return category == TRANSIENT or isinstance(exc, BusinessOutcome)
 
 
-def _fail(
-    exc: Exception, operation: str, known: Mapping[str, Any], logger: Logger, metrics: Metrics | None
-) -> NoReturn:
+def _fail(exc: Exception, operation: str, known: Mapping[str, Any], logger: Logger, metrics: Metrics) -> NoReturn:
     """Log ``exc``'s failure line, count it, and raise it classified (transient, unknown or as raised)."""
     category = classify(exc)
     # A business outcome (a declined card) is routed by name, not debugged: its line names the
@@ -145,9 +165,9 @@ def _fail(
         exc_info=not isinstance(exc, BusinessOutcome),
         extra={**known, "error_type": type(exc).__name__, "category": category},
     )
-    if metrics is not None and _expected(exc, category):
+    if _expected(exc, category):
         metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
-    if metrics is not None and category == TRANSIENT:
+    if category == TRANSIENT:
         metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
     if category == TRANSIENT and not isinstance(exc, TransientStepError):
         raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc

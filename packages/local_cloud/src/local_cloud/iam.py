@@ -6,15 +6,17 @@ non-S3 request against the resource ``*`` (``moto/core/authorization.py``:
 compares the Resource element with that ``*``). A grant scoped to one table, queue or function
 therefore cannot be proven, or refuted, by moto. No maintained library evaluates identity
 policies offline with resource ARNs (policy simulators are AWS API calls). What this needs is
-small: explicit Deny wins, then Allow, else an implicit deny; ``Action``/``NotAction``
-(case-insensitive) and ``Resource``/``NotResource`` (case-sensitive) with ``*`` and ``?``
-wildcards; a few condition operators.
+small: explicit Deny wins, then Allow, else an implicit deny
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html);
+``Action``/``NotAction`` (case-insensitive) and ``Resource``/``NotResource`` (case-sensitive) with ``*``
+and ``?`` wildcards.
 
-Conditions: the operators in :data:`CONDITION_OPERATORS` are evaluated against the request
-context the caller gives (``IfExists`` suffixes and ``ForAnyValue``/``ForAllValues`` prefixes are
-not). Any other operator makes its statement NOT match, for Allow and Deny alike, and is
-recorded in :attr:`Policy.unsupported` so the report can say so. (The current template has no
-condition in any identity policy; its conditions are in trust policies, which are not evaluated.)
+Conditions are decided by :mod:`iam_conditions` against the request context the caller gives: every
+operator of AWS's reference, ``IfExists``, ``ForAnyValue``/``ForAllValues``, missing keys as AWS documents
+them. What it cannot decide (an operator outside the reference, a value that does not parse) fails
+closed: a Deny applies, an Allow does not; unknown operators are listed in :attr:`Policy.unsupported`
+so the report can say so. (The current template has no condition in any identity policy; its
+conditions are in trust policies, which are not evaluated.)
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from iam_conditions import applies, unsupported_operators
 
 
 class Decision(enum.Enum):
@@ -48,28 +52,6 @@ def _strings(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
-
-
-def _string_equals(want: str, got: str) -> bool:
-    return want == got
-
-
-def _string_like(want: str, got: str) -> bool:
-    return wildcard_match(want, got)
-
-
-#: Supported condition operators: (test of one policy value against one request value, negated).
-CONDITION_OPERATORS: dict[str, tuple[Any, bool]] = {
-    "StringEquals": (_string_equals, False),
-    "StringNotEquals": (_string_equals, True),
-    "StringLike": (_string_like, False),
-    "StringNotLike": (_string_like, True),
-    "ArnEquals": (_string_like, False),
-    "ArnLike": (_string_like, False),
-    "ArnNotEquals": (_string_like, True),
-    "ArnNotLike": (_string_like, True),
-    "Bool": (lambda want, got: want.lower() == got.lower(), False),
-}
 
 
 @dataclass(frozen=True)
@@ -107,22 +89,11 @@ class Statement:
         return any(wildcard_match(p, resource) for p in self.resources)
 
     def unsupported_operators(self) -> list[str]:
-        return [op for op in (self.condition or {}) if op not in CONDITION_OPERATORS]
+        return unsupported_operators(self.condition)
 
     def matches_condition(self, context: Mapping[str, str]) -> bool:
-        """All operators, all keys must hold; a key holds if any policy value matches (IAM's OR)."""
-        for operator, keys in (self.condition or {}).items():
-            if operator not in CONDITION_OPERATORS:
-                return False
-            test, negated = CONDITION_OPERATORS[operator]
-            for key, wanted in keys.items():
-                got = context.get(key) if key in context else _lower_get(context, key)
-                if got is None:
-                    return False  # a missing key never satisfies a condition (no IfExists support)
-                hit = any(test(w, got) for w in _strings(wanted))
-                if hit == negated:
-                    return False
-        return True
+        """Whether the condition applies to this statement, failing closed on what cannot be decided."""
+        return applies(self.effect, self.condition, context)
 
     def applies(self, action: str, resource: str, context: Mapping[str, str]) -> bool:
         return (
@@ -130,12 +101,6 @@ class Statement:
             and self.matches_resource(resource)
             and (not self.condition or self.matches_condition(context))
         )
-
-
-def _lower_get(context: Mapping[str, str], key: str) -> str | None:
-    """Condition keys are case-insensitive."""
-    lowered = key.lower()
-    return next((v for k, v in context.items() if k.lower() == lowered), None)
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 Why hand-written: moto's Lambda backend executes functions in Docker, which is not available
 here, and no maintained library runs a Python handler in-process with Lambda's contract
-(per-function environment at init, a context with a deadline, errors as
+(the function's environment from its import to each handler's return, :mod:`local_cloud.function_env`;
+a context with a deadline, errors as
 ``{"errorType", "errorMessage"}`` payloads). This module does exactly that for the handler
 code a template names, loading it from the function's own asset directory.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import os
 import sys
 import threading
 import time
@@ -31,12 +31,12 @@ from unittest import mock
 
 from local_cloud.capture import LineCapture, point_powertools_loggers_at
 from local_cloud.clock import SimClock
+from local_cloud.function_env import function_environment
 from local_cloud.otel_layer import layer_invocation
 from local_cloud.powertools_state import invocation_scope
 from local_cloud.simtime import EMF_STAMPS
 from local_cloud.trace_header import task_trace_header
 
-_env_lock = threading.RLock()
 _counter = itertools.count()
 
 
@@ -71,22 +71,6 @@ class FakeLambdaContext:
         return max(0, int((self._deadline - self.clock()) * 1000))
 
 
-@contextmanager
-def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
-    """Temporarily overlay ``env`` on ``os.environ`` (serialised: the environment is process-wide)."""
-    with _env_lock:
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update({k: str(v) for k, v in env.items()})
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-
 def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callable[[Any, Any], Any]:
     """Import ``handler`` (``module.function``) from ``code_dir`` under ``env``, as a cold start.
 
@@ -102,7 +86,7 @@ def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callab
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {source}")
     module: ModuleType = importlib.util.module_from_spec(spec)
-    with patched_environ(env):
+    with function_environment(env):
         sys.modules[unique] = module
         spec.loader.exec_module(module)
     fn = getattr(module, function_name, None)
@@ -191,7 +175,11 @@ class LocalFunction:
         stamps: list[float] = []
         token = EMF_STAMPS.set(stamps)
         try:
-            with invocation_scope(), layer_invocation(self.env, self.handler, task_trace_header()):
+            with (
+                invocation_scope(),
+                function_environment(self.env),
+                layer_invocation(self.env, self.handler, task_trace_header()),
+            ):
                 # its own Powertools metrics, as its own execution environment would hold
                 result, errored = invoke_json(handler, event, context)
         finally:

@@ -221,6 +221,18 @@ FIDELITY_REGISTRY: tuple[Patch, ...] = (
         "local_cloud.powertools_state.metrics_per_invocation",
         "test_canary_powertools_metrics_share_class_level_dicts",
     ),
+    Patch(
+        "function_environment",
+        "os:environ._data",
+        "emulation",
+        "On Lambda a function's code sees its environment variables for the whole invocation, in its own "
+        "execution environment; the emulator runs every function in one process, whose os.environ is shared: "
+        "a handler reading os.environ got KeyError or the test process's value. While invocations run, "
+        "os.environ's storage is an overlay: each invocation (its context) sees its function's variables over "
+        "the process's, every other thread the process's own.",
+        "local_cloud.function_env.function_environment",
+        "test_canary_os_environ_reads_and_writes_through_its_data_mapping",
+    ),
     # -- fault injection ---------------------------------------------------------------------------
     Patch(
         "throttle_dynamodb",

@@ -1,4 +1,5 @@
-"""``ops capacity``: which AWS quota binds first at an offered rate, read from the synthesized template.
+"""``python -m harness capacity`` (``ops capacity`` forwards to it): which AWS quota binds first at an
+offered rate, read from the synthesized template.
 
 A fluid model (the same one ``ops local spike`` runs, without the per-message detail): orders
 arrive at ``rate`` for ``minutes``, intake serves at most ``mu`` orders a second, the smallest of
