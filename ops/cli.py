@@ -20,6 +20,8 @@ from ops.arguments import positive as _positive
 from ops.arguments import positive_float as _positive_float
 from ops.dlq import QUEUES
 from ops.errors import OpsError, UsageError
+from ops.resolve import add_parser as add_resolve_parser
+from ops.resolve import run as resolve_command
 from ops.workshop import FORWARDED, forward
 
 PROG = "python -m ops"
@@ -93,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="redrive: rerun the saga (only if no compensation ran for the attempt); compensate: cancel the "
         "shipment, refund, release (any non-terminal status, NEEDS_ATTENTION included)",
     )
+    repair.add_argument("--reason", help="why (kept in the order's history with who and when; no customer data)")
     _target_arguments(repair)
+    add_resolve_parser(commands, _target_arguments)
 
     _add_smoke_parser(commands)
 
@@ -306,8 +310,10 @@ def _run(args: argparse.Namespace) -> int:
         from ops.repair import repair
 
         # An unsafe or pointless repair raises RepairRefused (an OpsError): one line on stderr, exit 2.
-        print(json.dumps(repair(target, args.order_id, args.action), indent=2))
+        print(json.dumps(repair(target, args.order_id, args.action, reason=args.reason), indent=2))
         return 0
+    if args.command == "resolve":
+        return resolve_command(target, args)
     if args.command == "dlq":
         return _dlq(target, args)
     if args.command == "trace":

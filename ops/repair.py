@@ -1,26 +1,35 @@
 """``ops repair``: move a stuck or parked order to a terminal state, only where that is safe.
 
-- ``redrive``: start a new saga execution for the order. Every step is idempotent on its business
-  key, so the steps that already ran return their recorded result and the saga continues where it
-  stopped. Allowed only while no compensation ran for the order's current payment attempt (status
-  RECEIVED, INVENTORY_RESERVED, PAYMENT_CHARGED or SHIPPED, and no COMPENSATING or
-  NEEDS_ATTENTION in the attempt's history): after a refund or a release, the forward steps would
-  answer from their records ("captured", "reserved") although the money or stock went back, and the
-  saga would ship an order that is no longer paid for.
-- ``compensate``: start a saga execution that goes straight to the compensations (CancelShipment ->
-  RefundPayment -> ReleaseInventory -> COMPENSATED: a shipped order's parcel is cancelled before any
-  refund, and a parcel that cannot be cancelled parks the order instead). Allowed from every
-  non-terminal status, NEEDS_ATTENTION included: each compensation looks up what really moved.
+A repair is a command on the order (docs/decisions/0029): it first moves the order itself, with one
+conditional write under the order's lease (``order_domain.operator_actions``), recorded in the order's
+history (who: the caller's IAM principal; when; why: ``--reason``; which execution), and only then
+starts the repair's execution.
 
-Refused (:class:`RepairRefused`, one line and exit status 2 from the CLI, nothing started): an
+- ``redrive`` (finish): start a new saga execution for the order. Every step is idempotent on its
+  business key, so the steps that already ran return their recorded result and the saga continues
+  where it stopped. Allowed only while no compensation ran for the order's current payment attempt (no
+  COMPENSATING in the attempt's history): after a refund or a release, the forward steps would answer
+  from their records ("captured", "reserved") although the money or stock went back. A parked order
+  no compensation touched (the sweeper parked it stuck, or its outcome write failed after the effect)
+  is moved back to the forward status it was parked from, and the saga finishes it.
+- ``compensate``: the order moves to COMPENSATING, then a saga execution goes straight to the
+  compensations (CancelShipment -> RefundPayment -> ReleaseInventory -> COMPENSATED: a shipped order's
+  parcel is cancelled before any refund, and a parcel that cannot be cancelled parks the order
+  instead). Allowed from every non-terminal status, NEEDS_ATTENTION included: each compensation looks
+  up what really moved, and one that already ran answers from its record.
+
+Refused (:class:`RepairRefused`, one line and exit status 2 from the CLI, nothing moved or started): an
 unknown order, a terminal order (COMPLETED, COMPENSATED), an order with a running execution, a
-redrive where a compensation or a park already happened, and an order another actor holds or that
-moved since it was read. Repeating a command is therefore safe.
+redrive where a compensation already ran, and an order another actor holds or that moved since it was
+read. Repeating a command is therefore safe.
 
-Serialized with the sweeper (and other operators) by a conditional lease on the order row
-(``order_domain.lease``), taken before StartExecution and held for the saga's execution timeout:
-the sweeper leaves a leased order alone even while ListExecutions (eventually consistent) does not
-list the repair's execution yet, and a repair never starts on an order the sweeper is finishing.
+Whether an execution of the order runs is asked by name, with DescribeExecution
+(https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeExecution.html): the
+attempt's own ``order-<id>-attempt-<N>`` and the order's last repair (``last_repair`` on the order),
+never by listing the state machine's executions, so a repair makes the same few calls however long
+the state machine's history. DescribeExecution is eventually consistent (the same page): an execution
+started a moment ago may not be seen, which the lease covers for repairs and the sweeper, and the
+steps' idempotency keys for anything else. The lease is held for the saga's execution timeout.
 """
 
 from __future__ import annotations
@@ -36,10 +45,9 @@ from ops.target import Target, TargetError
 
 Action = Literal["redrive", "compensate"]
 ACTIONS = ("redrive", "compensate")
-TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable (compensate): that is what it is for
-#: Statuses (current, or in the attempt's history) that mean a compensation ran or the order was parked.
-COMPENSATION_STARTED = ("COMPENSATING", "NEEDS_ATTENTION")
+TERMINAL = ("COMPLETED", "COMPENSATED")  # NEEDS_ATTENTION is repairable: that is what it is for
 EXECUTION_PREFIX = "order-"
+REPAIR_HOLDER = "ops-repair:"
 #: The lease's length when the stack has no ``SagaTimeoutSeconds`` output: an hour, above the budget.
 DEFAULT_LEASE_SECONDS = 3600
 
@@ -67,9 +75,8 @@ def _name_pattern(order_id: str, attempt: int | None) -> re.Pattern[str]:
 def order_executions(
     target: Target, order_id: str, attempt: int | None = None, *, status: str | None = None
 ) -> list[dict[str, Any]]:
-    """Executions whose name belongs to the order: ``order-<id>-attempt-<N>`` and their repairs
-    ``order-<id>-attempt-<N>-repair-<k>``, for every attempt or only ``attempt``; only those in
-    ``status`` (e.g. ``RUNNING``: ListExecutions filters on the server) if given."""
+    """Executions whose name belongs to the order (ListExecutions over the whole state machine: for
+    ``ops trace`` and tests; ``repair`` never calls it)."""
     sfn = target.client("stepfunctions")
     pattern = _name_pattern(order_id, attempt)
     kwargs: dict[str, Any] = {"stateMachineArn": target.output("StateMachineArn")}
@@ -79,18 +86,10 @@ def order_executions(
     return [e for p in pages for e in p["executions"] if pattern.fullmatch(e["name"])]
 
 
-def _attempt_history(order: dict[str, Any], attempt: int) -> list[str]:
-    """Statuses the attempt went through (entries written without an attempt count as this one's:
-    the safe reading for a redrive check)."""
-    return [
-        str(h.get("status"))
-        for h in order.get("history") or []
-        if isinstance(h, dict) and int(h.get("attempt", attempt)) == attempt
-    ]
+def check_repair(order_id: str, order: dict[str, Any] | None, action: str) -> str:
+    """The status ``action`` moves ``order`` (its item) to, or :class:`RepairRefused`."""
+    from order_domain.operator_actions import compensation_ran, parked_from
 
-
-def check_repair(order_id: str, order: dict[str, Any] | None, action: str, running: list[dict[str, Any]]) -> None:
-    """Raise :class:`RepairRefused` unless ``action`` is safe for ``order`` (its item) now."""
     if order is None:
         raise RepairRefused(f"cannot repair order {order_id}: not in the orders table; check the order ID and --stack")
     status = str(order.get("status"))
@@ -99,36 +98,42 @@ def check_repair(order_id: str, order: dict[str, Any] | None, action: str, runni
         raise RepairRefused(
             f"refusing to {action} order {order_id}: it is already {status} (terminal); nothing to repair"
         )
-    if running:
+    if action == "compensate":
+        return "COMPENSATING"
+    if compensation_ran(order):
         raise RepairRefused(
-            f"refusing to {action} order {order_id}: execution {running[0]['name']} is still running; "
-            "wait for it to finish (or stop it) and run the command again"
+            f"refusing to redrive order {order_id}: attempt {attempt} is {status} and was COMPENSATING "
+            "(a compensation ran), so a redrive could ship an order whose money or stock went back; "
+            "use --action compensate (or ops resolve once a person has settled it)"
         )
-    if action == "redrive":
-        seen = [s for s in (status, *_attempt_history(order, attempt)) if s in COMPENSATION_STARTED]
-        if seen:
-            raise RepairRefused(
-                f"refusing to redrive order {order_id}: attempt {attempt} is {status} and was {seen[-1]} "
-                "(a compensation ran or it was parked), so a redrive could ship an order whose money or stock "
-                "went back; use --action compensate"
-            )
+    if status != "NEEDS_ATTENTION":
+        return status
+    back = parked_from(order)
+    if back is None:
+        raise RepairRefused(
+            f"refusing to redrive order {order_id}: it is parked and its history cannot tell which step it was "
+            "parked from; use --action compensate, or ops resolve once a person has settled it"
+        )
+    return back.value
 
 
-def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
-    """Repair one order: start the repair execution and return what was started, or raise
-    :class:`RepairRefused` (nothing started)."""
+def repair(target: Target, order_id: str, action: Action, *, reason: str | None = None) -> dict[str, Any]:
+    """Repair one order: move it, start the repair execution and return what was started, or raise
+    :class:`RepairRefused` (nothing moved, nothing started)."""
     if action not in ACTIONS:
         raise ValueError(f"action must be redrive or compensate, got {action!r}")
-    order = load_order(target, order_id)
-    attempt = int(order.get("payment_attempt", 1)) if order else 1
-    running = order_executions(target, order_id, attempt, status="RUNNING") if order else []
-    check_repair(order_id, order, action, running)
-    assert order is not None  # check_repair refused an unknown order
-    from order_domain.saga_start import execution_name
+    from order_domain.operator_actions import reason_problem
 
-    executions = order_executions(target, order_id, attempt)
-    # The attempt's own execution name (the runtime's one rule), plus which repair this is.
-    name = f"{execution_name(order_id, attempt)}-repair-{len(executions)}"
+    order = load_order(target, order_id)
+    to = check_repair(order_id, order, action)
+    assert order is not None  # check_repair refused an unknown order
+    problem = reason_problem(reason, order.get("order")) if reason is not None else None
+    if problem:
+        raise RepairRefused(f"refusing to {action} order {order_id}: {problem}")
+    attempt = int(order.get("payment_attempt", 1))
+    ended = _ended_executions(target, order, action)
+    name = _next_name(order, attempt)
+    holder = _take_lease(target, order, action, name, to=to, reason=reason, ended=ended)
     # References only, as intake starts it: the steps read the order from the table.
     saga_input = {
         "order_id": order_id,
@@ -136,22 +141,7 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
         "correlation_id": order.get("correlation_id"),
         "compensate": action == "compensate",
     }
-    holder = _take_lease(target, order, action, name)
-    sfn = target.client("stepfunctions")
-    try:
-        arn = sfn.start_execution(
-            stateMachineArn=target.output("StateMachineArn"), name=name, input=json.dumps(saga_input)
-        )["executionArn"]
-    except ClientError as exc:
-        from order_domain import lease
-
-        lease.release(target.client("dynamodb"), target.output("OrdersTableName"), order_id, holder=holder)
-        if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
-            raise
-        raise RepairRefused(
-            f"refusing to {action} order {order_id}: execution {name} was started meanwhile; "
-            "wait for it to finish and run the command again"
-        ) from None
+    arn = _start(target, order_id, action, name, holder, saga_input)
     return {
         "order_id": order_id,
         "result": "started",
@@ -159,7 +149,58 @@ def repair(target: Target, order_id: str, action: Action) -> dict[str, Any]:
         "execution_arn": arn,
         "execution_name": name,
         "status": order["status"],
+        "moved_to": to,
     }
+
+
+def _execution_arn(target: Target, name: str) -> str:
+    return target.output("StateMachineArn").replace(":stateMachine:", ":execution:", 1) + ":" + name
+
+
+def execution_status(target: Target, name: str) -> str | None:
+    """The execution's status by its name, or None if there is no such execution."""
+    try:
+        described = target.client("stepfunctions").describe_execution(executionArn=_execution_arn(target, name))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+            raise
+        return None
+    return str(described["status"])
+
+
+def _ended_executions(target: Target, order: dict[str, Any], action: str) -> set[str]:
+    """Ask, by name, after the order's executions that may still run (the attempt's own, its last repair,
+    a repair holding the lease); :class:`RepairRefused` if one runs, else the names that ended."""
+    from order_domain.saga_start import execution_name
+
+    order_id, attempt = str(order["order_id"]), int(order.get("payment_attempt", 1))
+    names = [execution_name(order_id, attempt)]
+    last = order.get("last_repair")
+    if isinstance(last, dict) and int(last.get("attempt", 0)) == attempt and last.get("execution"):
+        names.append(str(last["execution"]))
+    holder = str((order.get("lease") or {}).get("holder", ""))
+    if holder.startswith(REPAIR_HOLDER):
+        names.append(holder[len(REPAIR_HOLDER) :])
+    ended = set()
+    for name in dict.fromkeys(names):
+        status = execution_status(target, name)
+        if status == "RUNNING":
+            raise RepairRefused(
+                f"refusing to {action} order {order_id}: execution {name} is still running; "
+                "wait for it to finish (or stop it) and run the command again"
+            )
+        ended.add(name)
+    return ended
+
+
+def _next_name(order: dict[str, Any], attempt: int) -> str:
+    """``order-<id>-attempt-<N>-repair-<k>``: the attempt's own execution name (the runtime's one rule)
+    and which repair of the attempt this is (``last_repair`` on the order: no listing)."""
+    from order_domain.saga_start import execution_name
+
+    last = order.get("last_repair")
+    k = int(last["k"]) + 1 if isinstance(last, dict) and int(last.get("attempt", 0)) == attempt else 0
+    return f"{execution_name(str(order['order_id']), attempt)}-repair-{k}"
 
 
 def _lease_seconds(target: Target) -> float:
@@ -169,26 +210,48 @@ def _lease_seconds(target: Target) -> float:
         return DEFAULT_LEASE_SECONDS
 
 
-def _take_lease(target: Target, order: dict[str, Any], action: str, name: str) -> str:
-    """The order's lease for the repair's execution, or :class:`RepairRefused` (nothing started)."""
-    from order_domain import lease
+def operator_arn(target: Target) -> str:
+    """Who runs the command: the caller's IAM principal (GetCallerIdentity needs no permission:
+    https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html)."""
+    return str(target.client("sts").get_caller_identity()["Arn"])
 
-    order_id, holder = str(order["order_id"]), f"ops-repair:{name}"
+
+def _take_lease(
+    target: Target,
+    order: dict[str, Any],
+    action: str,
+    name: str,
+    *,
+    to: str,
+    reason: str | None,
+    ended: set[str],
+) -> str:
+    """Move the order to ``to`` and take its lease for the repair's execution ``name`` (one conditional
+    write), or :class:`RepairRefused` (nothing moved). ``ended``: executions known to have ended (a
+    lease their repair holds is replaced)."""
+    from order_domain import lease, operator_actions
+    from order_domain.status import OrderStatus
+
+    order_id, holder, attempt = str(order["order_id"]), f"{REPAIR_HOLDER}{name}", int(order.get("payment_attempt", 1))
     other = lease.held_by_other(order, holder)
-    replaces = other if other is not None and _repair_ended(target, other) else None
-    if replaces is not None:
+    replaces = other if other is not None and other.startswith(REPAIR_HOLDER) else None
+    if replaces is not None and replaces[len(REPAIR_HOLDER) :] in ended:
         other = None
-    taken = other is None and lease.acquire(
+    made = operator_actions.entry(
+        OrderStatus(to), attempt, by=operator_arn(target), action=f"repair-{action}", reason=reason, execution=name
+    )
+    k = int(name.rsplit("-", 1)[1])
+    moved = other is None and operator_actions.move(
         target.client("dynamodb"),
         target.output("OrdersTableName"),
-        order_id,
-        holder=holder,
-        seconds=_lease_seconds(target),
-        status=str(order.get("status")),
-        updated_at=str(order.get("updated_at")),
+        order,
+        OrderStatus(to),
+        made,
+        lease_for=(holder, _lease_seconds(target)),
         replaces=replaces,
+        also={"last_repair": {"attempt": attempt, "k": k, "execution": name}},
     )
-    if not taken:
+    if not moved:
         raise RepairRefused(
             f"refusing to {action} order {order_id}: "
             + (f"{other} is handling it" if other else "it changed while this command looked at it")
@@ -197,15 +260,22 @@ def _take_lease(target: Target, order: dict[str, Any], action: str, name: str) -
     return holder
 
 
-def _repair_ended(target: Target, holder: str) -> bool:
-    """Whether the lease ``holder`` is an earlier repair whose execution is no longer running."""
-    prefix = "ops-repair:"
-    if not holder.startswith(prefix):
-        return False
-    machine = target.output("StateMachineArn")
-    arn = machine.replace(":stateMachine:", ":execution:", 1) + ":" + holder[len(prefix) :]
+def _start(target: Target, order_id: str, action: str, name: str, holder: str, saga_input: dict[str, Any]) -> str:
+    """StartExecution; on failure the lease is released (the order stays where the repair moved it, and
+    the command can be run again: the next run takes the next name)."""
     try:
-        status = target.client("stepfunctions").describe_execution(executionArn=arn)["status"]
-    except ClientError:
-        return False
-    return bool(status != "RUNNING")
+        return str(
+            target.client("stepfunctions").start_execution(
+                stateMachineArn=target.output("StateMachineArn"), name=name, input=json.dumps(saga_input)
+            )["executionArn"]
+        )
+    except ClientError as exc:
+        from order_domain import lease
+
+        lease.release(target.client("dynamodb"), target.output("OrdersTableName"), order_id, holder=holder)
+        if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+            raise
+        raise RepairRefused(
+            f"refusing to {action} order {order_id}: execution {name} already exists (an earlier repair); "
+            "run the command again: the next repair takes the next name"
+        ) from None

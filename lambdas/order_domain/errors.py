@@ -85,3 +85,11 @@ class AttemptMismatch(PermanentError):
 
 class OrderIdTaken(PermanentError):
     """A message for an order ID another caller (IAM principal) owns: never applied to that order."""
+
+
+class OrderMovedOn(PermanentError):
+    """Another actor (an operator's repair, the sweeper, another execution's compensation) moved the
+    order past this forward step's stage after the step's effect: its status write was refused. The
+    step fails by this name, never reports success (the saga would go on to charge or ship an order
+    being undone); the saga's catch-all routes it to the compensations, which act on what the
+    providers say happened."""

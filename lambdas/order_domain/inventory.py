@@ -8,12 +8,21 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import cancelled_only_by_conditions, error_code, from_item, to_item
-from order_domain.errors import InsufficientStock, InvalidOrder, InvalidTransition, ProviderUnavailable
+from lambda_resilience.exceptions import UncachedAnswer
+from order_domain import intents
+from order_domain.errors import (
+    InsufficientStock,
+    InvalidOrder,
+    InvalidTransition,
+    OrderMovedOn,
+    ProviderUnavailable,
+)
 from order_domain.orders import OrderRepository, compensating
 from order_domain.status import OrderStatus
 
 RESERVED = "RESERVED"
 RELEASED = "RELEASED"
+RESERVE = "reserve-inventory"
 
 
 def _transient(exc: ClientError, what: str) -> ProviderUnavailable:
@@ -65,11 +74,14 @@ class InventoryService:
     def reserve(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Reserve every item of the order or none; InsufficientStock if any SKU is short.
 
-        The order is read from the orders table first: an unknown order or a replaced attempt
-        is refused before any stock moves.
+        The order is read from the orders table first, with the reserve's intent recorded (decision
+        0028): an unknown order, a replaced attempt or an order outside the step's stage (COMPENSATING,
+        terminal) is refused before any stock moves. A status write refused after the stock moved
+        (another actor moved the order meanwhile) raises :class:`OrderMovedOn`, never success.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        order = self.orders.for_step(order_id, attempt)
+        stage = intents.FORWARD_STAGES[RESERVE]
+        order = dict(intents.record(self.orders, order_id, attempt, RESERVE, stage)["order"])
         quantities = self._quantities(order)
         reservation = {
             **reservation_key(order_id, attempt),
@@ -108,7 +120,9 @@ class InventoryService:
                 raise InsufficientStock(f"order {order_id}: not enough stock for {dict(quantities)}") from exc
             if existing["status"] == RELEASED:
                 raise InvalidTransition(f"order {order_id}: reservation was already released") from exc
-        self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED, attempt=attempt)
+        moved = self.orders.transition(order_id, OrderStatus.INVENTORY_RESERVED, attempt=attempt)
+        if moved == "stale" and intents.moved_on(self.orders, order_id, attempt, RESERVE):
+            raise OrderMovedOn(f"order {order_id}: stock reserved, but the order moved past INVENTORY_RESERVED")
         return {"status": "reserved", "items": dict(quantities)}
 
     def release(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -119,9 +133,11 @@ class InventoryService:
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
-            return {"status": "nothing_to_undo", "reason": "unknown order"}
+            raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order"})
         if compensating(self.orders, order_id, attempt, payload) == "stale":
-            return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: its stock stays where it is
+            # Terminal (e.g. COMPLETED), replaced, or parked with no operator asking: its stock stays where
+            # it is. An answer of this moment, never cached: a later repair of this attempt releases.
+            raise UncachedAnswer({"status": "stale"})
         for _ in range(3):
             existing = self.get_reservation(order_id, attempt)
             if existing is None:

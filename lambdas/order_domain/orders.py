@@ -54,8 +54,7 @@ class OrderRepository:
 
     def create(self, order: dict[str, Any], correlation_id: str, *, caller: str | None = None) -> str:
         """Record an order message; returns :data:`CREATED`, :data:`DUPLICATE`, :data:`NEW_ATTEMPT` or
-        :data:`SUPERSEDED`. ``caller``: the IAM principal the order API saw (the order's ``owner``);
-        None for producers sending straight to the queue.
+        :data:`SUPERSEDED`. ``caller``: the IAM principal the order API saw (the order's ``owner``), or None.
 
         Raises :class:`OrderIdTaken` (the order ID belongs to another caller), :class:`PayloadMismatch`
         (same attempt, different content), :class:`AttemptMismatch` (a new attempt changing more than
@@ -75,6 +74,7 @@ class OrderRepository:
             "updated_at": now,
             "history": [{"status": OrderStatus.RECEIVED.value, "at": now, "attempt": attempt}],
             "attempts": [{"attempt": attempt, "received_at": now, "correlation_id": correlation_id}],
+            "intents": {},  # order_domain.intents: each effect's intent, recorded before it is sent
         }
         if caller:
             item["owner"] = caller

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.exceptions import UncachedAnswer
 from lambda_resilience.idempotency import business_key
+from order_domain import intents
 from order_domain.errors import (
+    OrderMovedOn,
     PaymentDeclined,
     PaymentIncomplete,
     ProviderForgot,
@@ -13,7 +16,7 @@ from order_domain.errors import (
     RefundIncomplete,
 )
 from order_domain.model import order_total_cents
-from order_domain.orders import OrderRepository, compensating
+from order_domain.orders import OrderRepository
 from order_domain.ports import (
     AUTHORIZED,
     CANCELLED,
@@ -53,9 +56,13 @@ class PaymentService:
         self.orders = orders
 
     def charge(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Charge this attempt's total with its token (both read from the orders table)."""
+        """Charge this attempt's total with its token (both read from the orders table, with the charge's
+        intent recorded first: decision 0028). A charge intended longer ago than the provider keeps keys
+        is looked up first: no record then is an unknown outcome (:class:`ProviderForgot`), never a new
+        charge under the same key. A PAYMENT_CHARGED write refused after the capture raises
+        :class:`OrderMovedOn` (another actor moved the order: the saga compensates, never ships)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        item = self.orders.step_item(order_id, attempt)
+        item = intents.record(self.orders, order_id, attempt, CHARGE, intents.FORWARD_STAGES[CHARGE])
         order = dict(item["order"])
         key = business_key(order_id, CHARGE, attempt)
         if recorded(item, OrderStatus.PAYMENT_CHARGED, attempt):
@@ -66,6 +73,8 @@ class PaymentService:
             if found is not None and found.status == CAPTURED:
                 return {"status": CAPTURED, "payment_id": found.payment_id, "amount_cents": found.amount_cents}
             return {"status": CAPTURED, "payment_id": None, "amount_cents": order_total_cents(order)}
+        if intents.unverifiable(item, CHARGE, attempt) and self.provider.find_charge(key) is None:
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} charged before the key window; no record now")
         result = self.provider.charge(
             key,
             order_id=order_id,
@@ -78,7 +87,9 @@ class PaymentService:
             raise PaymentIncomplete(f"order {order_id}: charge ended {result.status} ({result.reason})")
         if result.status != CAPTURED:
             raise PaymentDeclined(f"order {order_id}: payment {result.status} ({result.reason or 'no reason'})")
-        self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED, attempt=attempt)
+        moved = self.orders.transition(order_id, OrderStatus.PAYMENT_CHARGED, attempt=attempt)
+        if moved == "stale" and intents.moved_on(self.orders, order_id, attempt, CHARGE):
+            raise OrderMovedOn(f"order {order_id}: captured, but the order moved past PAYMENT_CHARGED")
         return {"status": CAPTURED, "payment_id": result.payment_id, "amount_cents": result.amount_cents}
 
     def refund(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -91,21 +102,25 @@ class PaymentService:
         call. A refund whose answer disagrees with the lookup raises :class:`RefundIncomplete`
         (the saga parks the order). An order the table does not know was never charged (charge
         refuses unknown orders before calling the provider): nothing to undo, and no provider call.
-        A terminal order or a replaced attempt is left alone (:data:`STALE`); a charge still in flight
-        is waited for (transient), and a capture we recorded that the provider forgot parks the order.
+        A terminal order or a replaced attempt is left alone (:data:`STALE`, computed again on every call:
+        never cached); a charge still in flight is waited for (transient), and a capture we recorded, or
+        a charge intended before the provider's key window, that the provider no longer knows parks the
+        order (:class:`ProviderForgot`). The refund's own intent is recorded before it is sent.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        order = self.orders.find(order_id)
+        if self.orders.find(order_id) is None:
+            raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0})
+        order = intents.compensation_intent(self.orders, order_id, attempt, payload, REFUND)
         if order is None:
-            return {"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0}
-        if compensating(self.orders, order_id, attempt, payload) == "stale":
-            return dict(STALE)  # terminal (e.g. COMPLETED) or replaced: never undo it, whoever asks
+            raise UncachedAnswer(dict(STALE))  # terminal, replaced or parked: never undo it, whoever asks
         charge_key = business_key(order_id, CHARGE, attempt)
         charge = self.provider.find_charge(charge_key)  # in flight -> ProviderInFlight: retried, then parked
-        if charge is None and recorded(order, OrderStatus.PAYMENT_CHARGED, attempt):
-            # We recorded a capture the provider no longer knows (its key window passed): cancelling
-            # the key now would end COMPENSATED with the money kept.
-            raise ProviderForgot(f"order {order_id}: attempt {attempt} was charged but the provider has no record")
+        if charge is None and (
+            recorded(order, OrderStatus.PAYMENT_CHARGED, attempt) or intents.unverifiable(order, CHARGE, attempt)
+        ):
+            # A capture we recorded, or a charge we sent before the key window, that the provider no longer
+            # knows: cancelling the key now could end COMPENSATED with the money kept.
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} may be charged; the provider has no record")
         if charge is not None and charge.status in NOTHING_MOVED:
             return {"status": NOTHING_TO_REFUND, "amount_cents": 0}
         result = self.provider.refund(business_key(order_id, REFUND, attempt), charge_key=charge_key, order_id=order_id)

@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code
+from lambda_resilience.exceptions import BusinessOutcome
 from lambda_resilience.tracing import TRACEPARENT, current_traceparent, new_traceparent, xray_trace_header
 
 EXECUTION_PREFIX = "order-"
@@ -35,10 +36,12 @@ def saga_input(order_id: str, attempt: int, correlation_id: str, **extra: Any) -
     }
 
 
-class CompensationRequested(Exception):
+class CompensationRequested(BusinessOutcome):
     """An execution input with ``"compensate": true`` (``ops repair --action compensate``): the first
     step raises it before doing anything, and the saga's catch sends the execution straight to the
-    compensations (stacks/order_constructs/order_saga.py, ``compensate_all_on``)."""
+    compensations (stacks/order_constructs/order_saga.py, ``compensate_all_on``). A routing outcome the
+    saga handles by design: raised through the step middleware, it counts as an expected error and
+    never pages (an operator's action is not an incident)."""
 
 
 def compensation_requested(event: Any) -> bool:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lambda_resilience.exceptions import UncachedAnswer
 from lambda_resilience.idempotency import business_key
+from order_domain import intents
 from order_domain.errors import ProviderForgot, ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
-from order_domain.orders import OrderRepository, compensating
+from order_domain.orders import OrderRepository
 from order_domain.payments import recorded
 from order_domain.ports import CANCELLED, REJECTED, SHIPPED, Carrier
 from order_domain.status import OrderStatus
@@ -22,9 +24,11 @@ class ShippingService:
 
     def ship(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Ship this attempt's items to its address (both read from the orders table). The order's
-        status is written after this action by :func:`order_domain.outcomes.completed_by_ship` (decision 0024)."""
+        status is written after this action by :func:`order_domain.outcomes.completed_by_ship` (decision 0024).
+        The ship's intent is recorded first (decision 0028); one intended longer ago than the carrier keeps
+        keys is looked up first, and no record then is an unknown outcome (:class:`ProviderForgot`)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        item = self.orders.step_item(order_id, attempt)
+        item = intents.record(self.orders, order_id, attempt, SHIP, intents.FORWARD_STAGES[SHIP])
         order = dict(item["order"])
         key = business_key(order_id, SHIP, attempt)
         if recorded(item, OrderStatus.SHIPPED, attempt):
@@ -32,6 +36,8 @@ class ShippingService:
             # never ship again, the carrier may have forgotten the key. Its answer by lookup, else ours.
             found = self.carrier.find_shipment(key)
             return {"status": SHIPPED, "tracking_id": found.tracking_id if found is not None else None}
+        if intents.unverifiable(item, SHIP, attempt) and self.carrier.find_shipment(key) is None:
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} shipped before the key window; no record now")
         result = self.carrier.ship(
             key,
             order_id=order_id,
@@ -53,19 +59,23 @@ class ShippingService:
 
         An order the table does not know was never shipped (ShipOrder refuses unknown orders before
         calling the carrier): nothing to undo, and no carrier call. A terminal order or a replaced
-        attempt is left alone; a ship still in flight is waited for (transient); a shipment we
-        recorded that the carrier forgot parks the order (:class:`ProviderForgot`).
+        attempt is left alone (computed again on every call: never cached); a ship still in flight is
+        waited for (transient); a shipment we recorded, or a ship intended before the carrier's key
+        window (decision 0028), that the carrier no longer knows parks the order (:class:`ProviderForgot`):
+        the parcel may be out, and the definition refunds nothing after a failed cancel.
         """
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        order = self.orders.find(order_id)
+        if self.orders.find(order_id) is None:
+            raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order"})
+        order = intents.compensation_intent(self.orders, order_id, attempt, payload, CANCEL)
         if order is None:
-            return {"status": "nothing_to_undo", "reason": "unknown order"}
-        if compensating(self.orders, order_id, attempt, payload) == "stale":
-            return {"status": "stale"}  # terminal (e.g. COMPLETED) or replaced: never recall it, whoever asks
+            raise UncachedAnswer({"status": "stale"})  # terminal, replaced or parked: never recall it, whoever asks
         key = business_key(order_id, SHIP, attempt)
         found = self.carrier.find_shipment(key)  # in flight -> ProviderInFlight: retried, then parked
-        if found is None and recorded(order, OrderStatus.SHIPPED, attempt):
-            raise ProviderForgot(f"order {order_id}: attempt {attempt} shipped but the carrier has no record")
+        if found is None and (
+            recorded(order, OrderStatus.SHIPPED, attempt) or intents.unverifiable(order, SHIP, attempt)
+        ):
+            raise ProviderForgot(f"order {order_id}: attempt {attempt} may have shipped; the carrier has no record")
         if found is not None and found.status in (REJECTED, CANCELLED):
             return {"status": "nothing_to_undo", "shipment": found.status}
         result = self.carrier.cancel_shipment(key, cancel_key=business_key(order_id, CANCEL, attempt))

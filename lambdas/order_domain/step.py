@@ -139,6 +139,7 @@ def build_step_handler(
     action_factory: Callable[[S], StepAction],
     settings: type[S] | None = None,
     record_factory: Callable[[S], OutcomeRecorder] | None = None,
+    preempt: Callable[[Any], None] | None = None,
 ) -> Handler:
     """Create a Lambda handler for one saga step.
 
@@ -148,6 +149,8 @@ def build_step_handler(
     per ``<order>#<operation>#attempt-N`` (finalize steps: ``<operation>-<outcome>``).
     ``record_factory`` builds the step's own outcome write, run after the action on every
     invocation (:func:`lambda_resilience.step.step_handler`'s ``record``; decision 0024).
+    ``preempt``: checked before the idempotency record, its failures counted like the step's
+    (:func:`lambda_resilience.step.step_handler`).
     """
     loaded = load(settings) if settings is not None else _orders_only()
     logger = get_logger()
@@ -162,4 +165,5 @@ def build_step_handler(
         metrics=metrics,
         describe=_order_id_of,
         record=record_factory(loaded) if record_factory is not None else None,
+        preempt=preempt,
     )

@@ -7,8 +7,8 @@ nothing), so the sweeper lists the state machine's RUNNING executions once per s
 filters by status on the server) and leaves alone any order one of them belongs to. Each other
 stuck order, under its own correlation ID, is
 
-- **finished** if it is SHIPPED and the providers say the charge is captured (not refunded) and the
-  shipment is live: COMPLETED, with a conditional write;
+- **finished** if it is SHIPPED (or PAYMENT_CHARGED with a ship intent: decision 0028) and the providers say the
+  charge is captured (not refunded) and the shipment is live: COMPLETED, with a conditional write;
 - otherwise **parked**: a needs-attention message (source ``sweeper``), then NEEDS_ATTENTION with a
   conditional write. Announce first, as the saga's park does: a lost message is the one outcome
   that must not happen, a duplicate is harmless.
@@ -43,7 +43,7 @@ from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.idempotency import business_key
-from order_domain import clock, lease
+from order_domain import clock, intents, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import AUTHORIZED, CAPTURED, SHIPPED, Carrier, PaymentProvider
@@ -232,8 +232,8 @@ class Sweeper:
             self.logger.info("order is leased to another actor: left alone", extra={"order_id": order_id})
             return
         why = f"stuck in {status.value} for more than {self.stuck_after_seconds} s with no execution running"
-        if status == OrderStatus.SHIPPED:
-            findings = self._completed_findings(order_id, attempt)
+        if status == OrderStatus.SHIPPED or intents.ship_unrecorded(item, attempt):
+            findings = self._completed_findings(order_id, attempt, item)
             if not findings:
                 self._move(item, OrderStatus.COMPLETED, result.finished, result)
                 return
@@ -255,12 +255,14 @@ class Sweeper:
         assert to in TRANSITIONS[status], f"{status} -> {to}"
         attempt = int(item.get("payment_attempt", 1))
         now = clock.iso()
+        shipped = (status, to) == (OrderStatus.PAYMENT_CHARGED, OrderStatus.COMPLETED)  # SHIPPED too, as ShipOrder's
+        moves = [OrderStatus.SHIPPED, to] if shipped else [to]
         values: dict[str, Any] = {
             ":to": to.value,
             ":from": status.value,
             ":now": now,
             ":seen": item["updated_at"],
-            ":entry": [{"status": to.value, "at": now, "attempt": attempt, "by": "sweeper"}],
+            ":entry": [{"status": s.value, "at": now, "attempt": attempt, "by": "sweeper"} for s in moves],
             ":attempt": attempt,
         }
         update = "SET #s = :to, updated_at = :now, history = list_append(history, :entry)"
@@ -294,15 +296,17 @@ class Sweeper:
 
     # -- provider records ---------------------------------------------------------------------------
 
-    def _completed_findings(self, order_id: str, attempt: int) -> list[str]:
-        """What disagrees with a COMPLETED order at the providers (empty: captured and shipped)."""
+    def _completed_findings(self, order_id: str, attempt: int, item: dict[str, Any] | None = None) -> list[str]:
+        """What disagrees with a COMPLETED order at the providers (empty: captured and shipped; ``item``: intents)."""
         findings = []
         charge = self.payments.find_charge(business_key(order_id, CHARGE, attempt))
         if charge is None or charge.status != CAPTURED or charge.refunded:
             seen = "none" if charge is None else f"{charge.status}{', refunded' if charge.refunded else ''}"
             findings.append(f"no capture (charge: {seen})")
         shipment = self.carrier.find_shipment(business_key(order_id, SHIP, attempt))
-        if shipment is None or shipment.status != SHIPPED:
+        if shipment is None and item is not None and intents.unverifiable(item, SHIP, attempt):
+            findings.append(intents.UNKNOWN_SHIPMENT)
+        elif shipment is None or shipment.status != SHIPPED:
             findings.append(f"no live shipment (shipment: {'none' if shipment is None else shipment.status})")
         return findings
 

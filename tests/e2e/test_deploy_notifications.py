@@ -1,5 +1,5 @@
 """No notification from a deploy: the dev template deployed on the emulator, its alarms evaluated for
-a quarter of an hour with no traffic, sends nothing to either topic (decision 0029).
+a quarter of an hour with no traffic, sends nothing to either topic (decision 0030).
 
 A deploy creates every alarm in INSUFFICIENT_DATA and each moves to OK at its first evaluation
 (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html): with OK

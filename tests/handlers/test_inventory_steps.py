@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
 from lambda_resilience.exceptions import TransientStepError
-from order_domain.errors import InsufficientStock, InvalidTransition
+from order_domain.errors import InsufficientStock, StaleAttempt
 from order_domain.status import OrderStatus
 from tests.handlers.conftest import invoke_json, present
 
@@ -167,9 +167,9 @@ def test_release_when_nothing_reserved_writes_tombstone_and_blocks_a_late_reserv
     assert tombstone["status"] == "RELEASED"
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value
 
-    with pytest.raises(InvalidTransition) as raised:
-        reserve(event, lambda_context)  # the late (e.g. timed-out, then retried) reserve
-    assert type(raised.value).__name__ == "InvalidTransition"
+    with pytest.raises(StaleAttempt) as raised:
+        reserve(event, lambda_context)  # a late reserve: refused by its stage first, the tombstone behind
+    assert type(raised.value).__name__ == "StaleAttempt"
     assert inventory.available("SKU-A") == 10
     assert inventory.available("SKU-B") == 3
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING.value

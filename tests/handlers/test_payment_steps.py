@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 import lambda_resilience.aws as aws_clients
 from lambda_resilience.exceptions import TransientStepError
-from order_domain.errors import PaymentDeclined, PaymentIncomplete
+from order_domain.errors import PaymentDeclined, PaymentIncomplete, StaleAttempt
 from order_domain.model import order_total_cents
 from order_domain.status import OrderStatus
 from tests.handlers.conftest import present
@@ -235,15 +235,18 @@ def test_refund_when_never_charged_late_charge_request_is_answered_cancelled(
     assert [op["status"] for op in ledger.ops("payment") if op["action"] == "charge"] == ["cancelled"]
 
 
-def test_refund_when_never_charged_late_charge_step_is_declined_and_moves_no_money(
+def test_refund_when_never_charged_late_charge_step_is_refused_and_moves_no_money(
     charge, refund, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, logs
 ):
+    """The late charge step meets a COMPENSATING order: refused by its stage before any provider call
+    (issue 40); had it passed its stage check first, the cancelled key would decline it at the provider
+    (test_refund_when_never_charged_late_charge_request_is_answered_cancelled)."""
     order = order_factory()
     seed_order(order, OrderStatus.INVENTORY_RESERVED)
     event = saga_input(order, "cid-late-step")
     refund(event, lambda_context)
 
-    with pytest.raises(PaymentDeclined, match="cancelled"):
+    with pytest.raises(StaleAttempt, match="COMPENSATING"):
         charge(event, lambda_context)
 
     assert [op["status"] for op in ledger.ops("payment") if op["action"] == "charge"] == ["cancelled"]

@@ -140,3 +140,23 @@ def test_repair_route_reserve_runs_normally_without_a_boolean_true(
     seed_order(order)
     result = reserve({**saga_input(order, "cid-repair-flag"), "compensate": flag}, lambda_context)
     assert result["status"] == "reserved"
+
+
+def test_repair_route_reserve_compensation_request_is_counted_as_expected_not_paged(
+    load, order_factory, saga_input, seed_order, inventory: Inventory, lambda_context, logs: LogCapture
+):
+    """Issue 41 "a repair that pages": the function's errors alarm pages on ``Errors - ExpectedErrors``;
+    the operator's request is a routing outcome, so it goes through the middleware's accounting
+    (``ExpectedErrors`` 1, a failure line with its category, under the correlation ID)."""
+    from order_domain.saga_start import CompensationRequested
+
+    inventory.seed(**{"SKU-A": 5, "SKU-B": 5})
+    order = order_factory()
+    seed_order(order)
+    with pytest.raises(CompensationRequested):
+        load("reserve_inventory")({**saga_input(order, "cid-repair-expected"), "compensate": True}, lambda_context)
+
+    assert logs.metric_total("ExpectedErrors") == 1
+    (line,) = logs.find("reserve-inventory failed")
+    assert (line["error_type"], line["correlation_id"]) == ("CompensationRequested", "cid-repair-expected")
+    logs.assert_correlated()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+import lambda_resilience.aws as aws_clients
 import order_domain.env as env_names
 from lambda_resilience.exceptions import ConfigurationError
-from order_domain.errors import ShipmentNotCancellable, ShippingUnavailable
+from order_domain.errors import ShipmentNotCancellable, ShippingUnavailable, StaleAttempt
+from order_domain.providers import LambdaCarrier
 from order_domain.status import OrderStatus
 
 from .conftest import (
+    CARRIER_FUNCTION,
     Died,
     IdempotencyView,
     Inventory,
@@ -322,8 +325,13 @@ def test_cancel_shipment_with_nothing_shipped_cancels_the_key_so_a_late_ship_is_
     seed_order(order, OrderStatus.PAYMENT_CHARGED)
 
     assert cancel(saga_input(order), lambda_context) == {"status": "cancelled", "shipment": "not_found"}
-    with pytest.raises(ShippingUnavailable):  # the ship request arrives late: the carrier refuses it
+    with pytest.raises(StaleAttempt):  # the ship step arrives late: refused by its stage (COMPENSATING)
         ship(saga_input(order), lambda_context)
+    late = LambdaCarrier(CARRIER_FUNCTION, client=aws_clients.client("lambda"))  # a request already on its way
+    assert (
+        late.ship(f"{order['order_id']}#ship-order#attempt-1", order_id=order["order_id"], address={}, items=[]).status
+        == "cancelled"
+    )
     (op,) = ledger.ops("carrier")
     assert op["status"] == "cancelled"
 

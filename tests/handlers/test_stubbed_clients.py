@@ -163,6 +163,7 @@ def test_orders_create_puts_only_if_absent(dynamodb, fixed_clock):
         "updated_at": NOW,
         "history": [{"status": "RECEIVED", "at": NOW, "attempt": 1}],
         "attempts": [{"attempt": 1, "received_at": NOW, "correlation_id": "cid-1"}],
+        "intents": {},
     }
     stubber.add_response(
         "put_item",

@@ -251,3 +251,30 @@ def test_idempotency_every_log_line_has_correlation_id(
             run(command(amount=5), lambda_context)
     lines = observed.logs()
     assert lines and all(line.get("correlation_id") == "cid-logs" for line in lines)
+
+
+def test_idempotency_uncached_answer_is_returned_and_never_stored(
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext
+) -> None:
+    """An answer of the moment (a compensation's "stale") is computed again on every call, so a later
+    call with the same key runs the operation for real (decision 0028)."""
+    from lambda_resilience.exceptions import UncachedAnswer
+
+    calls: list[str] = []
+
+    def compensate(command: dict[str, Any]) -> dict[str, Any]:
+        calls.append("run")
+        if len(calls) == 1:
+            raise UncachedAnswer({"status": "stale"})
+        return {"status": "refunded"}
+
+    run = IdempotentOperation(idempotency_table, ttl_seconds=TTL, logger=observed.logger)(compensate)
+    with correlation_scope(observed.logger, "cid-moment"):
+        first = run(command(), lambda_context)
+        key = command()["idempotency_key"]
+        stored_after_first = boto3.client("dynamodb").get_item(TableName=idempotency_table, Key={"id": {"S": key}})
+        second = run(command(), lambda_context)
+        third = run(command(), lambda_context)
+
+    assert first == {"status": "stale"} and "Item" not in stored_after_first
+    assert second == third == {"status": "refunded"} and calls == ["run", "run"]

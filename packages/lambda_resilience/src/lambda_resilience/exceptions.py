@@ -8,7 +8,7 @@ step handlers treat them correctly without knowing them.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 Category = Literal["transient", "permanent", "unknown"]
 TRANSIENT: Category = "transient"
@@ -77,3 +77,18 @@ class UnknownStepError(ResilienceError):
     """The error name workflow steps raise for unexpected failures (a bug?): retried, then compensated."""
 
     category: ClassVar[Category] = UNKNOWN
+
+
+class UncachedAnswer(Exception):  # an answer, not an error: never classified, never logged as a failure
+    """Raised by an idempotent operation to answer ``result`` without storing it under the key.
+
+    An idempotency record holds an effect's outcome. An answer that depends on the moment (a
+    compensation that does nothing because of the order's status right now: "stale") must be computed
+    again on every call, or a later, legitimate call with the same key (an operator's repair, a Step
+    Functions Redrive) replays a no-op. :class:`~lambda_resilience.idempotency.IdempotentOperation`
+    returns ``result`` to its caller; Powertools deletes the in-progress record, as for any exception
+    (docs/decisions/0028)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__("an answer of the moment: returned, not stored")
+        self.result = result

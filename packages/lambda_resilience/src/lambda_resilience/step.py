@@ -74,6 +74,7 @@ def step_handler(
     metrics: Metrics | None = None,
     describe: Callable[[Any], Mapping[str, Any]] = lambda event: {},
     record: OutcomeRecorder | None = None,
+    preempt: Callable[[Any], None] | None = None,
 ) -> Handler:
     """A Lambda handler running ``action`` at most once per ``parse(event).idempotency_key``.
 
@@ -88,6 +89,8 @@ def step_handler(
     ``metrics``: where the failure counts go (flushed after each invocation); default a Powertools
     ``Metrics`` of the function's environment (``POWERTOOLS_METRICS_NAMESPACE``, ``POWERTOOLS_SERVICE_NAME``,
     both required: :class:`ConfigurationError` when the handler is built without them).
+    ``preempt(event)``: runs before ``parse`` and the idempotency record; what it raises counts as the
+    step's failure (a :class:`BusinessOutcome` routing the workflow elsewhere: expected, never paged).
     """
     metrics = metrics if metrics is not None else default_metrics()
 
@@ -109,6 +112,8 @@ def step_handler(
             ),
         ):
             try:
+                if preempt is not None:
+                    preempt(event)
                 step = parse(event)
                 logger.info(f"{operation} started", extra=dict(step.fields))
                 command = {"idempotency_key": step.idempotency_key, "payload": step.payload, "extra": step.extra}

@@ -8,7 +8,9 @@ expiry from the Lambda's remaining time, cached responses, payload validation, T
 - a key reused with a different payload raises :class:`PayloadMismatch`, logged with both hashes;
 - the in-progress expiry clamped to ``[floor, ceiling]`` (through the public
   ``IdempotencyConfig.register_lambda_context``: Powertools reads the remaining time from it);
-- a metric and a log line for every duplicate suppressed (``response_hook``) and every takeover.
+- a metric and a log line for every duplicate suppressed (``response_hook``) and every takeover;
+- an answer that depends on the moment (:class:`~lambda_resilience.exceptions.UncachedAnswer`) is
+  returned and never stored: only effects' outcomes are cached.
 
 The persistence layer and its DynamoDB client are built on the first call, not at import.
 """
@@ -29,7 +31,13 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from lambda_resilience.correlation import current_correlation_id
-from lambda_resilience.exceptions import ConfigurationError, MissingIdempotencyKey, OperationInProgress, PayloadMismatch
+from lambda_resilience.exceptions import (
+    ConfigurationError,
+    MissingIdempotencyKey,
+    OperationInProgress,
+    PayloadMismatch,
+    UncachedAnswer,
+)
 from lambda_resilience.idempotency.config import KEY_FIELD, PAYLOAD_FIELD, InProgressExpiry
 
 if TYPE_CHECKING:
@@ -176,6 +184,8 @@ class IdempotentOperation:
             token = _invocation.set(context)
             try:
                 return guarded(command=command)
+            except UncachedAnswer as answer:  # Powertools deleted the record: the next call computes it again
+                return answer.result
             except IdempotencyKeyError as exc:
                 raise MissingIdempotencyKey(str(exc)) from exc
             except IdempotencyValidationError as exc:
