@@ -14,6 +14,10 @@ from constructs import Construct
 
 #: Period of the function alarms (one evaluation period: any unexpected error in a minute pages within it).
 FUNCTION_ALARM_PERIOD = Duration.minutes(1)
+# No alarm of this library notifies on OK: ``PutMetricAlarm`` creates an alarm in INSUFFICIENT_DATA, "the
+# alarm is then evaluated and its state is set appropriately. Any actions associated with the new state are then
+# executed" (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html): every
+# deploy that creates alarms would send one OK notification per alarm. An incident's start is its notification.
 #: The middleware's EMF count of failed invocations a workflow handles by design
 #: (``lambda_resilience.step.EXPECTED_ERRORS_METRIC``; the product does not import the middleware here).
 EXPECTED_ERRORS_METRIC = "ExpectedErrors"
@@ -23,7 +27,9 @@ def first_occurrence_alarm(
     scope: Construct, construct_id: str, metric: cloudwatch.IMetric, description: str, topic: sns.ITopic
 ) -> cloudwatch.Alarm:
     """An alarm on ``metric > 0`` over one period (the metric's own), missing data not breaching,
-    ALARM and OK actions on ``topic``: what ``ResilienceChecks`` requires of a failure alarm."""
+    an ALARM action on ``topic``: what ``ResilienceChecks`` requires of a failure alarm.
+
+    No OK action (see the note at the top of this module)."""
     alarm = cloudwatch.Alarm(
         scope,
         construct_id,
@@ -35,7 +41,6 @@ def first_occurrence_alarm(
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
     )
     alarm.add_alarm_action(cw_actions.SnsAction(topic))
-    alarm.add_ok_action(cw_actions.SnsAction(topic))
     return alarm
 
 
@@ -70,7 +75,7 @@ class FunctionAlarmsProps:
 
     Attributes:
         function: the function to watch: any ``lambda_.IFunction`` (e.g. ``Function.from_function_arn``).
-        alarm_topic: SNS topic (new or existing) notified on ALARM and OK.
+        alarm_topic: SNS topic (new or existing) notified on ALARM.
         errors_description: what an error of this function means; default
             ``"<function name>: invocations failed"``.
         alarm_on_throttles: also alarm on ``Throttles``; default False.
@@ -170,7 +175,7 @@ class TransientShareAlarmProps:
             (1..5); its ``TransientFailures`` (the step middleware's EMF count, dimension ``service``)
             and its ``AWS/Lambda Invocations`` are summed.
         namespace: the functions' metric namespace.
-        alarm_topic: notified on ALARM and OK.
+        alarm_topic: notified on ALARM.
         description: what an outage of those functions' dependency means.
         share: pages when transient failures exceed this share of the invocations; default 0.5.
         floor: ... plus this many (a quiet minute's one or two retried failures never page); default 5.
@@ -239,4 +244,3 @@ class TransientShareAlarm(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
-        self.alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))

@@ -177,7 +177,7 @@ class PipelineFunction(Construct):
     With ``alarm_topic``: an alarm on its unexpected errors (``Errors - ExpectedErrors`` > 0 in 1 minute,
     one evaluation period, missing data not breaching: business outcomes the middleware counts as
     expected never page) and, with ``alarm_on_throttles``, a ``Throttles`` alarm of the same shape,
-    each notifying the topic on ALARM and OK.
+    each notifying the topic on ALARM.
 
     Attributes:
         function: the ``lambda_.Function``.

@@ -59,7 +59,7 @@ class ResilientQueueProps:
     """Props for :class:`ResilientQueue`.
 
     Attributes:
-        alarm_topic: SNS topic (new or existing) the alarms notify on ALARM and OK.
+        alarm_topic: SNS topic (new or existing) the alarms notify on ALARM (never on OK: a deploy would).
         existing_queue: use this queue instead of creating one; it must already redrive to
             ``existing_dead_letter_queue`` (required with it), which gets the alarm. The 6x
             visibility rule cannot be checked on an imported queue (``ResilienceChecks`` still
@@ -220,7 +220,7 @@ class ResilientQueue(Construct):
     Queues created here use SQS-managed SSE and deny non-TLS access (``queue_props`` may change
     other options, never these). The alarm fires when the DLQ has any visible message in a
     1-minute period (Maximum > 0, 1 evaluation period, missing data not breaching) and notifies
-    ``alarm_topic`` on ALARM and OK. The event source reports partial batch failures.
+    ``alarm_topic`` on ALARM. The event source reports partial batch failures.
 
     Attributes:
         queue: the source queue (created, or ``existing_queue``).
@@ -332,8 +332,7 @@ class ResilientQueue(Construct):
             evaluation_periods=1,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
-        alarm.add_ok_action(cw_actions.SnsAction(props.alarm_topic))
+        alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))  # no OK action (constructs_lib/alarms.py)
         return alarm
 
     def _arrivals_alarms(self, construct_id: str, props: ResilientQueueProps) -> None:

@@ -1,25 +1,34 @@
-"""The smoke's alarm checks: the stack's alarms (those whose actions name its alarm topic) in ALARM before and
-after the run, and those that went to ALARM and cleared in between (alarm history)."""
+"""The smoke's alarm checks: the stack's alarms (those whose actions name its page or ticket topic) in ALARM
+before and after the run, and those that went to ALARM and cleared in between (alarm history)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from ops.smoke_model import POLL_SECONDS, SmokeRun
+
+#: The stack's outputs naming its alarm topics: page (AlarmTopicArn) and ticket (TicketTopicArn).
+TOPIC_OUTPUTS = ("AlarmTopicArn", "TicketTopicArn")
 
 
 class SmokeAlarms(SmokeRun):
     """What the smoke reads of the stack's alarms."""
 
+    def _ours(self, alarm: Mapping[str, Any]) -> bool:
+        """An alarm acting on one of the stack's topics (every alarm when the stack names none)."""
+        topics = {self.target.outputs[k] for k in TOPIC_OUTPUTS if self.target.outputs.get(k)}
+        return not topics or bool(topics & set(alarm.get("AlarmActions", [])))
+
     def alarms_in_alarm(self) -> set[str]:
-        """Names of the stack's alarms (actions to its alarm topic) now in ALARM."""
-        topic = self.target.outputs.get("AlarmTopicArn")
+        """Names of the stack's alarms (actions to its topics) now in ALARM."""
         names = set()
         paginator = self.target.client("cloudwatch").get_paginator("describe_alarms")
         for page in paginator.paginate(StateValue="ALARM"):
             for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", []):
-                if topic is None or topic in alarm.get("AlarmActions", []):
+                if self._ours(alarm):
                     names.add(alarm["AlarmName"])
         return names
 
@@ -42,11 +51,10 @@ class SmokeAlarms(SmokeRun):
         return names & topic_alarms if topic_alarms else names
 
     def _stack_alarm_names(self) -> set[str]:
-        topic = self.target.outputs.get("AlarmTopicArn")
         names = set()
         for page in self.target.client("cloudwatch").get_paginator("describe_alarms").paginate():
             for alarm in page.get("MetricAlarms", []) + page.get("CompositeAlarms", []):
-                if topic is None or topic in alarm.get("AlarmActions", []):
+                if self._ours(alarm):
                     names.add(alarm["AlarmName"])
         return names
 

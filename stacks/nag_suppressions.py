@@ -52,7 +52,7 @@ SCHEDULE_TARGET_DLQ = (
 )
 ALARM_EMAIL_DLQ = (
     "Serverless::Serverless-SNSRedrivePolicy",
-    "The e-mail subscription of the alarm topic: an undeliverable notification has nothing to "
+    "The e-mail subscription of an alarm topic (page or ticket): an undeliverable notification has nothing to "
     "redrive, the alarm's state stays in CloudWatch and on the dashboard, and the alarm notifies "
     "again on its next transition.",
 )
@@ -170,8 +170,9 @@ def apply_suppressions(stack: OrderPipelineStack) -> None:
     if stack.orders_queue.event_source is not None:
         _acknowledge([stack.intake.function], SQS_SOURCE_ON_FAILURE)
     _acknowledge([stack.sweep_rule, stack.replay_schedule, stack.replay_on_alarm], SCHEDULE_TARGET_DLQ)
-    if stack.alarm_subscription is not None:
-        _acknowledge([stack.alarm_subscription], ALARM_EMAIL_DLQ)
+    subscriptions = [s for s in (stack.alarm_subscription, stack.ticket_subscription) if s is not None]
+    if subscriptions:
+        _acknowledge(subscriptions, ALARM_EMAIL_DLQ)
     if stack.data_key is None:  # dev: AWS-owned keys by design
         _acknowledge(
             [

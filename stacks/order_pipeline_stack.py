@@ -31,7 +31,7 @@ from order_domain.settings.intake import start_delay_budget_seconds
 from stacks.order_constructs.alerting import Alerting, AlertingProps
 from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
-from stacks.order_constructs.functions import LAMBDAS_DIR, METRICS_NAMESPACE, STEP_TIMEOUT, OrderFunctionDefaults
+from stacks.order_constructs.functions import LAMBDAS_DIR, STEP_TIMEOUT, OrderFunctionDefaults, metrics_namespace
 from stacks.order_constructs.intake import INTAKE_TIMEOUT, OrderIntake, OrderIntakeProps
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 from stacks.order_constructs.log_queries import TraceQuery
@@ -44,13 +44,13 @@ from stacks.order_constructs.needs_attention import NeedsAttention, NeedsAttenti
 from stacks.order_constructs.order_saga import OrderSaga, OrderSagaProps
 from stacks.order_constructs.providers import OrderProviders, OrderProvidersProps
 from stacks.order_constructs.replay import DlqReplay, DlqReplayProps
+from stacks.order_constructs.runbooks import Severity, route_alarms
 from stacks.order_constructs.stage import StageConfig
 from stacks.order_constructs.steps import SagaSteps, SagaStepsProps
 from stacks.order_constructs.sweeper import StuckOrderSweeper, StuckOrderSweeperProps
 
 __all__ = [
     "LAMBDAS_DIR",
-    "METRICS_NAMESPACE",
     "ORDERS_QUEUE_MAX_MESSAGE_BYTES",
     "ORDER_ATTRIBUTES_ALLOWANCE_BYTES",
     "ORDER_BODY_MAX_BYTES",
@@ -70,13 +70,15 @@ class OrderPipelineStack(StableLogicalIdStack):
     def __init__(self, scope: Construct, construct_id: str, *, stage: StageConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.stage = stage
+        self.metrics_namespace = metrics_namespace(stage.name)
         self.monitoring = Monitoring(
-            self, "Monitoring", props=MonitoringProps(metrics_namespace=METRICS_NAMESPACE, titles=DASHBOARD_TITLES)
+            self, "Monitoring", props=MonitoringProps(metrics_namespace=self.metrics_namespace, titles=DASHBOARD_TITLES)
         )
         alerting = Alerting(
             self, "Alerting", props=AlertingProps(removal_policy=stage.removal_policy, alarm_email=stage.alarm_email)
         )
         self.alarm_topic, self.alarm_subscription = alerting.topic, alerting.subscription
+        self.ticket_topic, self.ticket_subscription = alerting.ticket_topic, alerting.ticket_subscription
         self._data(stage)
         self.layers = OrderLayers(
             self, "Layers", props=OrderLayersProps(with_sandbox=stage.uses_sandbox, otel_layer_arn=stage.otel_layer_arn)
@@ -88,6 +90,7 @@ class OrderPipelineStack(StableLogicalIdStack):
             removal_policy=stage.removal_policy,
             log_retention=stage.log_retention,
             log_encryption_key=self.data_key,
+            metrics_namespace=self.metrics_namespace,
         )
         self._providers(stage, defaults)
         self.needs_attention = NeedsAttention(
@@ -99,6 +102,8 @@ class OrderPipelineStack(StableLogicalIdStack):
         self._edges(stage, defaults)
         self._api(stage)
         self.dashboard = self.monitoring.build_dashboard()
+        topics = {Severity.PAGE: self.alarm_topic, Severity.TICKET: self.ticket_topic}
+        self.runbooks = route_alarms(self, stage.runbook_base_url, topics)
         self._outputs()
 
     def _data(self, stage: StageConfig) -> None:
@@ -267,4 +272,5 @@ class OrderPipelineStack(StableLogicalIdStack):
         if self.ledger_table is not None:
             CfnOutput(self, "LedgerTableName", value=self.ledger_table.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
+        CfnOutput(self, "TicketTopicArn", value=self.ticket_topic.topic_arn)
         CfnOutput(self, "OrderApiUrl", value=self.order_api.api.url)

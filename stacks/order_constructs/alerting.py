@@ -1,4 +1,5 @@
-"""The alarm topic every alarm notifies: encrypted with its own customer-managed key."""
+"""The two alarm topics (``page``: wake someone; ``ticket``: working hours), encrypted with their own
+customer-managed key; each alarm notifies the one of its severity (``stacks/order_constructs/runbooks.py``)."""
 
 from __future__ import annotations
 
@@ -53,9 +54,12 @@ class Alerting(TransparentScope):
     :class:`constructs_lib.checks.ResilienceChecks` proves every alarm action deliverable at synth.
 
     Attributes:
-        topic_key: the topic's key.
-        topic: the alarm topic.
-        subscription: the e-mail subscription, or None.
+        topic_key: the topics' key.
+        topic: the page topic (logical ID ``AlarmTopic``, output ``AlarmTopicArn``): alarms of severity page.
+        ticket_topic: the ticket topic (output ``TicketTopicArn``): alarms of severity ticket.
+        subscription, ticket_subscription: the e-mail subscriptions of ``alarm_email``, or None. The same
+            address on both: the subject (the alarm's name) and the description's ``[page]``/``[ticket]``
+            tell them apart; point an incident-management endpoint at the page topic only.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: AlertingProps) -> None:
@@ -71,16 +75,24 @@ class Alerting(TransparentScope):
                 conditions=cloudwatch_alarm_conditions(),
             )
         )
-        self.topic = sns.Topic(self, "AlarmTopic", master_key=self.topic_key, enforce_ssl=True)
-        self.topic.add_to_resource_policy(
+        self.topic = self._topic("AlarmTopic")
+        self.ticket_topic = self._topic("TicketTopic")
+        self.subscription: sns.Subscription | None = None
+        self.ticket_subscription: sns.Subscription | None = None
+        if props.alarm_email:
+            self.subscription = self.topic.add_subscription(subs.EmailSubscription(props.alarm_email))
+            self.ticket_subscription = self.ticket_topic.add_subscription(subs.EmailSubscription(props.alarm_email))
+
+    def _topic(self, construct_id: str) -> sns.Topic:
+        """A topic under the key, TLS only, that CloudWatch may publish to for this account's alarms."""
+        topic = sns.Topic(self, construct_id, master_key=self.topic_key, enforce_ssl=True)
+        topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
-                principals=[cloudwatch],
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["sns:Publish"],
-                resources=[self.topic.topic_arn],
+                resources=[topic.topic_arn],
                 conditions=cloudwatch_alarm_conditions(),
             )
         )
-        self.subscription: sns.Subscription | None = None
-        if props.alarm_email:
-            self.subscription = self.topic.add_subscription(subs.EmailSubscription(props.alarm_email))
+        return topic

@@ -23,8 +23,26 @@ from constructs_lib.function import PipelineFunction, PipelineFunctionProps
 from constructs_lib.monitoring import Monitoring
 
 LAMBDAS_DIR = Path(__file__).resolve().parents[2] / "lambdas"
-#: The app's metric namespace: POWERTOOLS_METRICS_NAMESPACE of every function, the dashboard, the alarms.
-METRICS_NAMESPACE = "OrderPipeline"
+#: The app's metric namespace, before its stage: see :func:`metrics_namespace`.
+METRICS_NAMESPACE_PREFIX = "OrderPipeline"
+
+
+def metrics_namespace(stage: str) -> str:
+    """``OrderPipeline/<stage>``: POWERTOOLS_METRICS_NAMESPACE of every function, and what the alarms
+    and the dashboard read.
+
+    Stage isolation: CloudWatch merges every datapoint with the same namespace, name and dimensions
+    whoever emitted it (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_concepts.html),
+    so a dev stack in prod's account and Region would feed prod's alarms. A stage-qualified namespace
+    rather than a ``stage`` dimension: the namespace is set once, at the edge (one environment variable
+    Powertools reads), so no emitter can forget it (a dimension is added by each ``Metrics`` instance,
+    and one that misses it publishes a key prod's alarms never read, or one dev and prod share); and
+    CloudWatch lists, graphs and bills each stage apart
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html:
+    the EMF ``Namespace`` of every line is POWERTOOLS_METRICS_NAMESPACE)."""
+    return f"{METRICS_NAMESPACE_PREFIX}/{stage}"
+
+
 #: The saga steps' timeout (the saga's execution budget reads it too).
 STEP_TIMEOUT = Duration.seconds(30)
 #: The name of AWS's OpenTelemetry Lambda layer (decision 0019).
@@ -63,6 +81,7 @@ class OrderFunctionDefaults:
         removal_policy: of the log groups.
         log_retention: of the log groups.
         log_encryption_key: customer-managed key of the log groups (prod), else None.
+        metrics_namespace: every function's POWERTOOLS_METRICS_NAMESPACE (:func:`metrics_namespace`).
     """
 
     layers: tuple[lambda_.ILayerVersion, ...]
@@ -71,6 +90,7 @@ class OrderFunctionDefaults:
     removal_policy: RemovalPolicy
     log_retention: logs.RetentionDays
     log_encryption_key: kms.IKey | None = None
+    metrics_namespace: str = metrics_namespace("dev")
 
     def create(
         self,
@@ -96,7 +116,7 @@ class OrderFunctionDefaults:
                 timeout=timeout,
                 layers=self.layers,
                 environment={**tracing_environment(self.layers), **environment},
-                metrics_namespace=METRICS_NAMESPACE,
+                metrics_namespace=self.metrics_namespace,
                 removal_policy=self.removal_policy,
                 log_retention=self.log_retention,
                 log_encryption_key=self.log_encryption_key,

@@ -223,7 +223,7 @@ class OrderSaga(Saga):
 
     Alarms (with ``alarm_topic``): ``ExecutionsFailed``, ``ExecutionsTimedOut``, ``ExecutionsAborted``
     and ``ExecutionThrottled`` > 0 (Sum over ``alarm_period``, one evaluation period, missing data not
-    breaching), each notifying the topic on ALARM and OK. A failed execution is an order parked as
+    breaching), each notifying the topic on ALARM. A failed execution is an order parked as
     NEEDS_ATTENTION or an input refused; a timed-out or aborted one is an order left half-done.
 
     Attributes (those of :class:`Saga`; a subclass, so the construct paths and logical IDs are

@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Node
 
 from constructs_lib.providers import ProviderEndpoint
+from stacks.order_constructs.runbooks import DEFAULT_RUNBOOK_BASE_URL, check_runbook_base_url
 
 __all__ = ["PROD_REQUIRED_KEYS", "PROVIDER_KEYS", "ProviderEndpoint", "StageConfig"]
 
@@ -102,6 +103,9 @@ class StageConfig:
             (``AWS::ApiGateway::Account``, one per account and Region; context ``api_account_log_role``,
             default false). Deploy exactly one stack per account and Region with it, or set the role
             outside CDK (decision 0018, "As built (issue 29)"); the stage's execution logging needs it.
+        runbook_base_url: where every alarm description's runbook link points (context
+            ``runbook_base_url``; default the repository-relative ``docs/runbooks/``; an https:// URL
+            or a relative path ending with ``/``; ``stacks/order_constructs/runbooks.py``).
 
     Rules (checked here, so ``cdk synth`` fails before building anything): a known stage; an
     ``https://`` URL with a host (dev may also point at ``http://127.0.0.1``: the local run); a
@@ -119,6 +123,7 @@ class StageConfig:
     intake_throttle_backoff: bool = True
     otel_layer_arn: str | None = None
     api_account_log_role: bool = False
+    runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
 
     def __post_init__(self) -> None:
         if self.name not in VALID_STAGES:
@@ -139,6 +144,7 @@ class StageConfig:
                 "(arn:aws:lambda:<region>:<account>:layer:AWSOpenTelemetryDistroPython:<version>), "
                 f"got {self.otel_layer_arn!r}"
             )
+        check_runbook_base_url(self.runbook_base_url)
         if self.is_prod:
             missing = [key for key in PROD_REQUIRED_KEYS if not getattr(self, key)]
             if missing:
@@ -246,4 +252,5 @@ class StageConfig:
             not in ("false", "0", "no", "off"),
             otel_layer_arn=text("otel_layer_arn"),
             api_account_log_role=(text("api_account_log_role") or "false").lower() in ("true", "1", "yes", "on"),
+            runbook_base_url=text("runbook_base_url") or DEFAULT_RUNBOOK_BASE_URL,
         )

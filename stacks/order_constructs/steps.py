@@ -18,7 +18,7 @@ import order_domain.env as env
 from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
 from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import TransparentScope
-from stacks.order_constructs.functions import METRICS_NAMESPACE, OrderFunctionDefaults
+from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, DDB_INVENTORY, DDB_ORDER_STEP, grant_items, grant_queue
 from stacks.order_constructs.providers import OrderProviders
 
@@ -100,7 +100,7 @@ class SagaSteps(TransparentScope):
             construct_id,
             props=TransientShareAlarmProps(
                 functions=tuple((f.function, service) for f, service in steps),
-                namespace=METRICS_NAMESPACE,
+                namespace=props.functions.metrics_namespace,
                 alarm_topic=props.functions.alarm_topic,
                 description=f"{provider} is failing: over half of its steps' invocations failed transiently in a "
                 "minute (retried, but orders stall and park)",

@@ -21,7 +21,7 @@ from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope, keep_rule_permission_id
 from stacks.order_constructs.data import BY_STATUS_INDEX
-from stacks.order_constructs.functions import METRICS_NAMESPACE, OrderFunctionDefaults
+from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_ORDER_STEP, grant_index_query, grant_items, grant_queue
 from stacks.order_constructs.providers import OrderProviders
 
@@ -45,10 +45,10 @@ DEFAULT_HEARTBEAT_WINDOW = Duration.minutes(10)
 
 
 def _sweeper_metric(
-    name: str, statistic: str, label: str | None = None, period: Duration = SWEEP_RATE
+    namespace: str, name: str, statistic: str, label: str | None = None, period: Duration = SWEEP_RATE
 ) -> cloudwatch.Metric:
     return cloudwatch.Metric(
-        namespace=METRICS_NAMESPACE,
+        namespace=namespace,
         metric_name=name,
         dimensions_map={"service": "sweeper"},
         statistic=statistic,
@@ -105,7 +105,7 @@ class StuckOrderSweeperProps:
 
 class StuckOrderSweeper(TransparentScope):
     """The sweeper function on a 5-minute schedule, its errors alarm (a failing sweeper reports no
-    stuck orders), the ``StuckOrders`` and ``SideEffectMismatches`` alarms (Maximum > 0 in 5 minutes),
+    stuck orders), the ``StuckOrders`` and ``SideEffectMismatches`` alarms (Maximum > 0 in two sweeps),
     and its dashboard graph; all registered on the monitoring facade.
 
     Attributes:
@@ -155,8 +155,9 @@ class StuckOrderSweeper(TransparentScope):
         props.providers.connect_carrier(self.function)
 
     def _alarms(self, props: StuckOrderSweeperProps) -> None:
-        topic = props.functions.alarm_topic
-        stuck = _sweeper_metric(STUCK_ORDERS_METRIC, "Maximum")
+        topic, ns = props.functions.alarm_topic, props.functions.metrics_namespace
+        window = props.heartbeat_window  # two sweeps: a 5-minute period fed by a 5-minute sweep may hold no run
+        stuck = _sweeper_metric(ns, STUCK_ORDERS_METRIC, "Maximum", period=window)
         self.stuck_alarm = first_occurrence_alarm(
             self,
             "StuckOrdersAlarm",
@@ -167,17 +168,16 @@ class StuckOrderSweeper(TransparentScope):
         self.mismatch_alarm = first_occurrence_alarm(
             self,
             "SideEffectMismatchAlarm",
-            _sweeper_metric(SIDE_EFFECT_MISMATCHES_METRIC, "Maximum"),
+            _sweeper_metric(ns, SIDE_EFFECT_MISMATCHES_METRIC, "Maximum", period=window),
             "a COMPLETED or COMPENSATED order whose provider records disagree (see the needs-attention queue)",
             topic,
         )
-        window = props.heartbeat_window
         self.heartbeat_alarm = cloudwatch.Alarm(
             self,
             "SweeperHeartbeatAlarm",
             alarm_description=f"the stuck-order sweeper has not run in {int(window.to_minutes())} minutes "
             "(stuck and parked orders go unreported)",
-            metric=_sweeper_metric(SWEEPER_RUNS_METRIC, "Sum", period=window),
+            metric=_sweeper_metric(ns, SWEEPER_RUNS_METRIC, "Sum", period=window),
             threshold=1,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=1,
@@ -185,18 +185,14 @@ class StuckOrderSweeper(TransparentScope):
             # without a run moves OK -> INSUFFICIENT_DATA, and that transition pages (docs/decisions/0023).
             treat_missing_data=cloudwatch.TreatMissingData.MISSING,
         )
-        for add in (
-            self.heartbeat_alarm.add_insufficient_data_action,
-            self.heartbeat_alarm.add_alarm_action,
-            self.heartbeat_alarm.add_ok_action,
-        ):
+        for add in (self.heartbeat_alarm.add_insufficient_data_action, self.heartbeat_alarm.add_alarm_action):
             add(cw_actions.SnsAction(topic))
         self.parked_alarm = first_occurrence_alarm(
             self,
             "ParkedOrdersAlarm",
-            _sweeper_metric(PARKED_ORDERS_METRIC, "Maximum", period=window),
-            "orders parked in NEEDS_ATTENTION (announced for as long as they are parked; see the needs-attention "
-            "queue or ops orders)",
+            _sweeper_metric(ns, PARKED_ORDERS_METRIC, "Maximum", period=window),
+            "orders parked in NEEDS_ATTENTION (announced for as long as they are parked; each is a message on the "
+            "needs-attention queue, naming the order)",
             topic,
         )
         monitoring = props.functions.monitoring
@@ -206,9 +202,9 @@ class StuckOrderSweeper(TransparentScope):
                 "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",
                 [
                     stuck.with_(label="Stuck orders"),
-                    _sweeper_metric("StuckOrdersFinished", "Sum", "Finished (COMPLETED)"),
-                    _sweeper_metric("StuckOrdersParked", "Sum", "Parked (NEEDS_ATTENTION)"),
-                    _sweeper_metric(SIDE_EFFECT_MISMATCHES_METRIC, "Sum", "Side-effect mismatches"),
+                    _sweeper_metric(ns, "StuckOrdersFinished", "Sum", "Finished (COMPLETED)"),
+                    _sweeper_metric(ns, "StuckOrdersParked", "Sum", "Parked (NEEDS_ATTENTION)"),
+                    _sweeper_metric(ns, SIDE_EFFECT_MISMATCHES_METRIC, "Sum", "Side-effect mismatches"),
                 ],
                 label="orders",
             )

@@ -19,6 +19,7 @@ from local_cloud.deploy import LocalDeployment
 from local_cloud.environment import local_aws
 from local_cloud.metrics import MetricStore, metric_key
 from local_cloud.template import CloudAssembly
+from stacks.order_constructs.functions import metrics_namespace
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +42,7 @@ def _calls(deployment: LocalDeployment, store: MetricStore, step: str, service: 
     for i in range(n):
         when = at + 15 * (i % 4)
         store.add(metric_key("AWS/Lambda", "Invocations", {"FunctionName": fn.name}), when, 1.0)
-        store.add(metric_key("OrderPipeline", "TransientFailures", {"service": service}), when, 1.0)
+        store.add(metric_key(metrics_namespace("dev"), "TransientFailures", {"service": service}), when, 1.0)
 
 
 def test_outage_alarms_carrier_outage_during_a_payment_outage_pages(

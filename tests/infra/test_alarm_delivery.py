@@ -58,7 +58,9 @@ def test_alarm_delivery_alerting_topic_is_deliverable(checked_stack: Stack) -> N
 
 
 def _topic_policy(result: SynthResult) -> list[dict[str, Any]]:
-    (policy,) = result.of_type("AWS::SNS::TopicPolicy").values()
+    """The page topic's policy (the ticket topic's is checked in test_alarm_routing.py)."""
+    topic = {"Ref": result.logical_id(result.stack.alarm_topic)}
+    (policy,) = [p for p in result.of_type("AWS::SNS::TopicPolicy").values() if topic in p["Properties"]["Topics"]]
     return [policy["Properties"]["PolicyDocument"]]
 
 
@@ -72,7 +74,7 @@ def test_alarm_delivery_pipeline_has_no_undeliverable_alarm(dev: SynthResult, pr
 def test_alarm_delivery_topic_policy_scoped_and_tls_only(dev: SynthResult) -> None:
     """CloudWatch may publish for this account's alarms only, over TLS; another account's alarm is refused."""
     documents = _topic_policy(dev)
-    (topic_id,) = dev.of_type("AWS::SNS::Topic")
+    topic_id = dev.logical_id(dev.stack.alarm_topic)
     account = "<Ref:AWS::AccountId>"
     ours = f"arn:<Ref:AWS::Partition>:cloudwatch:<Ref:AWS::Region>:{account}:alarm:x"
     context = {"aws:SourceArn": ours, "aws:SourceAccount": account, "aws:SecureTransport": "true"}
@@ -93,7 +95,8 @@ def test_alarm_delivery_orders_queue_pages_on_oldest_message_age(dev: SynthResul
     ]
     (age,) = ages
     assert (age["Threshold"], age["Period"], age["Statistic"]) == (600, 60, "Maximum")
-    assert age["AlarmActions"] == age["OKActions"] and age["AlarmActions"]
+    assert age["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]  # a page
+    assert "OKActions" not in age  # no notification from a deploy (test_alarm_routing.py)
 
 
 # -- conditions as AWS evaluates them (issue 43): every form below is AWS's documented answer ---------------------

@@ -36,8 +36,10 @@ def _alarms_on(synth: SynthResult, namespace: str, metric: str) -> dict[str, dic
     }
 
 
-def _topic(synth: SynthResult) -> list[dict[str, str]]:
-    return [{"Ref": synth.logical_id(synth.stack.alarm_topic)}]
+def _topic(synth: SynthResult, alarm: dict[str, Any]) -> list[dict[str, str]]:
+    """The topic of the alarm's severity (its description's ``[page]`` or ``[ticket]``; test_alarm_routing.py)."""
+    page = alarm["AlarmDescription"].startswith("[page] ")
+    return [{"Ref": synth.logical_id(synth.stack.alarm_topic if page else synth.stack.ticket_topic)}]
 
 
 def _unexpected_errors_alarms(synth: SynthResult) -> dict[str, dict[str, Any]]:
@@ -76,7 +78,7 @@ def test_alarms_every_function_has_errors_alarm_on_topic(stage: str, request: py
         assert queries["errors"]["MetricStat"]["Period"] == 60 and queries["errors"]["MetricStat"]["Stat"] == "Sum"
         first = {k: v for k, v in FIRST_FAILURE.items() if k != "Statistic"}
         assert {k: props[k] for k in first} == first, logical_id
-        assert props["AlarmActions"] == _topic(synth), logical_id
+        assert props["AlarmActions"] == _topic(synth, props), logical_id
 
 
 def test_alarms_dlq_replay_has_errors_alarm(dev: SynthResult) -> None:
@@ -106,7 +108,7 @@ def test_alarms_state_machine_executions(dev: SynthResult, metric: str, key: str
     ]
     assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE
     assert props["Period"] in (60, 300)
-    assert props["AlarmActions"] == _topic(dev)
+    assert props["AlarmActions"] == _topic(dev, props)
 
 
 def test_alarms_intake_throttles_only(dev: SynthResult) -> None:
@@ -116,20 +118,20 @@ def test_alarms_intake_throttles_only(dev: SynthResult) -> None:
         {"Name": "FunctionName", "Value": {"Ref": dev.logical_id(dev.stack.intake.function)}}
     ]
     assert {k: props[k] for k in FIRST_FAILURE} == FIRST_FAILURE
-    assert props["AlarmActions"] == _topic(dev)
+    assert props["AlarmActions"] == _topic(dev, props)
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
-def test_alarms_every_alarm_acts_on_the_one_topic(stage: str, request: pytest.FixtureRequest) -> None:
+def test_alarms_every_alarm_acts_on_its_severity_topic(stage: str, request: pytest.FixtureRequest) -> None:
     synth: SynthResult = request.getfixturevalue(stage)
-    synth.template.resource_count_is("AWS::SNS::Topic", 1)
+    synth.template.resource_count_is("AWS::SNS::Topic", 2)  # page and ticket
     alarms = synth.of_type("AWS::CloudWatch::Alarm")
     # With the order API's 5XX alarm and the orders queue's oldest-message age; the arrivals alarms of both
     # DLQs and the needs-attention queue, the sweeper's heartbeat and parked orders, one outage alarm per
     # provider (payment, carrier: 0023).
     assert len(alarms) == (31 if stage == "dev" else 29)
     for logical_id, alarm in alarms.items():
-        assert alarm["Properties"]["AlarmActions"] == _topic(synth), logical_id
+        assert alarm["Properties"]["AlarmActions"] == _topic(synth, alarm["Properties"]), logical_id
         assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id
 
 

@@ -87,7 +87,7 @@ def test_functions_use_runtime_tracing_and_json_logs(dev: SynthResult, functions
         assert {layer["Ref"] for layer in props["Layers"]} == layers, logical_id
         env = props["Environment"]["Variables"]
         assert env["POWERTOOLS_SERVICE_NAME"], logical_id
-        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "OrderPipeline", logical_id
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "OrderPipeline/dev", logical_id
         assert props["Handler"] == "handler.handler", logical_id
 
 

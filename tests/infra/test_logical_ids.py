@@ -42,6 +42,7 @@ _LOG_GROUPS = {
 }
 _COMMON = {
     "AlarmTopicD01E77F9": "AWS::SNS::Topic",
+    "TicketTopic03CAAC13": "AWS::SNS::Topic",  # issue 41: tickets apart from pages
     "AlarmTopicKey57B0D3A7": "AWS::KMS::Key",
     "FailuresTableDE3298B0": "AWS::DynamoDB::Table",
     "IdempotencyTableE9369C9C": "AWS::DynamoDB::Table",

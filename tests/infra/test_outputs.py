@@ -45,6 +45,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         "IdempotencyTableName": ref(stack.idempotency_table),
         "LedgerTableName": ref(stack.ledger_table),
         "AlarmTopicArn": ref(stack.alarm_topic),
+        "TicketTopicArn": ref(stack.ticket_topic),
         "OrderApiUrl": stack.resolve(stack.order_api.api.url),
     }
 

@@ -53,11 +53,11 @@ def test_sweeper_invocable_by_its_rule_only(dev: SynthResult) -> None:
 
 def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.stuck_alarm))
-    assert props["Namespace"] == "OrderPipeline"
+    assert props["Namespace"] == "OrderPipeline/dev"
     assert props["MetricName"] == "StuckOrders"
     assert props["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
     assert props["Statistic"] == "Maximum"
-    assert props["Period"] == 300  # one sweep per period
+    assert props["Period"] == 600  # two sweeps per period (one may fall outside a 5-minute period)
     assert props["EvaluationPeriods"] == 1
     assert props["Threshold"] == 0
     assert props["ComparisonOperator"] == "GreaterThanThreshold"

@@ -323,6 +323,7 @@ class _AlarmHistory:
             items = [{"AlarmName": n, "HistorySummary": h} for n, h in summaries]
             return _Pages([{"AlarmHistoryItems": items}])
         alarms = [{"AlarmName": n, "AlarmActions": ["topic"]} for n in ("ours", "quiet")]
+        alarms.append({"AlarmName": "ticket", "AlarmActions": ["ticket-topic"]})
         return _Pages([{"MetricAlarms": [*alarms, {"AlarmName": "other-stack", "AlarmActions": ["elsewhere"]}]}])
 
 
@@ -333,6 +334,23 @@ def test_smoke_alarms_raised_since_reads_the_stack_alarms_history() -> None:
 
     target = Target({"AlarmTopicArn": "topic"}, _clients={"cloudwatch": _AlarmHistory()})
     assert Smoke(target, SmokeOptions()).alarms_raised_since(datetime.now(UTC)) == {"ours"}
+
+
+def test_smoke_alarms_raised_since_counts_the_ticket_topics_alarms() -> None:
+    """Alarms of severity ticket notify the stack's second topic (TicketTopicArn): still the stack's own."""
+    from datetime import UTC, datetime
+
+    from ops.smoke import Smoke
+
+    class _History(_AlarmHistory):
+        def get_paginator(self, name: str) -> _Pages:
+            if name == "describe_alarm_history":
+                return _Pages([{"AlarmHistoryItems": [{"AlarmName": "ticket", "HistorySummary": "from OK to ALARM"}]}])
+            return super().get_paginator(name)
+
+    outputs = {"AlarmTopicArn": "topic", "TicketTopicArn": "ticket-topic"}
+    target = Target(outputs, _clients={"cloudwatch": _History()})
+    assert Smoke(target, SmokeOptions()).alarms_raised_since(datetime.now(UTC)) == {"ticket"}
 
 
 def test_smoke_fails_by_its_deadline_when_nothing_processes_orders(
