@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
-from harness.lost_sales import INVARIANT as LOST_SALES, check_lost_sales
+from harness.lost_sales import INVARIANT as LOST_SALES
+from harness.lost_sales import check_lost_sales
 from harness.pager import precision_recall
 
 Check = Callable[[dict[str, Any]], str | None]

@@ -51,9 +51,9 @@ def first_failure(events: Sequence[dict[str, Any]]) -> tuple[str | None, str | N
             state = entered.get("name")
             continue
         for key, details in event.items():
-            if key.endswith(("FailedEventDetails", "TimedOutEventDetails")) and isinstance(details, dict):
-                if details.get("error"):
-                    return str(details["error"]), state
+            failed = key.endswith(("FailedEventDetails", "TimedOutEventDetails")) and isinstance(details, dict)
+            if failed and details.get("error"):
+                return str(details["error"]), state
     return None, None
 
 
