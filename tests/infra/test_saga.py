@@ -431,7 +431,7 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
-    """3 forward steps + 3 compensations (worst case each) + the slower outcome write + the park + the
+    """3 forward steps (and their throttle retriers) + 3 compensations (worst case each) + the slower outcome write + the park + the
     last resort + 60 s; each Lambda attempt also budgets a failed 10 s Init phase, each attempt 2 s
     of Step Functions latency."""
     lambda_attempt = 30 + 10 + 2  # timeout + failed Init phase + state latency
@@ -442,8 +442,13 @@ def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition:
     ).worst_case_seconds(30, 12)  # 6 x 42 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
     outcome_write = forward_retry.worst_case_seconds(10, 2)  # the UpdateItem / SendMessage TimeoutSeconds
     assert (forward, compensation, outcome_write) == (7 * lambda_attempt + 90, 6 * lambda_attempt + 60, 174)
-    budget = 3 * forward + 3 * compensation + outcome_write + forward + outcome_write + 60
-    assert budget == 2880
+    # Each forward step's own throttle retrier (issue 40): 13 refused attempts of 2 s latency, 1 s doubling to 60 s.
+    throttle = RetryPolicy(
+        interval=Duration.seconds(1), max_attempts=13, max_delay=Duration.seconds(60)
+    ).worst_case_seconds(0, 2)
+    assert throttle == 14 * 2 + 1 + 2 + 4 + 8 + 16 + 32 + 7 * 60
+    budget = 3 * (forward + throttle) + 3 * compensation + outcome_write + forward + outcome_write + 60
+    assert budget == 4413
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
