@@ -432,8 +432,8 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     """3 forward steps (and their throttle retriers) + 3 compensations (worst case each) + the slower
-    outcome write + the park + the last resort + 60 s; each Lambda attempt also budgets a failed 10 s Init phase, each attempt 2 s
-    of Step Functions latency."""
+    outcome write + the park + the last resort + 60 s; each Lambda attempt also budgets a failed 10 s
+    Init phase, each attempt 2 s of Step Functions latency."""
     lambda_attempt = 30 + 10 + 2  # timeout + failed Init phase + state latency
     forward_retry = RetryPolicy(interval=Duration.seconds(2), max_attempts=6, max_delay=Duration.seconds(30))
     forward = forward_retry.worst_case_seconds(30, 12)  # 7 x 42 s + 2 + 4 + 8 + 16 + 30 + 30 s

@@ -100,16 +100,14 @@ def _failure_event(task: Any, env: Any, service: str, name: str, exc: BaseExcept
 
     cause = task_error_cause(service, exc)
     if function_arn:  # a function ARN as Resource: the Lambda* history events
-        details: Any = EventDetails(
-            lambdaFunctionFailedEventDetails=LambdaFunctionFailedEventDetails(error=name, cause=cause)
-        )
+        lambda_failed = LambdaFunctionFailedEventDetails(error=name, cause=cause)
+        details: Any = EventDetails(lambdaFunctionFailedEventDetails=lambda_failed)  # type: ignore[typeddict-item]
         return FailureEvent(env, CustomErrorName(name), HistoryEventType.LambdaFunctionFailed, details)
     failed = TaskFailedEventDetails(
         error=name, cause=cause, resource=task._get_sfn_resource(), resourceType=task._get_sfn_resource_type()
     )
-    return FailureEvent(
-        env, CustomErrorName(name), HistoryEventType.TaskFailed, EventDetails(taskFailedEventDetails=failed)
-    )
+    details = EventDetails(taskFailedEventDetails=failed)  # type: ignore[typeddict-item]
+    return FailureEvent(env, CustomErrorName(name), HistoryEventType.TaskFailed, details)
 
 
 def _named(original: Any, service: str, function_arn: bool = False) -> Any:
