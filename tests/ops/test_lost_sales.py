@@ -93,3 +93,20 @@ def test_lost_sales_without_a_history_is_an_unexplained_violation() -> None:
 
 def test_lost_sales_invariant_holds_on_a_report_without_the_section() -> None:
     assert CHECKS[INVARIANT]({}) is None
+
+
+def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
+    from harness.spike import check_spike
+
+    histories = [_history(OK["order_id"], "ChargePayment", "Lambda.TooManyRequestsException")]
+    report: dict[str, Any] = {
+        "not_terminal": [],
+        "orders": {"in_flight": 0, "failed": 0},
+        "valid_orders_dead_lettered": 0,
+        "side_effects": {"duplicate_charges": 0},
+        "lost_sales": lost_sales(SUBMITTED, _details("COMPLETED"), histories, pages=[]),
+    }
+    assert check_spike(report) == []
+    report["lost_sales"] = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    (problem,) = check_spike(report)
+    assert "1 valid orders lost" in problem and OK["order_id"] in problem
