@@ -23,10 +23,14 @@ LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.ClientExecutionTimeoutException",
 )
 
-#: Throttling and server errors of a direct DynamoDB integration (``DynamoDB.<error code>``).
+#: Throttling and server errors of a direct DynamoDB integration: ``DynamoDB.<ErrorName>``, with the
+#: ``Exception`` suffix even where DynamoDB's own name lacks it
+#: (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html); the unsuffixed
+#: ``DynamoDB.RequestLimitExceeded`` is kept for an engine that does not add it.
 DYNAMODB_TRANSIENT_ERRORS: tuple[str, ...] = (
     "DynamoDB.ProvisionedThroughputExceededException",
     "DynamoDB.ThrottlingException",
+    "DynamoDB.RequestLimitExceededException",
     "DynamoDB.RequestLimitExceeded",
     "DynamoDB.InternalServerErrorException",
 )
