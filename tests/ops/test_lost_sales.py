@@ -110,3 +110,17 @@ def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
     report["lost_sales"] = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
     (problem,) = check_spike(report)
     assert "1 valid orders lost" in problem and OK["order_id"] in problem
+
+
+def test_lost_sales_matrix_cells_counted_by_fault() -> None:
+    from harness.lost_sales import matrix_lost_sales
+
+    cells = [
+        {"fault": "Lambda.TooManyRequestsException", "status": "COMPENSATED", "order_id": "o-1", "row": "ShipOrder"},
+        {"fault": "Lambda.TooManyRequestsException", "status": "COMPLETED", "order_id": "o-2", "row": "ShipOrder"},
+        {"fault": "States.Timeout", "status": "NEEDS_ATTENTION", "order_id": "o-3", "row": "MarkCompleted"},
+    ]
+    section = matrix_lost_sales(cells, in_alarm=["OrderPipeline-dev-ShipOrderErrors"])
+    assert (section["valid"], section["lost"]) == (3, 2)
+    assert section["by_fault"] == {"Lambda.TooManyRequestsException": 1, "States.Timeout": 1}
+    assert section["alarms_in_alarm"] == 1
