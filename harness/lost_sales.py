@@ -14,7 +14,7 @@ The histories are read, never their causes: a cause may quote a state's input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.orders import order_kind
@@ -77,15 +77,36 @@ def _cause(error: str | None) -> str:
     return "operator" if error in OPERATOR_ERRORS else "infrastructure"
 
 
+def consumer_alarms(alarms: Mapping[str, Mapping[str, Any]], consumers: Collection[str]) -> set[str]:
+    """The alarms on a queue consumer's function (``FunctionName`` among ``consumers``, the functions of the
+    SQS event source mappings): a throttled or failing consumer leaves its messages in the queue, which
+    redelivers them, so its page announces no order the saga cancelled."""
+    out = set()
+    for name, alarm in alarms.items():
+        metrics = [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
+        functions = {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
+        if functions & set(consumers):
+            out.add(name)
+    return out
+
+
 def lost_sales(
     submitted: Iterable[tuple[dict[str, Any], str | None]],
     details: Iterable[dict[str, Any]],
     histories: Sequence[tuple[str, list[dict[str, Any]]]],
     pages: Iterable[dict[str, Any]],
+    ignored: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order."""
+    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order.
+    ``ignored``: alarms whose page announces no lost order (:func:`consumer_alarms`)."""
     valid = {order["order_id"] for order, _ in submitted if order_kind(order) == "ok"}
-    paged_by = sorted({str(p["alarm"]) for p in pages if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS})
+    paged_by = sorted(
+        {
+            str(p["alarm"])
+            for p in pages
+            if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
+        }
+    )
     orders = []
     for detail in details:
         if detail["order_id"] not in valid or detail["status"] not in LOST_STATUSES:

@@ -124,3 +124,26 @@ def test_lost_sales_matrix_cells_counted_by_fault() -> None:
     assert (section["valid"], section["lost"]) == (3, 2)
     assert section["by_fault"] == {"Lambda.TooManyRequestsException": 1, "States.Timeout": 1}
     assert section["alarms_in_alarm"] == 1
+
+
+def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
+    """A throttled or failing intake holds its messages in the queue (SQS redelivers them): its page says
+    nothing about an order the saga cancelled."""
+    from harness.lost_sales import consumer_alarms
+
+    alarms = {
+        "IntakeThrottles": {"MetricName": "Throttles", "Dimensions": [{"Name": "FunctionName", "Value": "intake"}]},
+        "ChargeErrors": {
+            "Metrics": [
+                {"Id": "e", "MetricStat": {"Metric": {"Dimensions": [{"Name": "FunctionName", "Value": "charge"}]}}}
+            ]
+        },
+    }
+    assert consumer_alarms(alarms, {"intake"}) == {"IntakeThrottles"}
+    histories = [_history(OK["order_id"], "ReserveInventory", "Lambda.TooManyRequestsException")]
+    pages = [_page()]
+    section = lost_sales(
+        SUBMITTED, _details("COMPENSATED"), histories, pages, ignored=consumer_alarms(alarms, {"intake"})
+    )
+    assert section["unpaged"] == 1 and section["paged_by"] == []
+    assert CHECKS[INVARIANT]({"lost_sales": section})
