@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
+from harness.lost_sales import INVARIANT as LOST_SALES
+from harness.lost_sales import check_lost_sales
 from harness.pager import precision_recall
 
 Check = Callable[[dict[str, Any]], str | None]
@@ -171,6 +173,7 @@ CHECKS: dict[str, Check] = {
     "failed_executions_equal_parked_plus_refused": _failed_executions_parked_or_refused,
     "no_terminal_order_disagrees_with_its_side_effects": _terminal_orders_agree_with_side_effects,
     "pager_precision_and_recall_100_percent": _pager_precise_and_complete,
+    LOST_SALES: check_lost_sales,
 }
 
 

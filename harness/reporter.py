@@ -16,6 +16,7 @@ from harness.hostile import execution_name as hostile_execution_name
 from harness.hostile import outcomes as hostile_outcomes
 from harness.iam_reasons import explain
 from harness.invariants import check
+from harness.lost_sales import consumer_alarms, lost_sales
 from harness.orders import PII_PATTERN
 from harness.pager import pager_section
 from harness.report import (
@@ -241,6 +242,10 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     evaluator = run.alarm_evaluator
     dlq_names = {run.deployment.queues[i]["name"] for i in run.deployment.dlq_ids if i in run.deployment.queues}
     report["pager"] = pager_section(evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started)
+    consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
+    report["lost_sales"] = lost_sales(
+        run.submitted, report["order_details"], histories, report["pager"]["pages"], ignored=consumers
+    )
     report["invariants"] = check(report)
 
 

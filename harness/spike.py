@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from harness.lost_sales import check_lost_sales, unpaged_lost_sales
 from harness.options import RunOptions
 from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun, deployed_pipeline
@@ -286,6 +287,7 @@ def spike_report(driver: SpikeDriver, wall_seconds: float) -> dict[str, Any]:
         "orders": counts,
         "side_effects": side_effects,
         "valid_orders_dead_lettered": len(dead),
+        "lost_sales": unpaged_lost_sales(run.submitted, details, run.state_machine_arn),  # it evaluates no alarm
         "throttles": throttles,
         "backlog": backlog,
         "latency_seconds": _p50_p99(latencies),
@@ -361,6 +363,8 @@ def check_spike(report: dict[str, Any]) -> list[str]:
         problems.append(f"{len(report['not_terminal'])} orders not terminal")
     if report["valid_orders_dead_lettered"]:
         problems.append(f"{report['valid_orders_dead_lettered']} valid orders dead-lettered")
+    if lost := check_lost_sales(report):
+        problems.append(lost)
     duplicates = {k: v for k, v in report["side_effects"].items() if k.startswith("duplicate_") and v}
     if duplicates:
         problems.append(f"duplicate side effects: {duplicates}")

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from constructs_lib.saga.props import SagaProps
-from constructs_lib.saga.tasks import RetryPolicy, SagaTask
+from constructs_lib.saga.tasks import THROTTLE_ERRORS, RetryPolicy, SagaTask
 
 
 def _task_worst(policy: RetryPolicy, task: SagaTask, where: str, latency: float) -> float:
     """One task at its worst: every attempt a failed Init (Lambda), its timeout and the state latency."""
     return policy.worst_case_seconds(task.attempt_seconds(where), task.init_seconds() + latency)
+
+
+def _throttle_worst(props: SagaProps, task: SagaTask, latency: float) -> float:
+    """A forward task's throttle retrier at its worst: every delay at its ceiling, each refused attempt the
+    state latency only (Lambda refused it: nothing ran). Zero without the retrier or a throttle to retry."""
+    retry_on = task.retry_on if task.retry_on is not None else props.retry_on
+    if props.throttle_retry is None or not any(e in THROTTLE_ERRORS for e in retry_on):
+        return 0.0
+    return props.throttle_retry.worst_case_seconds(0.0, latency)
 
 
 def budget_seconds(props: SagaProps) -> float:
@@ -24,6 +33,7 @@ def budget_seconds(props: SagaProps) -> float:
     total = 0.0
     for step in props.steps:
         total += _task_worst(step.retry or props.forward_retry, step.forward, step.name, latency)
+        total += _throttle_worst(props, step.forward, latency)
         if step.compensation is not None:
             policy = step.compensation_retry or props.compensation_retry
             total += _task_worst(policy, step.compensation, step.undo_name, latency)

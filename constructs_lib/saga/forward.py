@@ -7,7 +7,7 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from constructs_lib.saga.compensation import CompensateFrom
 from constructs_lib.saga.park import SagaStates
-from constructs_lib.saga.tasks import STATES_ALL, TaskState
+from constructs_lib.saga.tasks import STATES_ALL, TaskState, apply_retries
 
 
 def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed: TaskState | None) -> TaskState:
@@ -20,7 +20,7 @@ def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed
         task = step.forward.build(states.scope, step.name, result_path=step.result_path or f"$.{step.name}")
         states.states[step.name] = task
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
-        (step.retry or props.forward_retry).apply(task, retry_on)
+        apply_retries(task, step.retry or props.forward_retry, retry_on, props.throttle_retry)
         if i == 0 and props.refused_input_errors:
             refused = sfn.Fail(
                 states.scope, props.refused_state_name, error=props.refused_state_name, cause=props.refused_cause

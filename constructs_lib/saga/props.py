@@ -114,6 +114,8 @@ class SagaProps:
         forward_retry: retry policy of forward steps, recorders and the last resort; default 3
             retries, 1 s .. 10 s.
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
+        throttle_retry: the forward steps' own retrier for a Lambda throttle (:data:`THROTTLE_ERRORS` among
+            their ``retry_on``), budgeted on its own; default none (``forward_retry`` retries it).
         retry_on: errors retried on forward steps and recorders whose task names none;
             default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
             ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
@@ -164,6 +166,7 @@ class SagaProps:
     last_resort: SagaRecorder | None = None
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
+    throttle_retry: RetryPolicy | None = None
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()
     compensate_all_on: Sequence[str] = ()

@@ -35,16 +35,24 @@ MIDDLEWARE_STEP_ERRORS: tuple[str, ...] = ("TransientStepError", "UnknownStepErr
 #: transient or unknown (business errors keep their own names and are never in it).
 DEFAULT_RETRY_ON: tuple[str, ...] = (*LAMBDA_SERVICE_ERRORS, *MIDDLEWARE_STEP_ERRORS)
 
-#: Throttling and server errors of a direct DynamoDB integration (``DynamoDB.<error code>``).
+#: Throttling and server errors of a direct DynamoDB integration: ``DynamoDB.<ErrorName>``, with the
+#: ``Exception`` suffix even where DynamoDB's own name lacks it
+#: (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html); the unsuffixed
+#: ``DynamoDB.RequestLimitExceeded`` is kept for an engine that does not add it.
 DYNAMODB_TRANSIENT_ERRORS: tuple[str, ...] = (
     "DynamoDB.ProvisionedThroughputExceededException",
     "DynamoDB.ThrottlingException",
+    "DynamoDB.RequestLimitExceededException",
     "DynamoDB.RequestLimitExceeded",
     "DynamoDB.InternalServerErrorException",
 )
 
 #: Every error (a catcher or retrier for it must be meant: never on business errors).
 STATES_ALL = "States.ALL"
+
+#: Lambda refused the invocation for want of concurrency: nothing ran, so an attempt costs no function time.
+#: Waited out by a retrier of its own (``SagaProps.throttle_retry``) rather than the transient errors'.
+THROTTLE_ERRORS: tuple[str, ...] = ("Lambda.TooManyRequestsException",)
 
 #: A task state the saga can retry, catch and chain: a ``tasks.*`` state, or a ``sfn.CustomState``
 #: holding a ``"Type": "Task"`` (for an integration field the ``tasks`` class does not expose, e.g.
@@ -109,6 +117,15 @@ class RetryPolicy:
             max_delay=self.max_delay,
             jitter_strategy=sfn.JitterType.FULL,
         )
+
+
+def apply_retries(task: TaskState, policy: RetryPolicy, errors: Sequence[str], throttle: RetryPolicy | None) -> None:
+    """``policy`` on ``errors``; with ``throttle``, the :data:`THROTTLE_ERRORS` among them get that retrier
+    instead, first (Step Functions uses the first retrier whose ErrorEquals names the error)."""
+    waited = [e for e in THROTTLE_ERRORS if e in errors] if throttle is not None else []
+    if throttle is not None and waited:
+        throttle.apply(task, waited)
+    policy.apply(task, [e for e in errors if e not in waited])
 
 
 #: Default retry of compensations (any error): 5 retries, 2 s doubling, capped at 30 s.

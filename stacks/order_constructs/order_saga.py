@@ -99,6 +99,17 @@ def default_forward_retry() -> RetryPolicy:
     return RetryPolicy(interval=Duration.seconds(2), backoff_rate=2, max_attempts=6, max_delay=Duration.seconds(30))
 
 
+def default_throttle_retry() -> RetryPolicy:
+    """Forward steps' own retrier for a Lambda throttle (``Lambda.TooManyRequestsException``): Lambda refused
+    the invocation, nothing ran, so the step waits rather than compensating a valid order. Lambda scales each
+    function by 1,000 execution environments every 10 seconds up to the account's concurrency
+    (https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html): a burst is absorbed in seconds; a
+    throttle that lasts is the account's concurrency exhausted for as long as the load stays above it. 1 s
+    doubling to 60 s, 13 retries, FULL jitter: at most 483 s of delays, two minutes waited out in at least 99%
+    of sequences (tests/infra/test_time_budget.py), each refused attempt costing no function time."""
+    return RetryPolicy(interval=Duration.seconds(1), backoff_rate=2, max_attempts=13, max_delay=Duration.seconds(60))
+
+
 @dataclass(frozen=True)
 class OrderSagaProps:
     """Props for :class:`OrderSaga`.
@@ -122,6 +133,8 @@ class OrderSagaProps:
         forward_retry: retry policy for transient errors on forward steps and outcome writes; default
             :func:`default_forward_retry` (6 retries, 2 s doubling, capped at 30 s).
         compensation_retry: retry policy for any error on compensations; default 5 retries, 2 s .. 30 s.
+        throttle_retry: the forward steps' own retrier for ``Lambda.TooManyRequestsException``; default
+            :func:`default_throttle_retry` (13 retries, 1 s doubling, capped at 60 s).
         transient_errors: error names retried on forward steps.
         refused_input_errors: error names of the first step that end the execution as failed,
             without compensations (nothing was done).
@@ -156,6 +169,7 @@ class OrderSagaProps:
     step_timeout: Duration = field(default_factory=lambda: Duration.seconds(30))
     forward_retry: RetryPolicy = field(default_factory=default_forward_retry)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
+    throttle_retry: RetryPolicy = field(default_factory=default_throttle_retry)
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
@@ -249,6 +263,7 @@ class OrderSaga(Saga):
                 compensation_error_path=PARK_ERROR_PATH,
                 forward_retry=props.forward_retry,
                 compensation_retry=props.compensation_retry,
+                throttle_retry=props.throttle_retry,
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),

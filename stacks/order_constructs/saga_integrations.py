@@ -19,7 +19,13 @@ from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS, ServiceTask
 #: optimized integration's errors ``SQS.<exception>`` (``SQS.AmazonSQSException`` for a service
 #: error, ``SQS.SdkClientException`` for a client-side one), and ``States.Timeout`` for its TimeoutSeconds.
 #: https://docs.aws.amazon.com/step-functions/latest/dg/connect-sqs.html
-SQS_SEND_RETRY_ERRORS: tuple[str, ...] = ("SQS.AmazonSQSException", "SQS.SdkClientException", "States.Timeout")
+SQS_SEND_RETRY_ERRORS: tuple[str, ...] = (
+    "SQS.AmazonSQSException",
+    "SQS.SdkClientException",
+    "SQS.RequestThrottledException",  # ServiceName.ErrorName with the Exception suffix (supported-services-awssdk)
+    "SQS.KmsThrottledException",
+    "States.Timeout",
+)
 
 #: The needs-attention message's ``source`` when the state machine sends it itself (the park failed).
 LAST_RESORT_SOURCE = "saga-last-resort"

@@ -35,7 +35,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         "NeedsAttentionQueueUrl": ref(stack.needs_attention.queue),
         "NeedsAttentionDlqUrl": ref(stack.needs_attention.dlq),
         "InventoryTableName": ref(stack.inventory_table),
-        "SagaTimeoutSeconds": "2880",
+        "SagaTimeoutSeconds": "4413",
         "FailuresTableName": ref(stack.failures_table),
         "LogGroupNames": {"Fn::Join": [",", [ref(f.log_group) for f in functions]]},
         "OrdersQueueUrl": ref(stack.orders_queue.queue),

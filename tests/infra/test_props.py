@@ -172,7 +172,7 @@ def test_stage_config_prod_retains_and_protects() -> None:
 
 def test_stage_config_from_context_defaults_to_dev() -> None:
     assert StageConfig.from_context(App().node) == StageConfig(name="dev", alarm_email=None)
-    assert StageConfig.from_context(App().node).stuck_after_minutes == 110
+    assert StageConfig.from_context(App().node).stuck_after_minutes == 130
     app = App(context=PROD_CONTEXT)
     assert StageConfig.from_context(app.node) == StageConfig(
         name="prod", alarm_email="ops@example.com", otel_layer_arn=OTEL_LAYER_ARN, **PROVIDER_CONTEXT

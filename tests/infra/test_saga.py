@@ -17,6 +17,7 @@ from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
 from constructs_lib.generic_saga import DYNAMODB_TRANSIENT_ERRORS, LAMBDA_INIT_SECONDS, STATE_LATENCY_SECONDS
+from constructs_lib.saga.tasks import THROTTLE_ERRORS
 from lambda_resilience.tracing import traceparent_from_payload
 from order_domain.status import OrderStatus, sources_of
 from order_domain.step import step_payload
@@ -80,7 +81,8 @@ def _render_parameters(parameters: dict[str, Any], state: dict[str, Any]) -> dic
 
 
 def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: dict[str, float]) -> float:
-    """Longest path through the (acyclic) definition if every attempt of every task times out.
+    """Longest path through the (acyclic) definition if every attempt of every task times out (a throttled
+    attempt excepted: Lambda refuses it before anything runs, so it costs the state latency only).
 
     Each retrier is exhausted (its own attempt counter), each delay is the un-jittered cap
     ``min(IntervalSeconds * BackoffRate**n, MaxDelaySeconds)``; Catch transitions count as edges.
@@ -107,8 +109,12 @@ def worst_case_execution_seconds(definition: dict[str, Any], function_timeouts: 
             n_max = retrier.get("MaxAttempts", 3)
             interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
             cap = retrier.get("MaxDelaySeconds", math.inf)
-            attempts += n_max
             delays += sum(min(interval * rate**n, cap) for n in range(n_max))
+            if set(retrier["ErrorEquals"]) <= set(THROTTLE_ERRORS):
+                # Lambda refused each of these attempts before anything ran: no Init, no timeout, the latency only.
+                delays += n_max * STATE_LATENCY_SECONDS
+            else:
+                attempts += n_max
         return attempts * timeout + delays + max((longest(s) for s in _successors(state)), default=0.0)
 
     return longest(definition["StartAt"])
@@ -343,8 +349,15 @@ def test_saga_parked_order_reports_the_refund_error(saga_definition: dict[str, A
 
 def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[str, Any]) -> None:
     for name in (*FORWARD, "MarkNeedsAttention"):
-        (retry,) = saga_definition["States"][name]["Retry"]
-        assert retry["ErrorEquals"] == list(DEFAULT_TRANSIENT_ERRORS), name
+        *throttle, retry = saga_definition["States"][name]["Retry"]
+        if name in FORWARD:  # a throttle first, on its own retrier (issue 40; tests/infra/test_time_budget.py)
+            assert [r["ErrorEquals"] for r in throttle] == [list(THROTTLE_ERRORS)], name
+        else:
+            assert throttle == [], name
+        assert [e for t in throttle for e in t["ErrorEquals"]] + retry["ErrorEquals"] == [
+            *THROTTLE_ERRORS[: len(throttle)],
+            *[e for e in DEFAULT_TRANSIENT_ERRORS if not throttle or e not in THROTTLE_ERRORS],
+        ], name
         assert "States.ALL" not in retry["ErrorEquals"], name
         assert retry["JitterStrategy"] == "FULL", name
         # Step Functions' documented retry of Lambda service errors (order_saga.default_forward_retry)
@@ -431,9 +444,9 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
-    """3 forward steps + 3 compensations (worst case each) + the slower outcome write + the park + the
-    last resort + 60 s; each Lambda attempt also budgets a failed 10 s Init phase, each attempt 2 s
-    of Step Functions latency."""
+    """3 forward steps (and their throttle retriers) + 3 compensations (worst case each) + the slower
+    outcome write + the park + the last resort + 60 s; each Lambda attempt also budgets a failed 10 s
+    Init phase, each attempt 2 s of Step Functions latency."""
     lambda_attempt = 30 + 10 + 2  # timeout + failed Init phase + state latency
     forward_retry = RetryPolicy(interval=Duration.seconds(2), max_attempts=6, max_delay=Duration.seconds(30))
     forward = forward_retry.worst_case_seconds(30, 12)  # 7 x 42 s + 2 + 4 + 8 + 16 + 30 + 30 s
@@ -442,17 +455,23 @@ def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition:
     ).worst_case_seconds(30, 12)  # 6 x 42 s + 2 + 4 + 8 + 16 + 30 s (OrderSagaProps' default)
     outcome_write = forward_retry.worst_case_seconds(10, 2)  # the UpdateItem / SendMessage TimeoutSeconds
     assert (forward, compensation, outcome_write) == (7 * lambda_attempt + 90, 6 * lambda_attempt + 60, 174)
-    budget = 3 * forward + 3 * compensation + outcome_write + forward + outcome_write + 60
-    assert budget == 2880
+    # Each forward step's own throttle retrier (issue 40): 13 refused attempts of 2 s latency, 1 s doubling to 60 s.
+    throttle = RetryPolicy(
+        interval=Duration.seconds(1), max_attempts=13, max_delay=Duration.seconds(60)
+    ).worst_case_seconds(0, 2)
+    assert throttle == 14 * 2 + 1 + 2 + 4 + 8 + 16 + 32 + 7 * 60
+    budget = 3 * (forward + throttle) + 3 * compensation + outcome_write + forward + outcome_write + 60
+    assert budget == 4413
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
 
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
-    # Reserve, Charge, Ship (384 s each), CancelShipment, RefundPayment, ReleaseInventory (312 s each),
-    # MarkCompensated failing (174 s), MarkNeedsAttention failing (384 s), NotifyNeedsAttention (174 s).
-    assert worst == 3 * 384 + 3 * 312 + 174 + 384 + 174
+    # Reserve, Charge, Ship (384 s each, plus 509 s of throttle retries: 483 s of delays, 13 x 2 s), CancelShipment,
+    # RefundPayment, ReleaseInventory (312 s each), MarkCompensated failing (174 s), MarkNeedsAttention failing (384 s),
+    # NotifyNeedsAttention (174 s).
+    assert worst == 3 * (384 + 509) + 3 * 312 + 174 + 384 + 174
     assert saga_definition["TimeoutSeconds"] >= worst + 60
 
 

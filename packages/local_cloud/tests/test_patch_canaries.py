@@ -865,6 +865,40 @@ def test_canary_dynamodb_task_timeout_is_states_timeout() -> None:
         assert StateTaskServiceDynamoDB._from_error(task, env, TimeoutError()) is timed_out
 
 
+def test_canary_sfn_task_errors_named_as_aws() -> None:
+    """moto names a function-ARN Lambda task's throttle ``Exception`` and an SQS task's refusal
+    ``SQS.SdkClientException`` (drop the patch once it names them as AWS); patched, every Lambda, SQS and
+    DynamoDB task error is ``<Service>.<ErrorName>`` (local_cloud.sfn_task_errors; executions in
+    tests/test_task_errors.py)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sqs import (
+        StateTaskServiceSqs,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda import StateTaskLambda
+
+    from local_cloud.sfn_task_errors import aws_task_error_names, task_classes
+
+    def error_of(cls: Any, exc: Exception) -> str:
+        task: Any = cls.__new__(cls)
+        task.resource = types.SimpleNamespace(api_action="sendMessage", service_name="sqs", condition=None)
+        env: Any = types.SimpleNamespace(
+            next_state_name="T", event_history_context=types.SimpleNamespace(source_event_id=0)
+        )
+        return str(cls._from_error(task, env, exc).error_name.error_name)
+
+    throttled = ClientError(
+        {"Error": {"Code": "TooManyRequestsException", "Message": "Rate Exceeded."}, "ResponseMetadata": {}}, "Invoke"
+    )
+    refused = ClientError({"Error": {"Code": "InvalidParameterValue", "Message": "m"}, "ResponseMetadata": {}}, "Send")
+    assert [_params(cls.__dict__["_from_error"]) for cls, _, _ in task_classes()] == [["self", "env", "ex"]] * 4
+    assert (error_of(StateTaskLambda, throttled), error_of(StateTaskServiceSqs, refused)) == (
+        "Exception",
+        "SQS.SdkClientException",
+    )
+    with aws_task_error_names():
+        assert error_of(StateTaskLambda, throttled) == "Lambda.TooManyRequestsException"
+        assert error_of(StateTaskServiceSqs, refused) == "SQS.AmazonSQSException"
+
+
 def test_canary_start_execution_keeps_the_trace_header() -> None:
     """moto's StartExecution still drops ``traceHeader`` (else the patch is no longer needed); patched, the
     execution keeps it as AWS does and a header over 256 characters is refused."""

@@ -42,6 +42,7 @@ from local_cloud.moto_speed import (
 )
 from local_cloud.patches import enabled
 from local_cloud.powertools_state import metrics_per_invocation
+from local_cloud.sfn_task_errors import aws_task_error_names
 from local_cloud.sfn_waits import execution_waits, http_retry_waits
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
@@ -101,6 +102,8 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(states_all_excludes_terminal_errors())
         # A DynamoDB task past its TimeoutSeconds fails with States.Timeout, as on AWS.
         stack.enter_context(dynamodb_task_timeout())
+        # Lambda, SQS and DynamoDB tasks fail with <Service>.<ErrorName>, as on AWS (after the timeout: wraps it).
+        stack.enter_context(aws_task_error_names())
         # ... and a task's TimeoutSeconds counts simulated time, as every other duration here.
         stack.enter_context(sfn_task_timeout_on_clock(clock))
         # A new execution is RUNNING from the moment ListExecutions can see it, as on AWS.

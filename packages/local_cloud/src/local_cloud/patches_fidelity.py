@@ -38,6 +38,27 @@ FIDELITY_REGISTRY: tuple[Patch, ...] = (
         "test_canary_dynamodb_task_timeout_is_states_timeout",
     ),
     Patch(
+        "sfn_task_error_names",
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_lambda:StateTaskLambda._from_error"
+        " + moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_lambda:"
+        "StateTaskServiceLambda._from_error"
+        " + moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sqs:"
+        "StateTaskServiceSqs._from_error"
+        " + moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb:"
+        "StateTaskServiceDynamoDB._from_error",
+        "correctness",
+        "moto named a throttled Lambda task (function ARN as Resource) Exception, so the saga's Retry on "
+        "Lambda.TooManyRequestsException never matched and a throttle cancelled valid orders; it named every SQS "
+        "task refusal SQS.SdkClientException. On AWS a task error is <Service>.<ErrorName> (Lambda.<ErrorCode>: "
+        "https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html; ServiceName.ErrorName "
+        "with the Exception suffix: "
+        "https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html), "
+        "an error the service's model does not name is the SDK's base exception (Lambda.AWSLambdaException, "
+        "SQS.AmazonSQSException, DynamoDB.AmazonDynamoDBException) and no answer is <Service>.SdkClientException.",
+        "local_cloud.environment.moto_behaviour",
+        "test_canary_sfn_task_errors_named_as_aws",
+    ),
+    Patch(
         "sfn_task_timeout_on_clock",
         "moto.stepfunctions.parser.asl.component.state.exec.execute_state:threading",
         "correctness",
