@@ -57,6 +57,7 @@ HARNESS_DIRS = (
     REPO / "tools",
     REPO / "tests" / "ops",
     REPO / "tests" / "e2e",
+    REPO / "tests" / "explore",
 )
 SKIPPED_DIRS = {"__pycache__", ".venv", "cdk.out", "node_modules", ".build"}
 #: The emulator's package: its sources and its own tests, which run with the package, its pinned
@@ -243,9 +244,14 @@ def test_import_closure_make_unit_runs_the_product_tests_only() -> None:
     """``make unit`` collects the folders this closure covers, nothing of the harness's tests."""
     makefile = (REPO / "Makefile").read_text()
     (line,) = [line for line in makefile.splitlines() if line.startswith("PRODUCT_TESTS :=")]
-    assert line.split(":=", 1)[1].split() == ["tests", "--ignore=tests/ops", "--ignore=tests/e2e"]
+    assert line.split(":=", 1)[1].split() == [
+        "tests",
+        "--ignore=tests/ops",
+        "--ignore=tests/e2e",
+        "--ignore=tests/explore",
+    ]
     test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert test_dirs - {"ops", "e2e"} == {d.split("/", 1)[1] for d in PRODUCT_DIRS if d.startswith("tests/")}
+    assert test_dirs - {"ops", "e2e", "explore"} == {d.split("/", 1)[1] for d in PRODUCT_DIRS if d.startswith("tests/")}
 
 
 def test_import_closure_finds_an_emulator_test_reaching_the_app_through_a_fixture(tmp_path: Path) -> None:
