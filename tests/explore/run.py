@@ -13,6 +13,7 @@ import sys
 import time
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.internal.conjecture import engine
 from hypothesis.stateful import run_state_machine_as_test
 
 
@@ -39,13 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["EXPLORE_SKIP"] = args.skip
     from tests.explore.machine import Counters, SagaExploration
 
+    # Shrinking a long sequence on a loaded machine can take Hypothesis' whole 5 minutes: 2 suffice here.
+    engine.MAX_SHRINKING_SECONDS = 120
     started = time.monotonic()
     violations = 0
     try:
         run_state_machine_as_test(SagaExploration, settings=budget(args.examples, args.steps))
     except AssertionError as exc:
         violations = 1
-        print(f"violation: {exc}", file=sys.stderr)
+        # Hypothesis attaches the minimal sequence to the exception (its notes), as Python code to replay.
+        print("\n".join(getattr(exc, "__notes__", [])))
+        print(f"violation: {exc}")
     elapsed = time.monotonic() - started
     print(
         f"explored: {Counters.steps} rule steps in {Counters.examples} sequences, {elapsed:.0f} s; "
