@@ -61,7 +61,9 @@ class Snapshot:
         if not found:
             return 0
         # A parcel the carrier forgot stays live whatever a later request under its key says.
-        return 1 if any(op.get("status") == "shipped" for op in found[:1]) or found[-1].get("status") == "shipped" else 0
+        return (
+            1 if any(op.get("status") == "shipped" for op in found[:1]) or found[-1].get("status") == "shipped" else 0
+        )
 
     def attempts(self, order: dict[str, Any]) -> list[tuple[int, str]]:
         """(attempt, how it ended): the current one by the order's status, earlier ones COMPENSATED."""
@@ -144,14 +146,14 @@ def announced(s: Snapshot) -> list[str]:
         if order["status"] == "NEEDS_ATTENTION" and not s.announced(oid):
             found.append(f"announced: {oid} is parked and nobody was told")
     for execution in s.actors.executions.values():
-        order = s.orders.get(execution.order_id)
-        if execution.status != "SUCCEEDED" or order is None:
+        item = s.orders.get(execution.order_id)
+        if execution.status != "SUCCEEDED" or item is None:
             continue
-        if int(order.get("payment_attempt", 1)) == execution.attempt and order["status"] not in (
+        if int(item.get("payment_attempt", 1)) == execution.attempt and item["status"] not in (
             "COMPLETED",
             "COMPENSATED",
         ):
-            found.append(f"announced: {execution.name} SUCCEEDED but {execution.order_id} is {order['status']}")
+            found.append(f"announced: {execution.name} SUCCEEDED but {execution.order_id} is {item['status']}")
     return found
 
 

@@ -159,7 +159,10 @@ STATES: dict[str, Spec] = {
     "NotifyNeedsAttention": Spec(None, FAILED, _catch(({ALL}, FAILED)), None, 0, kind="recorder"),
 }
 #: The outcome a Mark state writes, and from which statuses (order_saga.OrderSagaProps defaults).
-MARKS = {"MarkCompleted": ("COMPLETED", ("PAYMENT_CHARGED", "SHIPPED")), "MarkCompensated": ("COMPENSATED", ("COMPENSATING",))}
+MARKS = {
+    "MarkCompleted": ("COMPLETED", ("PAYMENT_CHARGED", "SHIPPED")),
+    "MarkCompensated": ("COMPENSATED", ("COMPENSATING",)),
+}
 
 
 @dataclass

@@ -63,3 +63,16 @@ def test_explore_regression_effect_without_record_a_forgotten_partial_capture_is
     state.step_cleanly(index=0)  # RefundPayment: no charge found, no record of one: "nothing to refund"
     state.step_cleanly(index=0)  # ReleaseInventory: COMPENSATED, the partial capture kept
     assert broken(state, "money") == []
+
+
+def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_seen() -> None:
+    state = SagaExploration()
+    state.first_order(kind="undeliverable")
+    for _ in range(5):  # reserve, charge, ship (rejected), refund, release: COMPENSATED
+        state.step_cleanly(index=0)
+    state.sweep()  # reconciliation checks the attempt once, within its window: all refunded
+    state.clock_jump(seconds=259200)
+    state.late_refund_failure(index=0)  # the refund fails three days later: the money is captured again
+    state.clock_jump(seconds=86400)
+    state.sweep()
+    assert broken(state, "settled") == []

@@ -28,7 +28,9 @@ def actors() -> Iterator[Actors]:
 
 def _ledger_op(actors: Actors, provider: str, key: str, **op: object) -> None:
     actors.world.raw(
-        "PutItem", TableName=LEDGER, Item=to_item({"pk": f"op#{provider}#{key}", "sk": "op", "idempotency_key": key, **op})
+        "PutItem",
+        TableName=LEDGER,
+        Item=to_item({"pk": f"op#{provider}#{key}", "sk": "op", "idempotency_key": key, **op}),
     )
 
 
@@ -70,9 +72,7 @@ def test_invariants_stock_flags_a_reservation_kept_by_a_compensated_order(actors
         ExpressionAttributeNames={"#s": "status"},
         ExpressionAttributeValues=to_item({":c": "COMPENSATED"}),
     )
-    assert check(actors, ONLY["stock"]) == [
-        f"stock: {order_id} attempt 1 still holds a reservation (COMPENSATED)"
-    ]
+    assert check(actors, ONLY["stock"]) == [f"stock: {order_id} attempt 1 still holds a reservation (COMPENSATED)"]
 
 
 def test_invariants_lost_sale_flags_a_valid_order_compensated_silently(actors: Actors) -> None:
@@ -90,6 +90,4 @@ def test_invariants_announced_flags_a_success_that_leaves_the_order_parked(actor
     execution = next(iter(actors.executions.values()))
     assert isinstance(execution, Execution)
     execution.status = "SUCCEEDED"
-    assert check(actors, ONLY["announced"]) == [
-        f"announced: {execution.name} SUCCEEDED but {order_id} is RECEIVED"
-    ]
+    assert check(actors, ONLY["announced"]) == [f"announced: {execution.name} SUCCEEDED but {order_id} is RECEIVED"]

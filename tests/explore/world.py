@@ -135,12 +135,13 @@ class World:
         self._mock.start()
         aws_clients.reset_clients()
         self._original_call = BaseClient._make_api_call
+
         def dispatch(client: Any, operation: str, params: dict[str, Any]) -> Any:
             return self._call(client, operation, params)
 
         from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-        self._patches = [
+        self._patches: list[Any] = [
             # No EMF metric is kept (Powertools' disabled switch still accumulates them, then prints).
             mock.patch.object(AmazonCloudWatchEMFProvider, "add_metric", lambda *_a, **_k: None),
             mock.patch.object(BaseClient, "_make_api_call", dispatch),
@@ -265,4 +266,3 @@ def world() -> World:
     else:
         _WORLD.reset()
     return _WORLD
-
