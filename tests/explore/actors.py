@@ -23,7 +23,6 @@ from order_domain import wiring
 from order_domain.intake import IntakeService
 from order_domain.logs import get_logger
 from order_domain.saga_start import SagaStarter
-from tests.explore import saga_model
 from tests.explore.saga_model import MARKS, Execution
 from tests.explore.world import (
     IDEMPOTENCY,
@@ -220,11 +219,8 @@ class Actors:
         self._settle(execution)
 
     def _settle(self, execution: Execution) -> None:
-        if execution.ended():
-            self._release_repair_lease(execution)
-
-    def _release_repair_lease(self, execution: Execution) -> None:
-        """Nothing: a repair's lease expires or is replaced once its execution ended (ops.repair)."""
+        """An execution that reached SUCCEEDED or FAILED ends (a repair's lease is then replaced or expires)."""
+        execution.ended()
 
     def _invoke(self, execution: Execution) -> None:
         spec = execution.spec
@@ -387,6 +383,3 @@ class _TaskError(Exception):
     def __init__(self, name: str, cause: str) -> None:
         super().__init__(name)
         self.name, self.cause = name, cause
-
-
-__all__ = ["FAULTS", "KINDS", "Actors", "PlacedOrder", "saga_model"]

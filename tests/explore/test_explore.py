@@ -16,9 +16,9 @@ from tests.explore.machine import Counters, SagaExploration
 from tests.explore.run import budget
 
 #: Invariants left out here until their fixes land (see the module doc and docs/design.md, "make explore").
-BROKEN_TODAY: frozenset[str] = frozenset()
+BROKEN_TODAY: frozenset[str] = frozenset({"lost_sale", "money", "announced", "settled", "forward_on_compensating"})
 #: make test's budget: sequences x rules each (at least 1,000 rule steps, under a minute on 2 cores).
-EXAMPLES, STEPS = 25, 50
+EXAMPLES, STEPS = 30, 50
 MIN_STEPS = 1000
 
 

@@ -8,7 +8,8 @@ the lead enables them (drops the marker's exclusion in the Makefile) once the fi
 - ``lost_sale``: issue 40, "Every valid order cancelled, and every check green" (build point 1);
 - ``cache_no_exit``: "Answers that depend on the moment, cached for good" and "No exit" (points 3, 4);
 - ``effect_without_record``: "An effect without a record" (point 2);
-- ``looked_at_once``: "Looked at once" (point 5).
+- ``looked_at_once``: "Looked at once" (point 5);
+- ``forward_on_compensating``: "Forward steps act on a COMPENSATING order" (point 3).
 """
 
 from __future__ import annotations
@@ -76,3 +77,17 @@ def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_
     state.clock_jump(seconds=86400)
     state.sweep()
     assert broken(state, "settled") == []
+
+
+def test_explore_regression_forward_on_compensating_a_redriven_charge_lands_on_a_compensating_order() -> None:
+    # Found by the exploration itself (make test's budget); shrunk by hand to the rules that matter.
+    state = SagaExploration()
+    state.first_order(kind="valid")
+    state.step_cleanly(index=0)  # ReserveInventory
+    state.time_out(index=0)  # the execution times out before ChargePayment
+    state.repair(index=0, action="compensate")  # ops repair: nothing runs for the order
+    state.step_cleanly(index=0)  # the repair's ReserveInventory: CompensationRequested
+    state.step_cleanly(index=0)  # its CancelShipment: the order is COMPENSATING
+    state.redrive(index=0)  # someone redrives the timed-out execution
+    state.step_cleanly(index=0)  # its ChargePayment charges the COMPENSATING order
+    assert broken(state, "forward_on_compensating") == []
