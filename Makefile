@@ -167,8 +167,8 @@ business: setup ## 2,000 orders of business outcomes only (2 processes): pages n
 
 # The stateful exploration (tests/explore): every actor a rule, the invariants after each; a fixed seed
 # (derandomized) and a budget of EXPLORE_EXAMPLES sequences of up to EXPLORE_STEPS rules.
-EXPLORE_EXAMPLES ?= 200
-EXPLORE_STEPS ?= 60
+EXPLORE_EXAMPLES ?= 300
+EXPLORE_STEPS ?= 50
 EXPLORE_SKIP ?=
 
 explore: setup ## the saga's state space explored (Hypothesis rule-based state machine): rule steps and violations
