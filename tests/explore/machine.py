@@ -21,6 +21,8 @@ from tests.explore.world import world
 #: Clock jumps: seconds (a retry), minutes, the sweeper's threshold, a day (provider keys), days (TTL).
 JUMPS = (1, 30, 300, 900, 7200, 86_400, 3 * 86_400, 16 * 86_400)
 MAX_ORDERS = 3
+#: More Tasks than any route of the definition runs (forward, compensations, a Mark, the park).
+MAX_TASKS = 12
 INDEX = st.integers(min_value=0, max_value=7)
 
 
@@ -74,6 +76,19 @@ class SagaExploration(RuleBasedStateMachine):
         Counters.steps += 1
         running = self._running()
         self.actors.step(running[index % len(running)], "none")
+
+    @rule(index=INDEX)
+    @precondition(lambda self: bool(self._running()))
+    def run_to_end(self, index: int) -> None:
+        """One execution runs on without a fault until it ends (one rule, several Tasks): deep sequences
+        (a repair after a redrive after a park) become short enough for the search to reach."""
+        Counters.steps += 1
+        running = self._running()
+        execution = running[index % len(running)]
+        for _ in range(MAX_TASKS):
+            if not execution.running:
+                return
+            self.actors.step(execution, "none")
 
     @rule(index=INDEX)
     def redeliver(self, index: int) -> None:

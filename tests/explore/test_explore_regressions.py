@@ -67,6 +67,7 @@ def test_explore_regression_effect_without_record_a_forgotten_partial_capture_is
 
 
 def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_seen() -> None:
+    # Found by the exploration (a partly captured order, run_to_end, late_refund_failure, days later); by hand:
     state = SagaExploration()
     state.first_order(kind="undeliverable")
     for _ in range(5):  # reserve, charge, ship (rejected), refund, release: COMPENSATED
