@@ -266,3 +266,11 @@ def world() -> World:
     else:
         _WORLD.reset()
     return _WORLD
+
+
+def close_world() -> None:
+    """Stop the process's world (moto, the patches): nothing of it outlives the module that used it."""
+    global _WORLD
+    if _WORLD is not None:
+        _WORLD.close()
+        _WORLD = None
