@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos business faults spike patch-costs clean
+.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -93,14 +93,14 @@ typecheck: setup ## mypy on the app, constructs, handlers, the packages (middlew
 
 # The product's tests (they reach nothing of the harness: the import contracts in pyproject.toml) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
-PRODUCT_TESTS := tests packages/iam_conditions/tests --ignore=tests/ops --ignore=tests/e2e
-HARNESS_TESTS := tests/ops packages/local_cloud/tests
+PRODUCT_TESTS := tests packages/iam_conditions/tests --ignore=tests/ops --ignore=tests/e2e --ignore=tests/explore
+HARNESS_TESTS := tests/ops tests/explore packages/local_cloud/tests
 
 unit: setup ## the product's tests: infrastructure assertions, handlers and middleware on moto, docs (no emulator)
 	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(PRODUCT_TESTS)
 
 harness-tests: setup ## the harness's fast tests: the emulator (canaries, API data plane, IAM, quotas), operator CLI, scenarios
-	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(HARNESS_TESTS)
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e and not explore_regression" $(HARNESS_TESTS)
 
 e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile -p no:cacheprovider -m e2e
@@ -165,6 +165,15 @@ business: setup ## 2,000 orders of business outcomes only (2 processes): pages n
 	@mkdir -p reports
 	$(PY) -m harness local run --orders $(BUSINESS_ORDERS) --seed 2026 $(BUSINESS_MIX) --check --workers 2 \
 		--report-file reports/business-report.json --expect-no-pages
+
+# The stateful exploration (tests/explore): every actor a rule, the invariants after each; a fixed seed
+# (derandomized) and a budget of EXPLORE_EXAMPLES sequences of up to EXPLORE_STEPS rules.
+EXPLORE_EXAMPLES ?= 300
+EXPLORE_STEPS ?= 50
+EXPLORE_SKIP ?=
+
+explore: setup ## the saga's state space explored (Hypothesis rule-based state machine): rule steps and violations
+	$(PY) -m tests.explore.run --examples $(EXPLORE_EXAMPLES) --steps $(EXPLORE_STEPS) --skip "$(EXPLORE_SKIP)"
 
 faults: setup ## the fault matrix: every fault at every Task state (python -m harness local faults), exit 1 on any violation
 	$(PY) -m harness local faults
