@@ -100,7 +100,7 @@ unit: setup ## the product's tests: infrastructure assertions, handlers and midd
 	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(PRODUCT_TESTS)
 
 harness-tests: setup ## the harness's fast tests: the emulator (canaries, API data plane, IAM, quotas), operator CLI, scenarios
-	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e and not explore_regression" $(HARNESS_TESTS)
+	$(VENV)/bin/pytest -q -n 2 -p no:cacheprovider -m "not e2e" $(HARNESS_TESTS)
 
 e2e: setup ## end-to-end: the whole pipeline deployed locally on moto (saga paths, IAM, DLQ, chaos, spike)
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile -p no:cacheprovider -m e2e

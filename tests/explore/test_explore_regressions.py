@@ -1,9 +1,8 @@
 """Minimal sequences ``make explore`` found on the code of issue 40's start, replayed as plain tests.
 
 Each is the shrunk sequence Hypothesis printed (rule calls on :class:`SagaExploration`), followed by the
-check of the invariant it broke. They fail until their class of issue 40 is fixed, so they carry the
-``explore_regression`` marker, which ``make harness-tests`` leaves out on the exploration's own branch;
-the lead enables them (drops the marker's exclusion in the Makefile) once the fixes have merged:
+check of the invariant it broke. Those whose class of issue 40 is still open are strict xfails naming
+what is missing (a fix makes them pass, and strict fails the run until the mark is removed):
 
 - ``lost_sale``: issue 40, "Every valid order cancelled, and every check green" (build point 1);
 - ``cache_no_exit``: "Answers that depend on the moment, cached for good" and "No exit" (points 3, 4);
@@ -19,7 +18,15 @@ import pytest
 from tests.explore.invariants import INVARIANTS, check
 from tests.explore.machine import SagaExploration
 
-pytestmark = pytest.mark.explore_regression
+
+
+def _run_out(state: SagaExploration, steps: int) -> None:
+    """Up to ``steps`` clean steps of the running execution (fewer once none runs: a fixed code path may end
+    sooner than the sequence Hypothesis shrank on the old code)."""
+    for _ in range(steps):
+        if not state._running():
+            return
+        state.step_cleanly(index=0)
 
 
 def broken(state: SagaExploration, invariant: str) -> list[str]:
@@ -27,6 +34,10 @@ def broken(state: SagaExploration, invariant: str) -> list[str]:
     return check(state.actors, frozenset(INVARIANTS) - {invariant})
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 40, point 1): an outage past every retry still compensates a valid order and pages nobody",
+)
 def test_explore_regression_lost_sale_a_throttle_outlasting_the_retries_cancels_a_valid_order() -> None:
     state = SagaExploration()
     state.first_order(kind="valid")
@@ -45,11 +56,9 @@ def test_explore_regression_cache_no_exit_a_stale_answer_cached_leaves_the_repai
     state.clock_jump(seconds=7200)
     state.sweep()  # parks the order (stuck, no execution running)
     state.redrive(index=0)  # Step Functions Redrive: the compensations answer "stale", cached
-    for _ in range(4):
-        state.step_cleanly(index=0)
+    _run_out(state, 4)
     state.repair(index=0, action="compensate")  # ops repair: replays the cached no-ops
-    for _ in range(5):
-        state.step_cleanly(index=0)
+    _run_out(state, 5)
     assert broken(state, "announced") == []
 
 
@@ -66,6 +75,9 @@ def test_explore_regression_effect_without_record_a_forgotten_partial_capture_is
     assert broken(state, "money") == []
 
 
+@pytest.mark.xfail(
+    strict=True, reason="open (issue 40, point 5): no webhook or polling follows a provider's late change"
+)
 def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_seen() -> None:
     # Found by the exploration (a partly captured order, run_to_end, late_refund_failure, days later); by hand:
     state = SagaExploration()
