@@ -19,7 +19,6 @@ from tests.explore.invariants import INVARIANTS, check
 from tests.explore.machine import SagaExploration
 
 
-
 def _run_out(state: SagaExploration, steps: int) -> None:
     """Up to ``steps`` clean steps of the running execution (fewer once none runs: a fixed code path may end
     sooner than the sequence Hypothesis shrank on the old code)."""
