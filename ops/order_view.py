@@ -14,6 +14,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from lambda_resilience.replay_history import plain
 from ops.errors import OpsError
 from ops.target import Target
 
@@ -29,16 +30,6 @@ MAX_REPAIRS = 20
 
 class UnknownOrder(OpsError):
     """No order by that ID in the stack's orders table."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if type(value).__name__ == "Decimal":
-        return int(value)
-    return value
 
 
 def _read_item(target: Target, order_id: str) -> dict[str, Any]:
@@ -57,7 +48,7 @@ def _read_item(target: Target, order_id: str) -> dict[str, Any]:
     if not item:
         raise UnknownOrder(f"no order {order_id!r} in table {table}")
     deserialize = TypeDeserializer().deserialize
-    return {k: _plain(deserialize(v)) for k, v in item.items()}
+    return {k: plain(deserialize(v)) for k, v in item.items()}
 
 
 def _entries(item: dict[str, Any], name: str) -> list[dict[str, Any]]:

@@ -131,7 +131,7 @@ def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
     nothing about an order the saga cancelled."""
     from harness.lost_sales import consumer_alarms
 
-    alarms = {
+    alarms: dict[str, dict[str, Any]] = {
         "IntakeThrottles": {"MetricName": "Throttles", "Dimensions": [{"Name": "FunctionName", "Value": "intake"}]},
         "ChargeErrors": {
             "Metrics": [

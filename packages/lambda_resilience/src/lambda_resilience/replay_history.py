@@ -96,15 +96,15 @@ def read_history(
             if not request:
                 break
     runs = [_deserialize(run) for item in items for run in item.get("runs", {}).get("L", [])]
-    return sorted((_plain(r) for r in runs if r["epoch"] >= since), key=lambda r: r["epoch"])
+    return sorted((plain(r) for r in runs if r["epoch"] >= since), key=lambda r: r["epoch"])
 
 
-def _plain(value: Any) -> Any:
-    """DynamoDB's numbers (Decimal) back as int."""
+def plain(value: Any) -> Any:
+    """DynamoDB's numbers (Decimal) back as int, in nested maps and lists too."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if type(value).__name__ == "Decimal":
         return int(value)
     return value
