@@ -124,7 +124,12 @@ class World:
 
     def __init__(self) -> None:
         # Quiet handlers: no log line below CRITICAL, no EMF blob (the invariants read the tables, not the logs).
-        os.environ.update({"POWERTOOLS_LOG_LEVEL": "CRITICAL", "POWERTOOLS_METRICS_DISABLED": "true"})
+        # Restored by close(): a later test in the same worker must see the process's own environment (a left
+        # POWERTOOLS_METRICS_DISABLED silenced every EMF flush of the emulator's tests after this module).
+        self._environ = mock.patch.dict(
+            os.environ, {"POWERTOOLS_LOG_LEVEL": "CRITICAL", "POWERTOOLS_METRICS_DISABLED": "true"}
+        )
+        self._environ.start()
         warnings.filterwarnings("ignore", message="No application metrics to publish")
         self.clock = SimClock()
         self.faults = Faults()
@@ -180,6 +185,7 @@ class World:
             patch.stop()
         self._mock.stop()
         aws_clients.reset_clients()
+        self._environ.stop()
 
     # -- resources -------------------------------------------------------------------------------
 
