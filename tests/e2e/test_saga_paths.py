@@ -174,10 +174,11 @@ def test_saga_stuck_order_found_by_sweeper_and_repaired(pipeline: PipelineRun) -
         repair(target, "path-stuck", "compensate")
 
     assert "path-stuck" not in pipeline.sweep()
-    # The alarm is Maximum of StuckOrders over 5 minutes, evaluated as CloudWatch does: it clears once
-    # the period that held the stuck count has passed and the sweeper reports none.
-    pipeline.clock.advance(300.0)
-    assert "path-stuck" not in pipeline.sweep()
+    # The alarm is Maximum of StuckOrders over 10 minutes (two sweeps, decision 0030), evaluated as CloudWatch
+    # does: it clears once the period that held the stuck count has passed and the sweeper reports none.
+    for _ in range(2):
+        pipeline.clock.advance(300.0)
+        assert "path-stuck" not in pipeline.sweep()
     assert not any("StuckOrdersAlarm" in a for a in pipeline.evaluate_alarms())
 
 
