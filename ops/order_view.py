@@ -17,13 +17,13 @@ from boto3.dynamodb.types import TypeDeserializer
 from lambda_resilience.replay_history import plain
 from ops.errors import OpsError
 from ops.target import Target
+from order_domain.saga_start import execution_name
 
 #: The order item's fields shown (the order status API's projection, stacks/order_constructs/api_mapping.py,
 #: plus the current correlation ID).
 SHOWN = ("order_id", "status", "payment_attempt", "correlation_id", "created_at", "updated_at", "attempts", "history")
 #: The keys of a history or attempts entry shown (anything else an entry may carry is dropped).
 ENTRY_KEYS = ("status", "at", "attempt", "received_at", "correlation_id", "outcome", "previous_outcome")
-EXECUTION_PREFIX = "order-"
 #: Repairs looked up per attempt (``-repair-1`` ...): the first name that does not exist ends the lookup.
 MAX_REPAIRS = 20
 
@@ -77,21 +77,23 @@ def _iso(value: Any) -> str | None:
 
 def executions(target: Target, order_id: str, attempts: int, *, first: int = 1) -> list[dict[str, Any]]:
     """The order's executions, each attempt's (``first`` to ``attempts``) then its repairs', by name
-    (DescribeExecution only)."""
+    (DescribeExecution only). Repairs are ``-repair-0``, ``-repair-1``, ... (ops/repair.py ``_next_name``; repairs
+    named before decision 0029 start at 1): a missing ``-repair-0`` does not end the lookup, and an attempt whose
+    own execution never started (the sweeper parked it) may still have repairs."""
     sfn = target.client("stepfunctions")
     machine = target.output("StateMachineArn")
     found: list[dict[str, Any]] = []
     for attempt in range(first, attempts + 1):
-        base = f"{EXECUTION_PREFIX}{order_id}-attempt-{attempt}"
+        base = execution_name(order_id, attempt)
         execution = _describe(sfn, machine, base)
-        if execution is None:
-            continue
-        found.append({**execution, "attempt": attempt})
-        for k in range(1, MAX_REPAIRS + 1):
+        if execution is not None:
+            found.append({**execution, "attempt": attempt})
+        for k in range(MAX_REPAIRS + 1):
             repair = _describe(sfn, machine, f"{base}-repair-{k}")
-            if repair is None:
+            if repair is None and k > 0:
                 break
-            found.append({**repair, "attempt": attempt})
+            if repair is not None:
+                found.append({**repair, "attempt": attempt})
     return found
 
 

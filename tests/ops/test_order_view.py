@@ -87,8 +87,9 @@ def test_order_view_shows_status_attempts_timeline_and_executions_by_name(target
     ]  # fmt: skip
     sfn = boto3.client("stepfunctions", region_name=REGION)
     assert all(e["status"] == sfn.describe_execution(executionArn=e["arn"])["status"] for e in view["executions"])
-    # One GetItem, then per attempt: the execution, its repairs, the first repair name that does not exist.
-    assert calls == {"GetItem": 1, "DescribeExecution": 5}
+    # One GetItem, then per attempt: the execution, repair-0 (ops repair's first name), the repairs from 1 on,
+    # the first of those that does not exist: 7 here, whatever the state machine's history.
+    assert calls == {"GetItem": 1, "DescribeExecution": 7}
     assert "ListExecutions" not in calls and "Scan" not in calls
 
 
@@ -111,3 +112,14 @@ def test_order_view_unknown_order_is_an_operator_error(target: Target) -> None:
 
     with pytest.raises(UnknownOrder, match="no order 'nope' in table orders"):
         order_view(target, "nope")
+
+
+def test_order_view_finds_a_repair_of_an_attempt_that_never_started(target: Target) -> None:
+    """``ops repair`` names its first repair of an attempt ``...-repair-0`` (ops/repair.py ``_next_name``); an
+    order whose saga never started (intake died, the sweeper parked it) has only that execution."""
+    boto3.resource("dynamodb", region_name=REGION).Table("orders").put_item(Item=_item("order-7", 1))
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    sfn.start_execution(
+        stateMachineArn=target.output("StateMachineArn"), name="order-order-7-attempt-1-repair-0", input="{}"
+    )
+    assert [e["name"] for e in order_view(target, "order-7")["executions"]] == ["order-order-7-attempt-1-repair-0"]
