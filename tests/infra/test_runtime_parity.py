@@ -1,8 +1,8 @@
 """Runtime parity: the template deploys the Python the tests run on.
 
-The Makefile reads the Lambda runtime's version from ``packages/constructs_lib/src/constructs_lib/function.py`` and builds
-the virtualenvs (the project's and the rehearsal's MiniStack) with that Python; these tests fail
-when a change of either side leaves the other behind.
+The Makefile reads the Lambda runtime's version from
+``packages/constructs_lib/src/constructs_lib/function.py`` and builds the virtualenvs (the project's and the
+rehearsal's MiniStack) with that Python; these tests fail when a change of either side leaves the other behind.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def test_runtime_parity_template_runtime_is_the_running_interpreter() -> None:
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert _runtime_version() == running, (
         f"the template deploys {DEFAULT_RUNTIME.name} but the tests run on Python {running}: "
-        "rebuild the virtualenv (make setup) or change DEFAULT_RUNTIME in packages/constructs_lib/src/constructs_lib/function.py"
+        "rebuild the virtualenv (make setup) or change DEFAULT_RUNTIME in "
+        "packages/constructs_lib/src/constructs_lib/function.py"
     )
 
 
