@@ -24,7 +24,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from local_cloud.cli import main
 
 STACK = "AnyApp"
-HANDLER = '''
+HANDLER = """
 import os, boto3
 
 def handler(event, context):
@@ -33,7 +33,7 @@ def handler(event, context):
     for note in notes:
         table.put_item(TableName=os.environ["TABLE"], Item={"id": {"S": note}})
     return {"written": len(notes)}
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +91,7 @@ def test_cli_module_entry_point_answers_status_2_without_traceback(tmp_path: Pat
     assert "Traceback" not in done.stderr and done.stderr.startswith("local_cloud:"), done.stderr
 
 
-def test_cli_run_drives_queues_functions_and_state_machines(
-    assembly: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_run_drives_queues_functions_and_state_machines(assembly: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(
         [
             "run",

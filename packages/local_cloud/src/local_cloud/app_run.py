@@ -145,9 +145,7 @@ def report(cloud: Any, faults: Mapping[str, int]) -> dict[str, Any]:
     ]
     depth = {}
     for logical, queue in deployment.queues.items():
-        attrs = aws("sqs").get_queue_attributes(
-            QueueUrl=queue["url"], AttributeNames=[*DEPTH_ATTRIBUTES]
-        )["Attributes"]
+        attrs = aws("sqs").get_queue_attributes(QueueUrl=queue["url"], AttributeNames=[*DEPTH_ATTRIBUTES])["Attributes"]
         depth[logical] = sum(int(v) for v in attrs.values())
     notices = cloud.alarm_actions.history
     return {
