@@ -101,13 +101,17 @@ def start_all(plan: RunPlan, cloud: Any) -> list[str]:
     for queue, body in plan.send:
         aws("sqs").send_message(QueueUrl=pick("send", queue, urls), MessageBody=body)
     arns = []
-    for machine, text in plan.start:
+    for number, (machine, text) in enumerate(plan.start, start=1):
         arn = pick("start", machine, deployment.state_machines)
         try:
             json.loads(text)
         except ValueError:
             raise UsageError(f"--start {machine}: the input is not JSON: {text[:60]!r}") from None
-        arns.append(aws("stepfunctions").start_execution(stateMachineArn=arn, input=text)["executionArn"])
+        arns.append(
+            aws("stepfunctions").start_execution(stateMachineArn=arn, name=f"execution-{number}", input=text)[
+                "executionArn"
+            ]
+        )
     return arns
 
 
