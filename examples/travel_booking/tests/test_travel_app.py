@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk import Stack
 from aws_cdk.assertions import Annotations, Match, Template
 
 from cdk_app import STACK_NAME, build_app
@@ -23,6 +24,7 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     app = build_app(context={"aws:cdk:enable-asset-metadata": True}, outdir=str(outdir))
     app.synth()
     stack = app.node.find_child(STACK_NAME)
+    assert isinstance(stack, Stack)
     assert Annotations.from_stack(stack).find_error("*", Match.any_value()) == []  # ResilienceChecks passes
     return outdir
 
@@ -49,9 +51,8 @@ def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
     ok = json.dumps({"booking_id": "b-ok", "card": OK_CARD})
     declined = json.dumps({"booking_id": "b-declined", "card": DECLINED_CARD})
     # More throttled calls than the SDK's own attempts of both first invocations: each ReserveHotel fails once.
-    status, report = _run(
-        assembly, capsys, "--start", f"BookingSaga={ok}", "--start", f"BookingSaga={declined}", "--throttle", "Bookings=11"
-    )
+    starts = ["--start", f"BookingSaga={ok}", "--start", f"BookingSaga={declined}"]
+    status, report = _run(assembly, capsys, *starts, "--throttle", "Bookings=11")
     assert status == 0 and report["pages"] == [] and report["alarms_in_alarm"] == [], report
     first, second = report["executions"]
     assert first["status"] == second["status"] == "SUCCEEDED"

@@ -56,7 +56,10 @@ class TravelBookingStack(Stack):
                     metrics_namespace=NAMESPACE,
                     timeout=Duration.seconds(10),
                     layers=[middleware.layer],
-                    environment={"BOOKINGS_TABLE": self.bookings.table_name, "IDEMPOTENCY_TABLE": idempotency.table_name},
+                    environment={
+                        "BOOKINGS_TABLE": self.bookings.table_name,
+                        "IDEMPOTENCY_TABLE": idempotency.table_name,
+                    },
                     alarm_topic=oncall,
                 ),
             )
@@ -72,8 +75,8 @@ class TravelBookingStack(Stack):
             "BookingSaga",
             props=SagaProps(
                 steps=[
-                    SagaStep("ReserveHotel", task("ReserveHotel"), task("CancelHotel"), compensation_name="CancelHotel"),
-                    SagaStep("BookFlight", task("BookFlight"), task("CancelFlight"), compensation_name="CancelFlight"),
+                    SagaStep("ReserveHotel", task("ReserveHotel"), task("CancelHotel"), "CancelHotel"),
+                    SagaStep("BookFlight", task("BookFlight"), task("CancelFlight"), "CancelFlight"),
                     SagaStep(
                         "ChargeCard",
                         task("ChargeCard"),
