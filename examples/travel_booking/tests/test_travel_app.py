@@ -57,7 +57,11 @@ def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
     first, second = report["executions"]
     assert first["status"] == second["status"] == "SUCCEEDED"
     assert first["states"] == ["ReserveHotel", "BookFlight", "ChargeCard"]
-    assert first["task_failures"] == ["TransientStepError"]  # throttled, retried by the saga's defaults
+    # Throttled (how many times each depends on how the two executions' calls interleave), retried by the saga.
+    assert first["task_failures"] and set(first["task_failures"]) == {"TransientStepError"}
     assert second["states"] == ["ReserveHotel", "BookFlight", "ChargeCard", "CancelFlight", "CancelHotel"]
-    assert second["task_failures"] == ["TransientStepError", "CardDeclined"]  # no refund: nothing was charged
-    assert sum(report["function_errors"].values()) == 3  # AWS counts them; ExpectedErrors takes them off the alarm
+    *throttled, declined = second["task_failures"]
+    assert set(throttled) <= {"TransientStepError"} and declined == "CardDeclined"  # no refund: nothing charged
+    # AWS counts every failed invocation in Errors; ExpectedErrors takes these off the alarm.
+    failures = len(first["task_failures"]) + len(second["task_failures"])
+    assert sum(report["function_errors"].values()) == failures
