@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
+.PHONY: help setup velocity-engine rehearse demo test packages lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -80,7 +80,7 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m harness local run --orders $(ORDERS)
 
-test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
+test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate packages ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
 lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
@@ -184,3 +184,6 @@ spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS
 	@mkdir -p reports
 	$(PY) -m harness local spike --scale $(SPIKE_SCALE) --json --check --plot reports/spike.png > reports/spike-report.json
 	$(PY) -m harness capacity --rate 50000/min --minutes 5
+
+packages: setup ## the four packages' wheels built, installed in a virtualenv outside the repository, imported; the example app's tests there
+	$(PY) -m tools.packages_gate

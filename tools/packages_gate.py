@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,7 +88,7 @@ def third_party_requirements() -> list[str]:
     wanted: set[str] = set(EXTRA_TEST_REQUIREMENTS)
     for name in PACKAGES:
         project = tomllib.loads((REPO_ROOT / "packages" / name / "pyproject.toml").read_text())["project"]
-        wanted |= {r for r in project.get("dependencies", []) if r.split("[")[0].split(">")[0].split("=")[0] not in ours}
+        wanted |= {r for r in project.get("dependencies", []) if re.split(r"[\[<>=!~ ]", r)[0] not in ours}
     frozen = run(sys.executable, "-m", "pip", "freeze", "--exclude-editable").splitlines()
     return sorted(wanted) + _constraints(frozen)
 
