@@ -12,11 +12,15 @@ from travel_booking.stack import TravelBookingStack
 STACK_NAME = "TravelBooking"
 
 
+# --8<-- [start:app]
 def build_app(context: dict[str, Any] | None = None, outdir: str | None = None) -> App:
     app = App(context=context, outdir=outdir)
     stack = TravelBookingStack(app, STACK_NAME)
     Aspects.of(stack).add(ResilienceChecks())
     return app
+
+
+# --8<-- [end:app]
 
 
 if __name__ == "__main__":

@@ -58,6 +58,23 @@ def test_packages_repository_words_are_found_where_they_name_this_repository() -
     assert not any(REPOSITORY_WORDS.search(line) for line in fine)
 
 
+#: ``--8<-- "path:section"``: a snippet included from a runnable file (pymdownx.snippets, as Powertools' docs).
+SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"$', flags=re.MULTILINE)
+SNIPPET_DOCS = (REPO_ROOT / "docs" / "packages.md", *(REPO_ROOT / "packages" / n / "README.md" for n in PACKAGES))
+
+
+def test_packages_docs_include_their_code_from_runnable_files() -> None:
+    included = [(doc, *found) for doc in SNIPPET_DOCS for found in SNIPPET.findall(doc.read_text())]
+    assert len(included) >= 5
+    missing = []
+    for doc, path, section in included:
+        source = REPO_ROOT / path
+        text = source.read_text() if source.is_file() else ""
+        if not text or (section and f"# --8<-- [start:{section}]" not in text) or f"[end:{section}]" not in text:
+            missing.append(f"{doc.relative_to(REPO_ROOT)}: {path}:{section}")
+    assert not missing, "snippets naming no file or section: " + ", ".join(missing)
+
+
 def test_packages_constructs_lib_is_no_longer_at_the_root() -> None:
     assert not (REPO_ROOT / "constructs_lib").exists()
 

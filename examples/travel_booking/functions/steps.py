@@ -28,6 +28,7 @@ logger = Logger()
 DECLINED_CARD = "4000-0000-0000-0002"
 
 
+# --8<-- [start:step]
 class CardDeclined(BusinessOutcome):
     """The card was declined: no money moved (the saga skips the refund)."""
 
@@ -83,3 +84,4 @@ book_flight = _handler(_set("flight", "BOOKED"))
 cancel_flight = _handler(_set("flight", "CANCELLED"))
 charge_card = _handler(charge)
 refund_card = _handler(_set("payment", "REFUNDED"))
+# --8<-- [end:step]

@@ -45,6 +45,7 @@ def _run(assembly: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tupl
     return status, json.loads(capsys.readouterr().out)
 
 
+# --8<-- [start:local-run]
 def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
     assembly: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -65,3 +66,6 @@ def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
     # AWS counts every failed invocation in Errors; ExpectedErrors takes these off the alarm.
     failures = len(first["task_failures"]) + len(second["task_failures"])
     assert sum(report["function_errors"].values()) == failures
+
+
+# --8<-- [end:local-run]

@@ -37,6 +37,7 @@ class TravelBookingStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        # --8<-- [start:stack]
         oncall = sns.Topic(self, "Oncall")
         self.bookings = DataTable(self, "Bookings", props=DataTableProps(partition_key="booking_id")).table
         idempotency = IdempotencyTable(self, "Idempotency").table
@@ -90,3 +91,4 @@ class TravelBookingStack(Stack):
                 alarm_label="travel booking",
             ),
         )
+        # --8<-- [end:stack]

@@ -27,11 +27,11 @@ def open_assembly(outdir: Path, stack: str) -> CloudAssembly:
     if not manifest.is_file():
         raise UsageError(f"no cloud assembly at {outdir} (no manifest.json): run `cdk synth` first, or pass cdk.out")
     artifacts: dict[str, Any] = json.loads(manifest.read_text()).get("artifacts", {})
-    stacks = {key: a for key, a in artifacts.items() if a.get("type") == "aws:cloudformation:stack"}
-    for artifact_id, artifact in stacks.items():
+    stack_artifacts = {key: a for key, a in artifacts.items() if a.get("type") == "aws:cloudformation:stack"}
+    for artifact_id, artifact in stack_artifacts.items():
         if stack in (artifact_id, artifact.get("properties", {}).get("stackName")):
             return CloudAssembly(Path(outdir), artifact_id)
-    known = ", ".join(sorted(stacks)) or "none"
+    known = ", ".join(sorted(stack_artifacts)) or "none"
     raise UsageError(f"no stack '{stack}' in the cloud assembly at {outdir} (its stacks: {known})")
 
 
