@@ -8,8 +8,11 @@
    the versions this repository's virtualenv was tested with (``pip freeze``; rebuilt when those change).
 3. ``pip check``; each package imported from that virtualenv (not from the repository), its ``__version__`` the
    wheel's, its ``py.typed`` shipped.
-4. The example app (examples/travel_booking), copied outside the repository, runs its tests there: handlers on
-   moto, the synth with ResilienceChecks, the local run on ``python -m local_cloud``. ``--skip-example`` skips it.
+4. With ``--example``: the example app (examples/travel_booking), copied outside the repository, runs its tests
+   there (handlers on moto, the synth with ResilienceChecks, the local run on ``python -m local_cloud``).
+
+Steps 1 and 2 are skipped when the packages' sources are those of the wheels already installed there (a hash of
+their folders): ``make test`` pays for them only after a change to a package.
 
 The gate's folder is ``$PACKAGES_GATE_DIR``, default ``~/.cache/resilient-order-pipeline/packages-gate``.
 """
@@ -32,6 +35,7 @@ PACKAGES = ("iam_conditions", "constructs_lib", "lambda_resilience", "local_clou
 EXAMPLE = REPO_ROOT / "examples" / "travel_booking"
 #: What is never copied out of a package or the example.
 LEFT_BEHIND = shutil.ignore_patterns("*.egg-info", "build", "dist", "__pycache__", "*.pyc", "cdk.out", ".pytest_cache")
+LEFT_OUT = re.compile(r".*\.egg-info|build|dist|__pycache__|.*\.pyc|cdk\.out|\.pytest_cache")
 EXTRA_TEST_REQUIREMENTS = ("pytest",)
 
 
@@ -61,6 +65,19 @@ def virtualenv(path: Path, key: str, requirements: list[str]) -> Path:
             run(python, "-m", "pip", "install", "--quiet", *requirements)
         stamp.write_text(key)
     return python
+
+
+def sources_key() -> str:
+    """A hash of the four package folders as they would be copied (what the wheels are built from)."""
+    digest = hashlib.sha256()
+    for name in PACKAGES:
+        root = REPO_ROOT / "packages" / name
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            relative = path.relative_to(root)
+            if any(LEFT_OUT.fullmatch(part) for part in relative.parts):
+                continue
+            digest.update(f"{name}/{relative}\n".encode() + path.read_bytes())
+    return digest.hexdigest()
 
 
 def build_wheels(gate: Path) -> list[Path]:
@@ -114,12 +131,19 @@ for module, dist in {pairs!r}:
 """
 
 
-def install_and_check(gate: Path, wheels: list[Path]) -> Path:
+def install_and_check(gate: Path) -> Path:
+    """The gate's virtualenv with the wheels of the current sources installed (built and installed only when the
+    sources changed), checked."""
     requirements = third_party_requirements()
     key = hashlib.sha256("\n".join(requirements).encode() + Path(requirements[-1]).read_bytes()).hexdigest()
     python = virtualenv(gate / "venv", key, requirements)
-    run(python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--force-reinstall", *wheels)
-    run(python, "-m", "pip", "check")
+    installed, sources = gate / "venv" / ".gate-installed", sources_key()
+    if not (installed.is_file() and installed.read_text() == sources):
+        wheels = build_wheels(gate)
+        print(f"packages gate: built {', '.join(w.name for w in wheels)}")
+        run(python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--force-reinstall", *wheels)
+        run(python, "-m", "pip", "check")
+        installed.write_text(sources)
     pairs = [(name, name.replace("_", "-")) for name in PACKAGES]
     print(run(python, "-c", IMPORT_CHECK.format(pairs=pairs), cwd=gate), end="")
     return python
@@ -134,15 +158,13 @@ def run_example(gate: Path, python: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.packages_gate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip-example", action="store_true", help="build, install and import only")
+    parser.add_argument("--example", action="store_true", help="also run the example app's tests there")
     args = parser.parse_args(argv)
     started, gate = time.monotonic(), gate_dir()
     gate.mkdir(parents=True, exist_ok=True)
-    wheels = build_wheels(gate)
-    print(f"packages gate: built {', '.join(w.name for w in wheels)} ({time.monotonic() - started:.1f} s)")
-    python = install_and_check(gate, wheels)
+    python = install_and_check(gate)
     print(f"packages gate: installed and imported in {python.parents[1]} ({time.monotonic() - started:.1f} s)")
-    if not args.skip_example:
+    if args.example:
         run_example(gate, python)
     print(f"packages gate: passed in {time.monotonic() - started:.1f} s")
     return 0
