@@ -4,9 +4,9 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-# The Python of the template's Lambda runtime (constructs_lib/function.py DEFAULT_RUNTIME, e.g. 3.13): the tests
+# The Python of the template's Lambda runtime (packages/constructs_lib/src/constructs_lib/function.py DEFAULT_RUNTIME, e.g. 3.13): the tests
 # and the rehearsal run on it (tests/infra/test_runtime_parity.py fails when they differ).
-LAMBDA_PYTHON := $(shell sed -n 's/^DEFAULT_RUNTIME = lambda_\.Runtime\.PYTHON_3_\([0-9]*\).*/3.\1/p' constructs_lib/function.py)
+LAMBDA_PYTHON := $(shell sed -n 's/^DEFAULT_RUNTIME = lambda_\.Runtime\.PYTHON_3_\([0-9]*\).*/3.\1/p' packages/constructs_lib/src/constructs_lib/function.py)
 # python3.13 from PATH, else pyenv's own (pyenv's shim answers only for the versions selected in pyenv).
 PYTHON ?= $(shell for p in python$(LAMBDA_PYTHON) $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$(LAMBDA_PYTHON).*/bin/python$(LAMBDA_PYTHON) 2>/dev/null); do \
 	$$p -c '' 2>/dev/null && { echo $$p; break; }; done)
@@ -22,12 +22,12 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
+.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml packages/constructs_lib/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
@@ -80,7 +80,7 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m harness local run --orders $(ORDERS)
 
-test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
+test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate packages ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
 	@echo "all gates passed"
 
 lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
@@ -89,7 +89,7 @@ lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [to
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: setup ## mypy on the app, constructs, handlers, the packages (middleware, emulator), ops, examples and tests
-	$(VENV)/bin/mypy app.py stacks constructs_lib ops $(wildcard harness) tools lambdas examples packages tests
+	$(VENV)/bin/mypy app.py stacks ops $(wildcard harness) tools lambdas examples packages tests
 
 # The product's tests (they reach nothing of the harness: the import contracts in pyproject.toml) and
 # the harness's (the emulator, the operator CLI, the app's scenarios; the local end-to-end runs are `make e2e`).
@@ -184,3 +184,10 @@ spike: setup ## Black Friday at 1:100 (50/min, then 50,000/min for 5 min) on AWS
 	@mkdir -p reports
 	$(PY) -m harness local spike --scale $(SPIKE_SCALE) --json --check --plot reports/spike.png > reports/spike-report.json
 	$(PY) -m harness capacity --rate 50000/min --minutes 5
+
+# Built and installed again only after a change to a package (a hash of their folders): about 4 s otherwise.
+packages: setup ## the four packages' wheels built and installed in a virtualenv outside the repository, imported from there
+	$(PY) -m tools.packages_gate
+
+packages-example: setup ## make packages, then the example app (examples/travel_booking) tests in that virtualenv
+	$(PY) -m tools.packages_gate --example

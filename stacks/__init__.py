@@ -1,1 +1,1 @@
-"""CDK stacks: wiring only; constructs live in constructs_lib/, code in lambdas/."""
+"""CDK stacks: wiring only; constructs live in packages/constructs_lib/src/constructs_lib/, code in lambdas/."""

@@ -49,7 +49,10 @@ OLD_README_SECTIONS = (
     Section("## What each folder holds", "docs/design.md"),
     Section("### Using the constructs in your own app", "docs/design.md"),
     Section("## How the guarantees are built", "docs/design.md"),
-    Section("### The generic saga construct (`constructs_lib/generic_saga.py`)", "docs/design.md"),
+    Section(
+        "### The generic saga construct (`packages/constructs_lib/src/constructs_lib/generic_saga.py`)",
+        "docs/design.md",
+    ),
     Section(
         "## The middleware package: `lambda_resilience`",
         "packages/lambda_resilience/README.md",

@@ -18,7 +18,7 @@ FAILURES_TABLE_NAME: Final = "FAILURES_TABLE_NAME"
 STATE_MACHINE_ARN: Final = "STATE_MACHINE_ARN"
 PAYMENT_PROVIDER_FUNCTION: Final = "PAYMENT_PROVIDER_FUNCTION"
 CARRIER_FUNCTION: Final = "CARRIER_FUNCTION"
-#: HTTPS provider adapters: ``<prefix>_URL`` and ``<prefix>_SECRET_ARN`` (constructs_lib/providers.py).
+#: HTTPS provider adapters: ``<prefix>_URL`` and ``<prefix>_SECRET_ARN`` (constructs_lib.providers).
 PAYMENT_API_PREFIX: Final = "PAYMENT_API"
 CARRIER_API_PREFIX: Final = "CARRIER_API"
 PAYMENT_API_URL: Final = f"{PAYMENT_API_PREFIX}_URL"

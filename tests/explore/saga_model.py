@@ -1,7 +1,7 @@
 """The order saga's state machine as data, and an execution that a rule moves one Task at a time.
 
 The routes are the ones the definition builds (stacks/order_constructs/order_saga.py on
-constructs_lib/saga: forward.py, compensation.py, park.py), written out so that each step of the
+constructs_lib.saga: forward.py, compensation.py, park.py), written out so that each step of the
 exploration is one invocation of the real step handler, not a run of the Step Functions engine:
 
 - ReserveInventory -> ChargePayment -> ShipOrder (ShipOrder records COMPLETED itself, decision 0024);
@@ -15,7 +15,7 @@ exploration is one invocation of the real step handler, not a run of the Step Fu
 
 Retries: forward steps and recorders retry the transient errors 6 times, compensations any error 5
 times (Step Functions Retry, https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html;
-the stack's policies: order_saga.default_forward_retry, constructs_lib/saga/tasks.default_compensation_retry).
+the stack's policies: order_saga.default_forward_retry, constructs_lib.saga.tasks.default_compensation_retry).
 A crashed invocation reaches Step Functions as ``Sandbox.Timedout`` once the function's timeout passed
 (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
 """

@@ -114,7 +114,7 @@ def _create_table(
 
 @pytest.fixture
 def tables(aws: None) -> Tables:
-    """The stack's four tables, keyed as constructs_lib/tables.py and the stack define them (GSI included)."""
+    """The stack's four tables, keyed as constructs_lib.tables and the stack define them (GSI included)."""
     names = Tables(
         idempotency="test-idempotency",
         orders="test-orders",

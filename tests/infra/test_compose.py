@@ -36,7 +36,7 @@ FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:existing-fn"
 TOPIC_ARN = ACCOUNT_ARN.format(service="sns", name="existing-topic")
 ROLE_ARN = "arn:aws:iam::123456789012:role/existing-role"
 #: Every module of constructs_lib (the order constructs live in stacks/order_constructs).
-CONSTRUCTS_LIB = Path(__file__).resolve().parents[2] / "constructs_lib"
+CONSTRUCTS_LIB = Path(__file__).resolve().parents[2] / "packages/constructs_lib/src/constructs_lib"
 GENERIC_MODULES = tuple(
     sorted(str(p.relative_to(CONSTRUCTS_LIB).with_suffix("")) for p in CONSTRUCTS_LIB.rglob("*.py"))
 )
@@ -494,7 +494,7 @@ def test_generic_construct_module_holds_no_app_vocabulary(module: str) -> None:
     source = (CONSTRUCTS_LIB / f"{module}.py").read_text()
     words = "orders?|sweeper|sandbox|payment|inventory" + ("" if module in SAGA_PATTERN_MODULES else "|saga")
     found = re.findall(rf"\b({words})\b", source, flags=re.IGNORECASE)
-    assert found == [], f"constructs_lib/{module}.py: {sorted(set(found))}"
+    assert found == [], f"packages/constructs_lib/src/constructs_lib/{module}.py: {sorted(set(found))}"
 
 
 @pytest.mark.parametrize("existing", ["dlq", "queue-and-dlq"])

@@ -1,6 +1,6 @@
 """The layout rules of the infrastructure code, checked on its source (AST scans).
 
-- No product module (``app.py``, ``stacks/``, ``constructs_lib/``, ``lambdas/``, ``packages/lambda_resilience``)
+- No product module (``app.py``, ``stacks/``, ``packages/constructs_lib``, ``lambdas/``, ``packages/lambda_resilience``)
   is longer than 400 lines, and none of its functions longer than 60; nor is any module or function of the
   workshop (``ops/``, ``harness/``, ``tools/``, ``packages/local_cloud/src``). Complexity (branches,
   statements, returns, McCabe) is ruff's rule in ``make lint`` (pyproject.toml).
@@ -28,7 +28,7 @@ PRODUCT_CODE = tuple(
     for name in (
         "app.py",
         "stacks",
-        "constructs_lib",
+        "packages/constructs_lib/src",
         "lambdas",
         "packages/lambda_resilience/src",
         "packages/iam_conditions/src",
@@ -43,7 +43,6 @@ ENV_SCAN = tuple(
     for name in (
         "app.py",
         "stacks",
-        "constructs_lib",
         "lambdas",
         "packages",
         "ops",
@@ -94,7 +93,7 @@ def _too_long(files: list[Path]) -> tuple[dict[str, int], dict[str, dict[str, in
 
 def test_layout_product_modules_at_most_400_lines_and_functions_at_most_60() -> None:
     files = _python_files(*PRODUCT_CODE)
-    assert REPO_ROOT / "constructs_lib" / "generic_saga.py" in files and len(files) > 100
+    assert REPO_ROOT / "packages/constructs_lib/src/constructs_lib/generic_saga.py" in files and len(files) > 100
     long_modules, long_functions = _too_long(files)
     assert long_modules == {}, f"modules over {MAX_MODULE_LINES} lines"
     assert long_functions == {}, f"functions over {MAX_FUNCTION_LINES} lines"

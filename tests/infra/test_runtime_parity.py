@@ -1,8 +1,8 @@
 """Runtime parity: the template deploys the Python the tests run on.
 
-The Makefile reads the Lambda runtime's version from ``constructs_lib/function.py`` and builds
-the virtualenvs (the project's and the rehearsal's MiniStack) with that Python; these tests fail
-when a change of either side leaves the other behind.
+The Makefile reads the Lambda runtime's version from
+``packages/constructs_lib/src/constructs_lib/function.py`` and builds the virtualenvs (the project's and the
+rehearsal's MiniStack) with that Python; these tests fail when a change of either side leaves the other behind.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ def test_runtime_parity_template_runtime_is_the_running_interpreter() -> None:
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert _runtime_version() == running, (
         f"the template deploys {DEFAULT_RUNTIME.name} but the tests run on Python {running}: "
-        "rebuild the virtualenv (make setup) or change DEFAULT_RUNTIME in constructs_lib/function.py"
+        "rebuild the virtualenv (make setup) or change DEFAULT_RUNTIME in "
+        "packages/constructs_lib/src/constructs_lib/function.py"
     )
 
 
 def test_runtime_parity_makefile_reads_the_runtime_line() -> None:
-    source = (ROOT / "constructs_lib" / "function.py").read_text()
+    source = (ROOT / "packages/constructs_lib/src/constructs_lib/function.py").read_text()
     found = MAKEFILE_LINE.findall(source)
     assert [f"3.{minor}" for minor in found] == [_runtime_version()]
 

@@ -1,5 +1,7 @@
 """IAM policy conditions evaluated offline as AWS documents them, failing closed (:mod:`iam_conditions.evaluate`)."""
 
+__version__ = "0.1.0"
+
 from iam_conditions.evaluate import (
     OPERATORS,
     Context,

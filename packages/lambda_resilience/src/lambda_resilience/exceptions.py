@@ -70,7 +70,7 @@ class EffectDoneOutcomeNotWritten(PermanentError):
     workflow's outcome failed (throttled, refused by a concurrent writer, a bug): the workflow must
     record the outcome another way and never compensate the effect. Raised under this name, never
     retried as the step (its effect would be asked for again), counted as expected unless its
-    cause is unknown (docs/decisions/0024)."""
+    cause is unknown."""
 
 
 class UnknownStepError(ResilienceError):
@@ -86,8 +86,7 @@ class UncachedAnswer(Exception):  # an answer, not an error: never classified, n
     compensation that does nothing because of the order's status right now: "stale") must be computed
     again on every call, or a later, legitimate call with the same key (an operator's repair, a Step
     Functions Redrive) replays a no-op. :class:`~lambda_resilience.idempotency.IdempotentOperation`
-    returns ``result`` to its caller; Powertools deletes the in-progress record, as for any exception
-    (docs/decisions/0028)."""
+    returns ``result`` to its caller; Powertools deletes the in-progress record, as for any exception."""
 
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__("an answer of the moment: returned, not stored")

@@ -10,10 +10,10 @@ failures included. A failure the workflow handles by design (a
 :class:`~lambda_resilience.exceptions.BusinessOutcome`, or a transient failure it retries) also adds 1
 to :data:`EXPECTED_ERRORS_METRIC` (EMF, by default under the function's ``POWERTOOLS_METRICS_NAMESPACE``
 and ``POWERTOOLS_SERVICE_NAME``: where ``constructs_lib``'s function alarm reads it), so an alarm on
-``Errors - ExpectedErrors`` pages only on the others (bugs, timeouts, crashes): see docs/decisions/0020.
+``Errors - ExpectedErrors`` pages only on the others (bugs, timeouts, crashes).
 A transient failure also adds 1 to
 :data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is an outage of
-what the step calls (docs/decisions/0023).
+what the step calls.
 """
 
 from __future__ import annotations

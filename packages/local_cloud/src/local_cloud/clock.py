@@ -1,5 +1,5 @@
 """Simulated time for the local run: visibility timeouts pass without waiting for them, and machine load
-does not bend it (docs/decisions/0025-a-clock-that-load-cannot-bend.md).
+does not bend it.
 
 Simulated time is :class:`WorkTime` (wall time minus the time this process was starved: runnable but
 not running, as Linux's scheduler statistics count it) plus an offset the runner advances when nothing
@@ -160,7 +160,7 @@ class WorkTime:
                 waited_ns += max(0, delay - delay0)
             ran, waited = ran_ns / 1e9, waited_ns / 1e9
             # Starved: runnable, and none of its threads running. Threads waiting while another of them
-            # runs take turns, as with the GIL (a shard pinned to one CPU, harness/shards.py): that is work.
+            # runs take turns, as with the GIL (a process pinned to one CPU): that is work.
             starved = min(max(0.0, waited), max(0.0, elapsed - ran))
             self._starved += starved
             last_wall, last = wall, delays
@@ -230,7 +230,7 @@ _acting = threading.local()
 def acting_for(execution: str) -> Iterator[None]:
     """While active, the calling thread acts for ``execution`` (a Step Functions execution's thread): its
     :meth:`SimClock.sleep` waits for the simulated time it needs instead of advancing the shared clock
-    (docs/decisions/0026). Nests; the previous value is restored on exit."""
+    Nests; the previous value is restored on exit."""
     previous = getattr(_acting, "execution", None)
     _acting.execution = execution
     try:
@@ -318,7 +318,7 @@ class SimClock:
         with self._lock:
             return self._offset
 
-    # -- per-execution waits (docs/decisions/0026) ---------------------------------------------------
+    # -- per-execution waits ---------------------------------------------------------------------------
     def sleep(self, seconds: float) -> None:
         """Let ``seconds`` of simulated time pass for the calling thread. A thread acting for an execution
         (:func:`acting_for`) waits until the clock reaches ``now + seconds``: other executions' time passes

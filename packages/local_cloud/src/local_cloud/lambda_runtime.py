@@ -189,7 +189,7 @@ class LocalFunction:
         at = stamps[-1] if stamps else ended[0] if ended else self.clock.now()
         if errored and CRASH_ERROR_TYPE in result:
             # A crash is a timeout: the invocation's remaining time passes before anyone notices (on an
-            # execution's thread, for that execution only: docs/decisions/0026).
+            # execution's thread, for that execution only).
             self.clock.sleep(context.get_remaining_time_in_millis() / 1000)
             at = self.clock.now()
         with self._lock:

@@ -129,7 +129,7 @@ class MetricStore:
         Pages are read until one reaches an execution listed before (the rest are older) and every execution
         still waiting (running, or stopped without its stop date yet, at a previous refresh) has been listed
         again: a refresh costs the executions started or running since the previous one, not every execution
-        of the run (listing them all every simulated minute took ``make chaos`` from 157 s to 221 s)."""
+        of the run (listing them all every simulated minute took a 2,000-order chaos run from 157 s to 221 s)."""
         for arn in self.state_machines:
             live = sfn_executions(arn)
             if live is not None:

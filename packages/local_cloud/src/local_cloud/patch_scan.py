@@ -2,7 +2,7 @@
 the attribute's name as a string literal) written in a tree of sources is either registered (the registry
 names the attribute, so a canary watches it) or patches one of the tree's own targets. The emulator's
 registry (:mod:`local_cloud.patches`) and an application's registry on top of it (this repository's
-``harness.patches``) are both checked with it.
+the caller's own patches) are both checked with it.
 
 Why a regular expression over the text, not an import: the scan must see every patch written, including
 those in code paths no test runs; the call form is the repository's one way of patching (no string targets).

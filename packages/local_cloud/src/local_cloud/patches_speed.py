@@ -15,7 +15,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "(every module of moto_patches.STEP_FUNCTIONS_CLIENT_MODULES).",
         "local_cloud.moto_speed.cached_step_functions_clients",
         "test_canary_boto_client_for_is_the_lambda_task_client_factory",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 41.1 vs 32.8 / 35.4, +7.0 CPU s (+21%). Earlier: 150 orders, 51.5 vs 46.6 "
         "(-10%).",
     ),
@@ -26,7 +26,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "moto re-parses the definition (ANTLR) for every execution; the parsed program is stateless.",
         "local_cloud.moto_speed.cached_asl_parse",
         "test_canary_asl_parse_is_a_pure_static_method",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 45.7 vs 35.4 / 32.0, +12.0 CPU s (+36%). Earlier: 150 orders, 56.3 vs 46.6 "
         "(-17%).",
     ),
@@ -39,9 +39,9 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "each path is parsed once (a parsed expression holds no per-evaluation state).",
         "local_cloud.moto_speed.cached_json_path_parse",
         "test_canary_json_path_parse_is_a_module_level_pure_function",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 30.9 vs 32.0 / 29.7, +0.05 CPU s: below that run's noise. Counted instead: 306 "
-        "parses per 50 orders without it, 843 us each (timeit), about 5 CPU s of make chaos.",
+        "parses per 50 orders without it, 843 us each (timeit), about 5 CPU s of a 2,000-order chaos run.",
     ),
     Patch(
         "serializer_key_cache",
@@ -54,7 +54,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "in the dict is skipped (moto would pick None and skip it).",
         "local_cloud.moto_speed.cached_serializer_keys",
         "test_canary_serializer_key_cache_changes_no_response",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 31.6 vs 29.7 / 26.2, +3.7 CPU s (+13%). Earlier: two interleaved pairs at 150 "
         "orders, -20%.",
     ),
@@ -92,7 +92,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "same tree, node for node; nothing mutates the cached one).",
         "local_cloud.moto_data_speed.cached_update_expressions",
         "test_canary_update_expression_cache_gives_each_validation_an_equal_copy",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 32.8 vs 26.2 / 31.1, +4.2 CPU s (+14%). One UpdateItem's two parses and one "
         "copy (timeit): 477 us without it, 24 us with it.",
     ),
@@ -105,10 +105,10 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "names and values are resolved per call as before).",
         "local_cloud.moto_data_speed.cached_condition_lexing",
         "test_canary_condition_lex_cache_gives_the_same_tokens_and_answers",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 29.5 vs 31.1 / 28.4, -0.3 CPU s: below that run's noise. Counted instead: 1,819 "
         "lexes per 50 orders; one condition of three clauses (timeit) 63 us lexed, 10 us from the cache: "
-        "about 4 CPU s of make chaos.",
+        "about 4 CPU s of a 2,000-order chaos run.",
     ),
     Patch(
         "action_names_cache",
@@ -118,7 +118,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "computed once per class.",
         "local_cloud.moto_speed.cached_action_names",
         "test_canary_action_names_are_a_function_of_the_class",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 36.0 vs 28.4 / 35.5, +4.0 CPU s (+13%); 30 us per request without it (timeit).",
     ),
     Patch(
@@ -130,7 +130,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "read directly, against the same simulated clock.",
         "local_cloud.moto_data_speed.direct_sqs_retention_check",
         "test_canary_sqs_retention_check_still_drops_expired_messages",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 31.9 vs 35.5 / 26.5, +0.9 CPU s (+3%): 200 orders keep the queue shallow; the "
         "cost is quadratic in depth (a chaos shard starts 1,000 deep): ReceiveMessage of 10 from a queue of "
         "500 (timeit) 248 ms without it, 8.1 ms with it.",
@@ -163,7 +163,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "A sweep's two by-status queries on a 1,000-order table (40 rows returned), CPU per sweep, two interleaved "
         "pairs (2026-11-25): 115.0 / 117.6 ms without it, 27.4 / 28.3 ms with it (-76%). A 400-order chaos shard "
         "with every incident, before and after side by side: the sweeper's index queries 3.30 -> 0.71 CPU s "
-        "(48 sweeps each); about 15 CPU s of make chaos by scaling to its 1,037-order shards (docs/results.md).",
+        "(48 sweeps each); about 15 CPU s of a 2,000-order chaos run by scaling to its 1,037-order shards.",
     ),
     Patch(
         "thread_stack_reserve",
@@ -203,7 +203,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "and freeze are restored on exit.",
         "local_cloud.environment.fewer_gc_passes",
         "test_canary_fewer_gc_passes_restores_the_collector",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 33.0 vs 26.5 / 29.4, +5.1 CPU s (+18%). Earlier: one 1,000-order shard, 130.9 s "
         "wall without it, 109.6 s with it.",
     ),
@@ -259,7 +259,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "moto deep-copies whole tables before every TransactWriteItems; only the named items are snapshotted.",
         "local_cloud.moto_data_speed.item_level_transaction_rollback",
         "test_canary_transact_write_items_rolls_back_only_named_items",
-        "make patch-costs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
+        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 38.1 vs 29.4 / 38.4: +4.2 CPU s against their mean, but within the load's rise "
         "during it. Earlier: 150 orders, 48.9 vs 46.1 (-6%); the cost grows with table size.",
     ),

@@ -1,4 +1,4 @@
-"""Step Functions executions let simulated time pass each for itself (docs/decisions/0026).
+"""Step Functions executions let simulated time pass each for itself.
 
 moto runs each execution on its own threads: the program's (where a ``Retry`` waits) and one per task
 state (where a Lambda task's invocation runs: a crashed invocation's timeout, botocore's retry backoff

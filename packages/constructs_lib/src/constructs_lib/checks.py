@@ -9,7 +9,7 @@ someone (cdk-nag's CloudWatch rules look at alarms that exist, not at what lacks
 An alarm counts when it fires on the first failure (``> 0`` or ``>= 1``), names the resource in
 its ``FunctionName`` / ``StateMachineArn`` dimension (a ``Ref`` to it), and has an ALARM action on an
 SNS topic (a topic of this stack, or an ``arn:...:sns:...`` string). A metric-math alarm counts when
-one of its metrics is that metric (``Errors - ExpectedErrors``: docs/decisions/0020).
+one of its metrics is that metric (``Errors - ExpectedErrors``).
 
 A function whose errors alarm subtracts ``ExpectedErrors`` is on the step middleware: its environment must
 name the alarm's namespace and service, and every task invoking it must retry what the middleware raises

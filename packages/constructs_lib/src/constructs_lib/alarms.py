@@ -51,8 +51,8 @@ def arrivals_alarm(
 
     A depth alarm already in ALARM says nothing about the next message (CloudWatch notifies on a state
     change only: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html);
-    this one returns to OK the period after an arrival, so each later arrival pages again
-    (docs/decisions/0023). ``NumberOfMessagesSent`` cannot replace it on a DLQ: a message moved there
+    this one returns to OK the period after an arrival, so each later arrival pages again.
+    ``NumberOfMessagesSent`` cannot replace it on a DLQ: a message moved there
     by a redrive policy is not counted in it
     (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)."""
     return first_occurrence_alarm(
@@ -84,7 +84,7 @@ class FunctionAlarmsProps:
         expected_errors: the function's own count of failed invocations its caller handles by design
             (business outcomes, retried transient failures; see :func:`expected_errors_metric`). When
             given, the errors alarm pages on ``Errors - FILL(expected, 0) > 0`` (metric math): a
-            declined card never pages, a bug, a timeout or a crash does (docs/decisions/0020).
+            declined card never pages, a bug, a timeout or a crash does.
     """
 
     function: lambda_.IFunction
@@ -205,7 +205,7 @@ class TransientShareAlarm(Construct):
     """An outage of what some functions call, as a rate: pages when, in one period, their transient
     (retried) failures exceed ``share`` of their invocations plus ``floor``
     (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
-    workflow retries it; docs/decisions/0020), a high share of them is not (docs/decisions/0023).
+    workflow retries it), a high share of them is not.
 
     Attributes:
         alarm: the alarm.

@@ -1,7 +1,7 @@
 """Reusable, generic L3 constructs for a resilient SQS -> Lambda -> Step Functions pipeline.
 
-No application vocabulary here (a test keeps it so); the application's own constructs are in
-``stacks/order_constructs``. Each construct lives in its own module with typed props; import what
+No application vocabulary here (a test keeps it so): an application's own constructs live in the
+application. Each construct lives in its own module with typed props; import what
 you need. They compose the way aws-solutions-constructs do: existing resources (``existing_queue``,
 ``existing_table``, any ``IFunction`` / ``ITopic``) and pass-through props (``queue_props``,
 ``table_props``, ``function_props``, merged over the defaults, see :mod:`constructs_lib.overrides`),
@@ -23,3 +23,5 @@ with bad combinations rejected at synth.
 - :class:`constructs_lib.providers.HttpsProvider` - a real provider's URL and API-key secret, granted per function.
 - :class:`constructs_lib.logical_ids.TransparentScope` - group constructs without changing logical IDs.
 """
+
+__version__ = "0.1.0"

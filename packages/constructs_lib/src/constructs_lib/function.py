@@ -32,12 +32,12 @@ from constructs_lib.overrides import PassThrough, check_overrides
 if TYPE_CHECKING:
     from constructs_lib.monitoring import Monitoring
 
-#: The runtime every function uses: the Python the tests and `make rehearse` run on (runtime parity,
+#: The runtime every function uses: the Python the app's tests should run on (runtime parity,
 #: tests/infra/test_runtime_parity.py; the Makefile builds the virtualenvs from this line). python3.13 is
 #: supported by Lambda (deprecation 30 Jun 2029: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html);
 #: python3.14 is newer but cannot be installed on the project's machines, so nothing would test it.
 DEFAULT_RUNTIME = lambda_.Runtime.PYTHON_3_13
-#: Graviton: 20% cheaper per GB-second than x86_64 (harness/costs.py); layer content is pure Python.
+#: Graviton: 20% cheaper per GB-second than x86_64 (AWS Lambda pricing); layer content is pure Python.
 DEFAULT_ARCHITECTURE = lambda_.Architecture.ARM_64
 #: Metric namespace for Powertools Metrics (EMF) when the app names none.
 DEFAULT_METRICS_NAMESPACE = "ResilientPipeline"

@@ -1,0 +1,71 @@
+"""The app synthesized with ResilienceChecks on its defaults, then run locally with the generic command
+(``python -m local_cloud run``): a declined card pages nobody, a throttled step is retried by the saga."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import Stack
+from aws_cdk.assertions import Annotations, Match, Template
+
+from cdk_app import STACK_NAME, build_app
+from local_cloud.cli import main
+
+OK_CARD, DECLINED_CARD = "4242-4242-4242-4242", "4000-0000-0000-0002"
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    outdir = tmp_path_factory.mktemp("travel") / "cdk.out"
+    # Asset metadata (the CDK CLI sets it) tells the emulator where each function's code was staged.
+    app = build_app(context={"aws:cdk:enable-asset-metadata": True}, outdir=str(outdir))
+    app.synth()
+    stack = app.node.find_child(STACK_NAME)
+    assert isinstance(stack, Stack)
+    assert Annotations.from_stack(stack).find_error("*", Match.any_value()) == []  # ResilienceChecks passes
+    return outdir
+
+
+def test_travel_app_synth_alarms_every_function_on_unexpected_errors_only(assembly: Path) -> None:
+    template = Template.from_json(json.loads((assembly / f"{STACK_NAME}.template.json").read_text()))
+    template.resource_count_is("AWS::Lambda::Function", 6)
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    expected = [a for a in alarms.values() if "ExpectedErrors" in json.dumps(a["Properties"].get("Metrics", []))]
+    assert len(expected) == 6  # Errors - ExpectedErrors, one per function
+    staged = {f"{p.parent.name}/{p.name}" for p in assembly.rglob("lambda_resilience/*.py")}
+    assert "lambda_resilience/step.py" in staged  # the middleware's layer ...
+    assert "lambda_resilience/testing.py" not in staged  # ... without its test helpers
+
+
+def _run(assembly: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    status = main(["run", "--assembly", str(assembly), "--stack", STACK_NAME, "--expect-no-pages", *args])
+    return status, json.loads(capsys.readouterr().out)
+
+
+# --8<-- [start:local-run]
+def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
+    assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = json.dumps({"booking_id": "b-ok", "card": OK_CARD})
+    declined = json.dumps({"booking_id": "b-declined", "card": DECLINED_CARD})
+    # More throttled calls than the SDK's own attempts of both first invocations: each ReserveHotel fails once.
+    starts = ["--start", f"BookingSaga={ok}", "--start", f"BookingSaga={declined}"]
+    status, report = _run(assembly, capsys, *starts, "--throttle", "Bookings=11")
+    assert status == 0 and report["pages"] == [] and report["alarms_in_alarm"] == [], report
+    first, second = report["executions"]
+    assert first["status"] == second["status"] == "SUCCEEDED"
+    assert first["states"] == ["ReserveHotel", "BookFlight", "ChargeCard"]
+    # Throttled (how many times each depends on how the two executions' calls interleave), retried by the saga.
+    assert first["task_failures"] and set(first["task_failures"]) == {"TransientStepError"}
+    assert second["states"] == ["ReserveHotel", "BookFlight", "ChargeCard", "CancelFlight", "CancelHotel"]
+    *throttled, declined = second["task_failures"]
+    assert set(throttled) <= {"TransientStepError"} and declined == "CardDeclined"  # no refund: nothing charged
+    # AWS counts every failed invocation in Errors; ExpectedErrors takes these off the alarm.
+    failures = len(first["task_failures"]) + len(second["task_failures"])
+    assert sum(report["function_errors"].values()) == failures
+
+
+# --8<-- [end:local-run]
