@@ -27,7 +27,7 @@ from local_cloud.calls import outside_the_pipeline
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
 from local_cloud.emulator import EmulatorOptions, LocalCloud
-from local_cloud.environment import fewer_gc_passes, local_aws
+from local_cloud.environment import local_aws
 from local_cloud.moto_state import executes_here
 from local_cloud.schedules import Scheduled, Schedules
 from local_cloud.sfn_waits import running_executions
@@ -377,8 +377,7 @@ def deployed_pipeline(assembly: CloudAssembly, options: RunOptions, clock: SimCl
     services = [lambda _cloud: serve_local_providers(run), lambda _cloud: serve_front_door(run)]
     with run.cloud.running(clock_hooks=HANDLER_CLOCKS, services=services):
         run.seed_inventory()
-        with fewer_gc_passes():
-            yield run
+        yield run
 
 
 @contextmanager

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -52,6 +54,28 @@ def synthesize(outdir: Path, stage: str, extra_context: dict[str, Any] | None = 
     if errors:  # what `cdk synth` refuses, we refuse too (ResilienceChecks findings)
         raise RuntimeError("synth reported errors:\n" + "\n".join(errors))
     return CloudAssembly(outdir, f"{STACK_NAME}-{stage}")
+
+
+def synthesize_once(root: Path, stage: str) -> CloudAssembly:
+    """The local run's assembly for ``stage`` under ``root``, synthesized by the first caller only.
+
+    Callers sharing ``root`` (the pytest-xdist workers of one test run) wait for that synth under a file lock
+    and read what it wrote; a synth that did not finish (no completion mark) is done again."""
+    outdir, done = root / f"local-{stage}", root / f"local-{stage}.done"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f"local-{stage}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(outdir, ignore_errors=True)
+            synthesize(outdir, stage)
+            done.touch()
+    return CloudAssembly(outdir, f"OrderPipeline-{stage}")
+
+
+def xdist_run_root(basetemp: Path) -> Path:
+    """Where one pytest run's workers share assemblies: under pytest-xdist the parent of a worker's
+    ``basetemp`` is the run's (every worker's ``basetemp`` is a child of it); else ``basetemp`` itself."""
+    return (basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp) / "assemblies"
 
 
 def load_assembly(options: RunOptions) -> CloudAssembly:

@@ -121,13 +121,25 @@ class SynthResult:
         return json.loads((self.outdir / "validation-report.json").read_text())
 
 
-def synth_pipeline(outdir: Path, **context: Any) -> SynthResult:
-    """Build the app like ``cdk synth`` (cdk.json context + overrides) and synthesize it once.
+#: The apps this test process synthesized, by their context (a context is synthesized once per process).
+_SYNTHESIZED: dict[str, SynthResult] = {}
 
-    Layer contents are staged under the app's own ``outdir`` (``constructs_lib.layers``), so a test
-    run neither races with a concurrent ``cdk synth`` / another xdist worker nor writes into the
-    working tree. Asset hashes depend on content only, so the template is the same.
+
+def synth_pipeline(outdir: Path, **context: Any) -> SynthResult:
+    """The app built like ``cdk synth`` (cdk.json context + overrides), synthesized once per process and context.
+
+    Every module asking for the same context shares one synthesized app (tests only read it); the first
+    request's ``outdir`` holds it. Layer contents are staged under the app's own ``outdir``
+    (``constructs_lib.layers``), so a test run neither races with a concurrent ``cdk synth`` / another xdist
+    worker nor writes into the working tree. Asset hashes depend on content only, so the template is the same.
     """
+    key = json.dumps(context, sort_keys=True, default=str)
+    if key not in _SYNTHESIZED:
+        _SYNTHESIZED[key] = _synth(outdir, **context)
+    return _SYNTHESIZED[key]
+
+
+def _synth(outdir: Path, **context: Any) -> SynthResult:
     app = build_app(context={**CDK_JSON_CONTEXT, **context}, outdir=str(outdir))
     stage = str(app.node.try_get_context("stage"))
     try:

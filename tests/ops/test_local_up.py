@@ -15,7 +15,7 @@ import boto3
 import pytest
 
 from harness.orders import OrderMix, make_orders
-from harness.run import synthesize
+from harness.synth import synthesize_once, xdist_run_root
 from harness.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
 from local_cloud.template import CloudAssembly
 from ops.repair import RepairRefused, repair
@@ -29,7 +29,7 @@ MIX = OrderMix(decline_rate=0.34, ship_fail_rate=0.0, out_of_stock_rate=0.0)
 
 @pytest.fixture(scope="module")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> CloudAssembly:
-    return synthesize(Path(tmp_path_factory.mktemp("cdk.out")), "dev")
+    return synthesize_once(xdist_run_root(tmp_path_factory.getbasetemp()), "dev")
 
 
 class Served:

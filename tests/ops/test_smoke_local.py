@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import boto3
 import pytest
 
 import order_domain.env as env_names
 from constructs_lib.function import DEFAULT_RUNTIME
-from harness.run import synthesize
-from harness.synth import LOCAL_PROVIDER_ORIGIN
+from harness.synth import LOCAL_PROVIDER_ORIGIN, synthesize_once, xdist_run_root
 from harness.up import UpOptions
 from ops.smoke import SmokeOptions, charge_function_environment, format_table, run_smoke
 from ops.target import Target
@@ -26,7 +24,7 @@ REGION = "us-east-1"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    assembly = synthesize(Path(tmp_path_factory.mktemp("cdk.out")), "dev")
+    assembly = synthesize_once(xdist_run_root(tmp_path_factory.getbasetemp()), "dev")
     running = Served(UpOptions(port=0, assembly_dir=assembly.outdir, sweep_interval=60.0))
     running.thread.start()
     assert running.ready.wait(60), "local up did not become ready"

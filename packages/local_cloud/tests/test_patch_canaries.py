@@ -26,11 +26,10 @@ from clocks import StepClock
 from moto import mock_aws
 
 from local_cloud import patches as emulator
-from local_cloud.botocore_speed import ZERO_SIGNATURE, sigv4_without_hmac
 from local_cloud.calls import count_aws_calls
 from local_cloud.capture import LineCapture, capture_stdout
 from local_cloud.clock import SimClock, WallTime
-from local_cloud.environment import GC_THRESHOLDS, fewer_gc_passes, sqs_on_clock
+from local_cloud.environment import sqs_on_clock
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
 from local_cloud.moto_data_speed import (
@@ -59,7 +58,6 @@ from local_cloud.moto_speed import (
 )
 from local_cloud.patch_scan import unregistered_patches
 from local_cloud.template import ACCOUNT, REGION
-from local_cloud.thread_stacks import reserved_thread_stacks
 
 #: The emulator package's sources.
 PATCHING_SOURCES = (Path(__file__).resolve().parents[1] / "src" / "local_cloud",)
@@ -99,6 +97,30 @@ def test_registry_lists_every_attribute_the_emulator_patches() -> None:
     """A ``mock.patch.object(owner, "attr", ...)`` in local_cloud on third-party code is registered."""
     registered = [target for p in emulator.PATCHES for target in emulator.targets(p)]
     assert unregistered_patches(PATCHING_SOURCES, registered, OWN_TARGETS) == []
+
+
+def test_registry_speed_patches_reach_moto_only() -> None:
+    """Speed alone never justifies patching the interpreter or botocore (issue 43): a speed patch targets moto."""
+    for patch in emulator.PATCHES:
+        if patch.kind == "speed":
+            for module, attribute in emulator.targets(patch):
+                assert module.split(".")[0] == "moto", f"{patch.name} patches {module}:{attribute} for speed"
+
+
+#: Calls that tune the interpreter itself (the collector, thread switching, recursion, frame chunks).
+INTERPRETER_TUNING = ("gc.freeze", "gc.set_threshold", "gc.disable", "sys.setswitchinterval", "_bootstrap_inner")
+
+
+def test_registry_no_source_tunes_the_interpreter() -> None:
+    """No emulator module tunes CPython for speed (the collector, thread switching, frame chunks)."""
+    found = [
+        f"{path.name}: {call}"
+        for source in PATCHING_SOURCES
+        for path in sorted(source.rglob("*.py"))
+        for call in INTERPRETER_TUNING
+        if call in path.read_text()
+    ]
+    assert found == []
 
 
 def test_registry_only_speed_patches_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -618,94 +640,6 @@ def test_canary_sqs_retention_check_still_drops_expired_messages(aws: None) -> N
         assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]] == ["kept"]
         clock.t += 2  # past the 60-second retention period
         assert "Messages" not in sqs.receive_message(QueueUrl=url)
-
-
-def test_canary_fewer_gc_passes_restores_the_collector() -> None:
-    import gc
-
-    before = gc.get_threshold()
-    kept = [object()]
-    with fewer_gc_passes():
-        assert gc.get_threshold() == GC_THRESHOLDS
-        assert gc.get_freeze_count() > 0
-        cycle: list[Any] = []
-        cycle.append(cycle)
-        del cycle
-        assert gc.collect() >= 1  # the collector still collects
-    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-    assert kept
-
-
-def _signed(service: str, auth_class: Any = None) -> str:
-    """The Authorization header botocore's signer (or ``auth_class``) writes on a POST to ``service``."""
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    request = AWSRequest(method="POST", url=f"https://{service}.{REGION}.amazonaws.com/", data=b"{}")
-    request.headers["X-Amz-Target"] = "DynamoDB_20120810.ListTables"
-    signer = (auth_class or SigV4Auth)(Credentials("AKIAIOSFODNN7EXAMPLE", "secret", "token"), service, REGION)
-    signer.add_auth(request)
-    assert request.headers["X-Amz-Security-Token"] == "token" and request.headers["X-Amz-Date"]
-    return str(request.headers["Authorization"])
-
-
-def test_canary_sigv4_without_hmac_keeps_what_moto_reads(aws: None) -> None:
-    """The header keeps botocore's credential scope and signed headers (moto reads the access key and the
-    region there); moto answers the same; execute-api and SigV4Auth's subclasses keep a real signature."""
-    from botocore.auth import S3SigV4Auth
-    from moto.core.responses import BaseResponse
-
-    real = _signed("dynamodb")
-    with sigv4_without_hmac():
-        fast = _signed("dynamodb")
-        assert _signed("execute-api").rpartition("=")[2] != ZERO_SIGNATURE
-        assert _signed("s3", S3SigV4Auth).rpartition("=")[2] != ZERO_SIGNATURE
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        _table(ddb, "signed")
-        assert ddb.list_tables()["TableNames"] == ["signed"]
-    assert fast.rpartition("=")[0] == real.rpartition("=")[0] and fast.endswith(ZERO_SIGNATURE)
-    match = BaseResponse.access_key_regex.search(fast)
-    assert match is not None and match.group(1) == "AKIAIOSFODNN7EXAMPLE"
-    assert fast.split(",")[0].split("/")[2] == REGION  # moto's region fallback (get_region_from_url)
-
-
-def _worst_faults_at_a_chunk_edge() -> int:
-    """In a new thread: the most page faults 500 calls of a leaf make, over every call depth from 0 to 300
-    (one of them sits at the edge of a 16 KiB frame chunk)."""
-    import resource
-
-    def leaf() -> None:
-        return None
-
-    def at_depth(n: int) -> int:
-        if n:
-            return at_depth(n - 1)
-        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-        for _ in range(500):
-            leaf()
-        return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
-
-    worst: list[int] = []
-    thread = threading.Thread(target=lambda: worst.append(max(at_depth(d) for d in range(300))))
-    thread.start()
-    thread.join()
-    return worst[0]
-
-
-def test_canary_thread_stack_reserve_runs_the_thread() -> None:
-    """The thread's target still runs, under its name; calls crossing a frame chunk's edge fault in memory
-    without the patch (python/cpython#142183: when this fails, the interpreter has the fix and the patch should
-    go) and not with it."""
-    seen: list[str] = []
-    with reserved_thread_stacks():
-        thread = threading.Thread(target=lambda: seen.append(threading.current_thread().name), name="kept")
-        thread.start()
-        thread.join()
-        reserved = _worst_faults_at_a_chunk_edge()
-    assert seen == ["kept"]
-    assert _worst_faults_at_a_chunk_edge() >= 500  # a fault a call, at least: the thrash is there
-    assert reserved < 50
 
 
 def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import time
@@ -14,7 +13,6 @@ from unittest import mock
 
 import botocore.endpoint
 
-from local_cloud.botocore_speed import sigv4_without_hmac
 from local_cloud.clock import SimClock
 from local_cloud.moto_data_speed import (
     cached_condition_lexing,
@@ -46,7 +44,6 @@ from local_cloud.sfn_task_errors import aws_task_error_names
 from local_cloud.sfn_waits import execution_waits, http_retry_waits
 from local_cloud.simtime import simulated_now
 from local_cloud.template import REGION
-from local_cloud.thread_stacks import reserved_thread_stacks
 from local_cloud.trace_header import execution_trace_header_to_tasks, start_execution_trace_header
 
 FAKE_ENV = {
@@ -73,8 +70,6 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("url_dispatch_cache", cached_url_dispatch),
     ("index_query_by_key", index_query_by_key),
     ("projection_without_round_trip", projection_without_round_trip),
-    ("thread_stack_reserve", reserved_thread_stacks),
-    ("sigv4_without_hmac", sigv4_without_hmac),
 )
 
 
@@ -125,32 +120,6 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         # SQS visibility, DelaySeconds and timestamps too.
         stack.enter_context(sqs_on_clock(clock))
         yield
-
-
-#: The collector's thresholds while a deployed pipeline runs (CPython's default: 700, 10, 10).
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
-@contextmanager
-def fewer_gc_passes() -> Iterator[None]:
-    """Collect cyclic garbage less often while the pipeline runs: moto holds every item, message and
-    execution history as Python objects, and CPython's default (a pass every 700 allocations, a
-    full pass every 100) spent about 12% of a chaos run's CPU walking them (perf, cpu-clock). What
-    exists once the pipeline is deployed (modules, moto's models, the template) is frozen out of
-    the passes (``gc.freeze``). Reference counting still frees acyclic objects at once, and the
-    collector still runs; only how often changes. Restored on exit."""
-    if not enabled("fewer_gc_passes"):
-        yield
-        return
-    before = gc.get_threshold()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 @contextmanager

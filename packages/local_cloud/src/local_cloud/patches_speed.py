@@ -166,48 +166,6 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "(48 sweeps each); about 15 CPU s of a 2,000-order chaos run by scaling to its 1,037-order shards.",
     ),
     Patch(
-        "thread_stack_reserve",
-        "threading:Thread._bootstrap_inner",
-        "speed",
-        "Not moto: CPython 3.13.0 frees a thread's 16 KiB frame chunk as soon as the frame at its base returns "
-        "(python/cpython#142183, fixed on the 3.13 branch in March 2026), so a call crossing a chunk's edge in a "
-        "loop maps, faults in and unmaps memory each time; each thread started while the pipeline runs calls its "
-        "work from a frame whose chunk (128 KiB) holds its whole stack. The canary fails on an interpreter with "
-        "the fix: drop the patch then.",
-        "local_cloud.thread_stacks.reserved_thread_stacks",
-        "test_canary_thread_stack_reserve_runs_the_thread",
-        "one chaos shard (1,000 orders, 2026-11-25), without and with it side by side on the two cores, twice (at "
-        "512 KiB): 202.6 vs 189.2 and 178.9 vs 164.4 CPU s (-6.6%, -8.1%; kernel time 35.9 -> 21.5 s); page faults "
-        "2.17 million without it, 0.63 million with it at 128 KiB.",
-    ),
-    Patch(
-        "sigv4_without_hmac",
-        "botocore.auth:SigV4Auth.add_auth",
-        "speed",
-        "Not moto: botocore computes a Signature Version 4 (canonical request, payload SHA-256, four HMACs) for "
-        "every in-process call, and moto never checks it; the header keeps its credential scope (moto reads the "
-        "access key and region there) with a zero signature. execute-api (the order API's AWS_IAM methods, whose "
-        "signatures the emulator verifies) and SigV4Auth's subclasses are signed as before.",
-        "local_cloud.botocore_speed.sigv4_without_hmac",
-        "test_canary_sigv4_without_hmac_keeps_what_moto_reads",
-        "one chaos shard (1,000 orders, 2026-11-25), without and with it side by side on the two cores: 167.3 vs "
-        "160.7 CPU s (-3.9%). Signing a 2 KB PutItem (timeit): 60 us with botocore's signer, 17 us with this one.",
-    ),
-    Patch(
-        "fewer_gc_passes",
-        "gc:freeze + gc:set_threshold",
-        "speed",
-        "Not moto: CPython's collector walked moto's items, messages and histories about every 700 allocations "
-        "(perf: ~12% of a chaos run's CPU). While a deployed pipeline runs, what exists after deployment is frozen "
-        "out of collection and the thresholds are 50,000/20/100; reference counting is unchanged, thresholds "
-        "and freeze are restored on exit.",
-        "local_cloud.environment.fewer_gc_passes",
-        "test_canary_fewer_gc_passes_restores_the_collector",
-        "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
-        "before / after it): 33.0 vs 26.5 / 29.4, +5.1 CPU s (+18%). Earlier: one 1,000-order shard, 130.9 s "
-        "wall without it, 109.6 s with it.",
-    ),
-    Patch(
         "sfn_history_read",
         "moto.stepfunctions.responses:get_backend",
         "speed-read",
