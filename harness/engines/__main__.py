@@ -1,0 +1,17 @@
+"""``python -m harness.engines [cdk.out cdk.out.prod]``: both engines against the emulator (make engines);
+``python -m harness.engines record [cdk.out]``: record a local run's calls for the IAM simulator."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.engines import record, run
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[:1] == ["record"]:
+        record.main(Path(args[1] if len(args) > 1 else "cdk.out"))
+        raise SystemExit(0)
+    dev, prod = (Path(a) for a in (args or ["cdk.out", "cdk.out.prod"]))
+    raise SystemExit(run.main(dev, prod, Path(".build/engines")))

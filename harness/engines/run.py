@@ -1,0 +1,104 @@
+"""``make engines``: both independent engines against the emulator, on the synthesized templates; prints how
+many checks agreed, names every disagreement, and fails unless each one is a documented difference
+(:data:`DOCUMENTED`, docs/engines.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.engines.asl_emulator import run_paths
+from harness.engines.asl_paths import INPUT, STUB_RESULT, Run, compare_runs, enumerate_paths, stub_definition
+from harness.engines.iam_checks import Check, alarm_checks, call_checks, compare_verdicts
+from harness.engines.record import RECORDED
+from local_cloud.capture import LineCapture
+from local_cloud.clock import SimClock
+from local_cloud.deploy import LocalDeployment
+from local_cloud.environment import local_aws
+from local_cloud.interfaces import Deployment
+from local_cloud.template import CloudAssembly
+from tools.export_asl import definitions
+
+SCRIPT = Path(__file__).with_name("engines.mjs")
+#: Disagreements AWS's documentation settles, by check ID prefix -> which engine it backs (docs/engines.md).
+DOCUMENTED: dict[str, str] = {}
+
+
+@contextmanager
+def deployed(outdir: Path, stack: str) -> Iterator[Deployment]:
+    clock = SimClock()
+    with local_aws(clock):
+        yield LocalDeployment(CloudAssembly(outdir, stack), clock, LineCapture()).deploy()
+
+
+def iam_checks(templates: list[tuple[Path, str]]) -> list[Check]:
+    calls = json.loads(RECORDED.read_text())["calls"]
+    checks: list[Check] = []
+    for outdir, stack in templates:
+        with deployed(outdir, stack) as deployment:
+            checks += [*call_checks(deployment, calls), *alarm_checks(deployment)]
+    return checks
+
+
+def run_node(job: dict[str, Any]) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        out = subprocess.run(["node", str(SCRIPT), f.name], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"engines.mjs failed ({out.returncode}): {out.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def _documented(check_id: str) -> str | None:
+    return next((why for prefix, why in DOCUMENTED.items() if check_id.startswith(prefix)), None)
+
+
+def main(dev: Path, prod: Path, workdir: Path) -> int:
+    started = time.monotonic()
+    checks = iam_checks([(dev, "OrderPipeline-dev"), (prod, "OrderPipeline-prod")])
+    (definition,) = definitions(dev, "OrderPipeline-dev").values()
+    paths = enumerate_paths(definition)
+    emulated = run_paths(definition, paths, workdir / "stubs")
+    asl = {
+        "definition": stub_definition(definition),
+        "input": INPUT,
+        "result": STUB_RESULT,
+        "startTime": "2026-01-01T00:00:00Z",
+        "paths": [{"outcomes": p.outcomes} for p in paths],
+    }
+    answers = run_node({"iam": [{"id": c.id, "simulation": c.simulation} for c in checks], "asl": asl})
+    failures: list[str] = []
+    documented: list[str] = []
+    agreed = {"call": 0, "alarm": 0, "path": 0}
+    for check, answer in zip(checks, answers["iam"], strict=True):
+        if compare_verdicts(check.emulator, answer["result"]):
+            agreed[check.kind.value] += 1
+            continue
+        line = f"{check.id}: emulator {check.emulator.value}, iam-simulate {answer['result'] or answer.get('error')}"
+        (documented if _documented(check.id) else failures).append(line)
+    for path, mine, theirs in zip(paths, emulated, answers["asl"], strict=True):
+        diffs = compare_runs(mine, Run(**theirs))
+        if diffs:
+            failures.append(f"path {path.name}: " + "; ".join(diffs))
+        else:
+            agreed["path"] += 1
+    total = sum(agreed.values())
+    print(
+        f"engines: {total} checks agreed (iam-simulate: {agreed['call']} calls, {agreed['alarm']} alarm publish "
+        f"steps on dev and prod; aws-local-stepfunctions: {agreed['path']} of {len(paths)} saga paths), "
+        f"{len(documented)} documented differences, {len(failures)} disagreements "
+        f"in {time.monotonic() - started:.1f} s"
+    )
+    for line in documented:
+        print(f"  documented: {line}")
+    for line in failures:
+        print(f"  DISAGREE: {line}")
+    return 1 if failures else 0
