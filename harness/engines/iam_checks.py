@@ -36,7 +36,8 @@ TLS = {"aws:SecureTransport": "true"}
 
 
 class Kind(enum.Enum):
-    CALL = "call"
+    CALL = "call"  # a recorded call, asked of the role that made it
+    OTHER_ROLE = "other_role"  # a recorded call, asked of a role that did not make it (mostly denials)
     ALARM = "alarm"
 
 
@@ -57,6 +58,18 @@ def tokenise(resource: str, stack: str) -> str:
 
 def to_stage(resource: str, stack: str) -> str:
     return resource.replace(STACK_TOKEN, stack)
+
+
+def other_roles(calls: list[dict[str, str]], roles: list[str]) -> list[dict[str, str]]:
+    """Each distinct (action, resource) of ``calls`` as asked by every role of ``roles`` that did not make it."""
+    made = {(c["role"], c["action"], c["resource"]) for c in calls}
+    requests = sorted({(c["action"], c["resource"]) for c in calls})
+    return [
+        {"role": role, "action": action, "resource": resource}
+        for role in roles
+        for action, resource in requests
+        if (role, action, resource) not in made
+    ]
 
 
 def compare_verdicts(emulator: Decision, simulator: str | None) -> bool:
@@ -138,7 +151,7 @@ def _simulation(
     return simulation
 
 
-def call_checks(deployment: Deployment, calls: list[dict[str, str]]) -> Iterator[Check]:
+def call_checks(deployment: Deployment, calls: list[dict[str, str]], kind: Kind = Kind.CALL) -> Iterator[Check]:
     """One check per recorded call whose principal's role the template has (``calls``: role, action, resource)."""
     by_role = {p.role_id: p for p in principals(deployment).values()}
     documents = role_documents(deployment)
@@ -157,7 +170,12 @@ def call_checks(deployment: Deployment, calls: list[dict[str, str]]) -> Iterator
             TLS,
         )
         decision = principal.policy.evaluate(call["action"], resource, TLS)
-        yield Check(f"{deployment.stack} {call['role']} {call['action']} {resource}", Kind.CALL, decision, simulation)
+        yield Check(f"{deployment.stack} {call['role']} {call['action']} {resource}", kind, decision, simulation)
+
+
+def principal_roles(deployment: Deployment) -> list[str]:
+    """The role logical IDs of the deployment's functions and state machine."""
+    return sorted({str(p.role_id) for p in principals(deployment).values() if p.role_id})
 
 
 def alarm_checks(deployment: Deployment) -> Iterator[Check]:

@@ -15,7 +15,15 @@ from typing import Any
 
 from harness.engines.asl_emulator import run_paths
 from harness.engines.asl_paths import INPUT, STUB_RESULT, Run, compare_runs, enumerate_paths, stub_definition
-from harness.engines.iam_checks import Check, alarm_checks, call_checks, compare_verdicts
+from harness.engines.iam_checks import (
+    Check,
+    Kind,
+    alarm_checks,
+    call_checks,
+    compare_verdicts,
+    other_roles,
+    principal_roles,
+)
 from harness.engines.record import RECORDED
 from local_cloud.capture import LineCapture
 from local_cloud.clock import SimClock
@@ -42,7 +50,12 @@ def iam_checks(templates: list[tuple[Path, str]]) -> list[Check]:
     checks: list[Check] = []
     for outdir, stack in templates:
         with deployed(outdir, stack) as deployment:
-            checks += [*call_checks(deployment, calls), *alarm_checks(deployment)]
+            asked_of_others = other_roles(calls, principal_roles(deployment))
+            checks += [
+                *call_checks(deployment, calls),
+                *call_checks(deployment, asked_of_others, Kind.OTHER_ROLE),
+                *alarm_checks(deployment),
+            ]
     return checks
 
 
@@ -77,7 +90,7 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
     answers = run_node({"iam": [{"id": c.id, "simulation": c.simulation} for c in checks], "asl": asl})
     failures: list[str] = []
     documented: list[str] = []
-    agreed = {"call": 0, "alarm": 0, "path": 0}
+    agreed = {"call": 0, "other_role": 0, "alarm": 0, "path": 0}
     for check, answer in zip(checks, answers["iam"], strict=True):
         if compare_verdicts(check.emulator, answer["result"]):
             agreed[check.kind.value] += 1
@@ -91,9 +104,11 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
         else:
             agreed["path"] += 1
     total = sum(agreed.values())
+    denied = sum(1 for c in checks if c.kind is Kind.OTHER_ROLE and c.emulator.value != "allow")
     print(
-        f"engines: {total} checks agreed (iam-simulate: {agreed['call']} calls, {agreed['alarm']} alarm publish "
-        f"steps on dev and prod; aws-local-stepfunctions: {agreed['path']} of {len(paths)} saga paths), "
+        f"engines: {total} checks agreed (iam-simulate, dev and prod: {agreed['call']} recorded calls, "
+        f"{agreed['other_role']} of them asked of the other roles ({denied} denied), {agreed['alarm']} alarm "
+        f"publish steps; aws-local-stepfunctions: {agreed['path']} of {len(paths)} saga paths), "
         f"{len(documented)} documented differences, {len(failures)} disagreements "
         f"in {time.monotonic() - started:.1f} s"
     )

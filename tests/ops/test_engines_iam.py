@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.engines.iam_checks import Verdict, compare_verdicts, to_stage, tokenise
+from harness.engines.iam_checks import Verdict, compare_verdicts, other_roles, to_stage, tokenise
 
 DEV, PROD = "OrderPipeline-dev", "OrderPipeline-prod"
 
@@ -22,3 +22,17 @@ def test_compare_verdicts_allow_deny_and_explicit_deny() -> None:
     assert not compare_verdicts(Verdict.ALLOW, "ImplicitlyDenied")
     assert not compare_verdicts(Verdict.IMPLICIT_DENY, "ExplicitlyDenied")
     assert not compare_verdicts(Verdict.ALLOW, None)  # the simulator refused the request: never agreement
+
+
+def test_other_roles_asks_each_call_of_every_role_that_did_not_make_it() -> None:
+    calls = [
+        {"role": "A", "action": "sqs:SendMessage", "resource": "q"},
+        {"role": "B", "action": "sqs:SendMessage", "resource": "q"},
+        {"role": "B", "action": "dynamodb:GetItem", "resource": "t"},
+    ]
+    asked = other_roles(calls, ["A", "B", "C"])
+    assert sorted((c["role"], c["action"]) for c in asked) == [
+        ("A", "dynamodb:GetItem"),
+        ("C", "dynamodb:GetItem"),
+        ("C", "sqs:SendMessage"),
+    ]
