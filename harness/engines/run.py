@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,15 +58,25 @@ def iam_checks(templates: list[tuple[Path, str]]) -> list[Check]:
     return checks
 
 
-def run_node(job: dict[str, Any]) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        out = subprocess.run(["node", str(SCRIPT), f.name], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"engines.mjs failed ({out.returncode}): {out.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+@contextmanager
+def node_engines(job: dict[str, Any], workdir: Path) -> Iterator[Callable[[], dict[str, Any]]]:
+    """Start both engines on ``job`` in one Node process; yields the function that waits for their answers.
+    The emulator's side runs meanwhile (two cores: the two processes overlap)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job_file = workdir / "job.json"
+    job_file.write_text(json.dumps(job))
+    with subprocess.Popen(
+        ["node", str(SCRIPT), str(job_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+
+        def answers() -> dict[str, Any]:
+            out, err = process.communicate()
+            if process.returncode != 0:
+                raise SystemExit(f"engines.mjs failed ({process.returncode}): {err[-2000:]}")
+            result: dict[str, Any] = json.loads(out)
+            return result
+
+        yield answers
 
 
 def _documented(check_id: str) -> str | None:
@@ -79,7 +88,6 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
     checks = iam_checks([(dev, "OrderPipeline-dev"), (prod, "OrderPipeline-prod")])
     (definition,) = definitions(dev, "OrderPipeline-dev").values()
     paths = enumerate_paths(definition)
-    emulated = run_paths(definition, paths, workdir / "stubs")
     asl = {
         "definition": stub_definition(definition),
         "input": INPUT,
@@ -87,7 +95,9 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
         "startTime": "2026-01-01T00:00:00Z",
         "paths": [{"outcomes": p.outcomes} for p in paths],
     }
-    answers = run_node({"iam": [{"id": c.id, "simulation": c.simulation} for c in checks], "asl": asl})
+    with node_engines({"iam": [{"id": c.id, "simulation": c.simulation} for c in checks], "asl": asl}, workdir) as wait:
+        emulated = run_paths(definition, paths, workdir / "stubs")
+        answers = wait()
     failures: list[str] = []
     documented: list[str] = []
     agreed = {"call": 0, "other_role": 0, "alarm": 0, "path": 0}
