@@ -11,11 +11,12 @@ emulator's deployment, as ``@cloud-copilot/iam-simulate`` simulations.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from local_cloud.alarm_actions import CLOUDWATCH, AlarmActions
+from local_cloud.alarm_actions import CLOUDWATCH, AlarmActions, resource_policy_for
 from local_cloud.iam import Decision
 from local_cloud.iam_principals import principals
 from local_cloud.interfaces import Deployment
@@ -39,6 +40,7 @@ class Kind(enum.Enum):
     CALL = "call"  # a recorded call, asked of the role that made it
     OTHER_ROLE = "other_role"  # a recorded call, asked of a role that did not make it (mostly denials)
     ALARM = "alarm"
+    VARIANT = "variant"  # an alarm's publish under a topic policy guardrail (POLICY_VARIANTS)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,67 @@ def tokenise(resource: str, stack: str) -> str:
 
 def to_stage(resource: str, stack: str) -> str:
     return resource.replace(STACK_TOKEN, stack)
+
+
+_PUBLISH = {"Action": "sns:Publish"}
+_ALARMS = f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{STACK_TOKEN}-*"
+_CLOUDWATCH = {"Service": CLOUDWATCH}
+#: Guardrails a team adds to a topic policy (issue 43's fail-open forms among them); ``{stack}`` is the stage's stack.
+POLICY_VARIANTS: dict[str, dict[str, Any]] = {
+    "deny-org-string-not-equals": {
+        "Effect": "Deny",
+        "Principal": "*",
+        **_PUBLISH,
+        "Condition": {"StringNotEquals": {"aws:PrincipalOrgID": "o-exampleorgid"}},
+    },
+    "deny-org-string-not-equals-if-exists": {
+        "Effect": "Deny",
+        "Principal": "*",
+        **_PUBLISH,
+        "Condition": {"StringNotEqualsIfExists": {"aws:PrincipalOrgID": "o-exampleorgid"}},
+    },
+    "deny-org-for-any-value": {
+        "Effect": "Deny",
+        "Principal": "*",
+        **_PUBLISH,
+        "Condition": {"ForAnyValue:StringLike": {"aws:PrincipalOrgPaths": ["o-exampleorgid/*"]}},
+    },
+    "allow-account-ignore-case": {
+        "Effect": "Allow",
+        "Principal": _CLOUDWATCH,
+        **_PUBLISH,
+        "Condition": {"StringEqualsIgnoreCase": {"aws:SourceAccount": ACCOUNT}},
+    },
+    "allow-stage-alarms-only": {
+        "Effect": "Allow",
+        "Principal": _CLOUDWATCH,
+        **_PUBLISH,
+        "Condition": {"ArnLike": {"aws:SourceArn": _ALARMS}},
+    },
+    "deny-other-stage-alarms": {
+        "Effect": "Deny",
+        "Principal": "*",
+        **_PUBLISH,
+        "Condition": {"ArnNotLike": {"aws:SourceArn": _ALARMS}},
+    },
+    "deny-without-source-arn": {
+        "Effect": "Deny",
+        "Principal": "*",
+        **_PUBLISH,
+        "Condition": {"Null": {"aws:SourceArn": "true"}},
+    },
+}
+
+
+def variant_document(base: dict[str, Any], statement: dict[str, Any], topic: str, stack: str) -> dict[str, Any]:
+    """``base``'s Deny statements, the variant's statement on ``topic``, and (for a Deny variant) an Allow for
+    CloudWatch, so that only the variant decides."""
+    text = json.dumps(statement).replace(STACK_TOKEN, stack)
+    variant = {**json.loads(text), "Resource": topic}
+    statements = [st for st in base.get("Statement", []) if st.get("Effect") == "Deny"] + [variant]
+    if variant["Effect"] == "Deny":
+        statements.append({"Effect": "Allow", "Principal": _CLOUDWATCH, **_PUBLISH, "Resource": topic})
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def other_roles(calls: list[dict[str, str]], roles: list[str]) -> list[dict[str, str]]:
@@ -207,3 +270,24 @@ def alarm_checks(deployment: Deployment) -> Iterator[Check]:
                     )
                     sim = _simulation(CLOUDWATCH, action, key_arn, [], keys.get(key_arn), context)
                     yield Check(f"{deployment.stack} {name} {field} {action} {key_arn}", Kind.ALARM, kms, sim)
+
+
+def variant_checks(deployment: Deployment) -> Iterator[Check]:
+    """Each topic's first alarm's publish under each of :data:`POLICY_VARIANTS` (its Deny statements kept)."""
+    topic_policies = _documents(deployment, "AWS::SNS::TopicPolicy", "Topics")
+    first_alarm: dict[str, str] = {}
+    for r in deployment.assembly.resources("AWS::CloudWatch::Alarm"):
+        for topic_arn in deployment.resolve(r.properties).get("AlarmActions", []):
+            first_alarm.setdefault(str(topic_arn), deployment.refs[r.logical_id])
+    for topic_arn, alarm in sorted(first_alarm.items()):
+        base = _merge(topic_policies.get(topic_arn, [])) or {}
+        context = {
+            "aws:SourceArn": f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{alarm}",
+            "aws:SourceAccount": ACCOUNT,
+            **TLS,
+        }
+        for name, statement in POLICY_VARIANTS.items():
+            document = variant_document(base, statement, topic_arn, deployment.stack)
+            decision = resource_policy_for([document], CLOUDWATCH).evaluate("sns:Publish", topic_arn, context)
+            simulation = _simulation(CLOUDWATCH, "sns:Publish", topic_arn, [], document, context)
+            yield Check(f"{deployment.stack} variant {name} {alarm} {topic_arn}", Kind.VARIANT, decision, simulation)

@@ -22,6 +22,7 @@ from harness.engines.iam_checks import (
     compare_verdicts,
     other_roles,
     principal_roles,
+    variant_checks,
 )
 from harness.engines.record import RECORDED
 from local_cloud.capture import LineCapture
@@ -54,6 +55,7 @@ def iam_checks(templates: list[tuple[Path, str]]) -> list[Check]:
                 *call_checks(deployment, calls),
                 *call_checks(deployment, asked_of_others, Kind.OTHER_ROLE),
                 *alarm_checks(deployment),
+                *variant_checks(deployment),
             ]
     return checks
 
@@ -100,7 +102,7 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
         answers = wait()
     failures: list[str] = []
     documented: list[str] = []
-    agreed = {"call": 0, "other_role": 0, "alarm": 0, "path": 0}
+    agreed = {"call": 0, "other_role": 0, "alarm": 0, "variant": 0, "path": 0}
     for check, answer in zip(checks, answers["iam"], strict=True):
         if compare_verdicts(check.emulator, answer["result"]):
             agreed[check.kind.value] += 1
@@ -117,8 +119,9 @@ def main(dev: Path, prod: Path, workdir: Path) -> int:
     denied = sum(1 for c in checks if c.kind is Kind.OTHER_ROLE and c.emulator.value != "allow")
     print(
         f"engines: {total} checks agreed (iam-simulate, dev and prod: {agreed['call']} recorded calls, "
-        f"{agreed['other_role']} of them asked of the other roles ({denied} denied), {agreed['alarm']} alarm "
-        f"publish steps; aws-local-stepfunctions: {agreed['path']} of {len(paths)} saga paths), "
+        f"{agreed['other_role']} asked of roles that did not make them ({denied} denied), {agreed['alarm']} alarm "
+        f"publish steps, {agreed['variant']} publishes under topic policy guardrails; "
+        f"aws-local-stepfunctions: {agreed['path']} of {len(paths)} saga paths), "
         f"{len(documented)} documented differences, {len(failures)} disagreements "
         f"in {time.monotonic() - started:.1f} s"
     )

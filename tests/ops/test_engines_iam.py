@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from harness.engines.iam_checks import Verdict, compare_verdicts, other_roles, to_stage, tokenise
+from typing import Any
+
+from harness.engines.iam_checks import (
+    POLICY_VARIANTS,
+    Verdict,
+    compare_verdicts,
+    other_roles,
+    to_stage,
+    tokenise,
+    variant_document,
+)
+from local_cloud.alarm_actions import CLOUDWATCH, resource_policy_for
 
 DEV, PROD = "OrderPipeline-dev", "OrderPipeline-prod"
 
@@ -36,3 +47,31 @@ def test_other_roles_asks_each_call_of_every_role_that_did_not_make_it() -> None
         ("C", "dynamodb:GetItem"),
         ("C", "sqs:SendMessage"),
     ]
+
+
+TOPIC = "arn:aws:sns:us-east-1:123456789012:OrderPipeline-dev-AlarmTopic"
+CONTEXT = {
+    "aws:SourceArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm:OrderPipeline-dev-Stuck",
+    "aws:SourceAccount": "123456789012",
+    "aws:SecureTransport": "true",
+}
+#: AWS's documented answer for CloudWatch's publish under each guardrail (a service principal's request has no
+#: aws:PrincipalOrgID: a negated operator, or IfExists, on a missing key holds; ForAnyValue on one does not).
+DOCUMENTED = {
+    "deny-org-string-not-equals": Verdict.EXPLICIT_DENY,
+    "deny-org-string-not-equals-if-exists": Verdict.EXPLICIT_DENY,
+    "deny-org-for-any-value": Verdict.ALLOW,
+    "allow-account-ignore-case": Verdict.ALLOW,
+    "allow-stage-alarms-only": Verdict.ALLOW,
+    "deny-other-stage-alarms": Verdict.ALLOW,
+    "deny-without-source-arn": Verdict.ALLOW,
+}
+
+
+def test_policy_variants_emulator_gives_aws_documented_answers() -> None:
+    base: dict[str, Any] = {"Statement": []}
+    assert set(POLICY_VARIANTS) == set(DOCUMENTED)
+    for name, statement in POLICY_VARIANTS.items():
+        document = variant_document(base, statement, TOPIC, "OrderPipeline-dev")
+        decision = resource_policy_for([document], CLOUDWATCH).evaluate("sns:Publish", TOPIC, CONTEXT)
+        assert decision is DOCUMENTED[name], name
