@@ -15,7 +15,7 @@ from typing import Any
 
 import boto3
 
-from harness.engines.asl_paths import INPUT, Run, stub_definition
+from harness.engines.asl_paths import INPUT, STUB_RESULT, Run, stub_definition
 from harness.engines.asl_paths import Path as SagaPath
 from local_cloud.clock import SimClock
 from local_cloud.environment import local_aws
@@ -93,7 +93,7 @@ def run_paths(definition: dict[str, Any], paths: list[SagaPath], workdir: Path) 
             f"stub-{t}",
             workdir,
             "stub.handler",
-            {"ENGINES_STATE": t, "ENGINES_RESULT": json.dumps(_stub_result())},
+            {"ENGINES_STATE": t, "ENGINES_RESULT": json.dumps(STUB_RESULT)},
             900.0,
             128,
             [],
@@ -124,9 +124,3 @@ def run_paths(definition: dict[str, Any], paths: list[SagaPath], workdir: Path) 
             _step_until_done(clock)
         histories = dict(execution_histories(machine["stateMachineArn"]))
         return [_run_from_history(histories[arn], sfn.describe_execution(executionArn=arn)) for arn in arns]
-
-
-def _stub_result() -> dict[str, Any]:
-    from harness.engines.asl_paths import STUB_RESULT
-
-    return STUB_RESULT
