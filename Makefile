@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate bench chaos explore business faults spike patch-costs clean
+.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -80,7 +80,7 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m harness local run --orders $(ORDERS)
 
-test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate packages ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator
+test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines packages ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator, independent engines, the packages' wheels
 	@echo "all gates passed"
 
 lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
@@ -127,6 +127,13 @@ cfn-lint: synth ## cfn-lint on both synthesized templates: 0 errors (warnings ar
 asl-validate: synth ## validate the state machine definition with asl-validator
 	$(PY) -m tools.export_asl cdk.out $(STACK) .build/asl
 	npx asl-validator --json-path .build/asl/*.asl.json
+
+# One Python process (the emulator's side) and one Node process (both engines), on make synth's cdk.out: docs/engines.md.
+engines: synth ## iam-simulate and aws-local-stepfunctions against the emulator: prints how many checks agreed
+	$(PY) -m harness.engines cdk.out cdk.out.prod
+
+engines-record: setup ## re-record the calls a local run makes (harness/engines/recorded_calls.json), after make synth
+	$(PY) -m harness.engines record cdk.out
 
 clean: ## remove build output (keeps the virtualenv and node_modules)
 	rm -rf cdk.out cdk.out.prod .build reports .pytest_cache .mypy_cache .ruff_cache
