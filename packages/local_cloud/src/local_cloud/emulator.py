@@ -37,9 +37,9 @@ from unittest import mock
 
 from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
-from local_cloud.composite_alarms import Composites
 from local_cloud.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from local_cloud.clock import SimClock
+from local_cloud.composite_alarms import Composites
 from local_cloud.deploy import LocalDeployment
 from local_cloud.event_sources import SqsPoller
 from local_cloud.iam_enforce import enforce_iam
