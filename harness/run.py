@@ -88,6 +88,9 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
         counter.clock = run.clock.now
         incidents: list[Incident] = []
+        # The deployment's first evaluation, before any order: a deploy notifies nobody (decision 0030).
+        run.evaluate_alarms()
+        at_start = len(run.alarm_evaluator.actions.history) if run.alarm_evaluator.actions else 0
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
             counter.happened_at(run.clock.now())  # the planned extras are sent now
             run.submit_messages(plan.initial)
@@ -111,6 +114,8 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         report["faults_injected"] = dict(counter.injected)
         report["faults_first_at"] = dict(counter.first_at)
         report["incidents"] = [i.as_report() for i in incidents]
+        report["notifications_at_start"] = at_start
+        report["ops_commands"] = []
         report["aws_calls"] = {
             "by_service": calls.by_service(),
             "by_operation": calls.operations(),
@@ -119,7 +124,12 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             "provider_stand_in_excluded": sum(calls.outside.values()),
         }
         if options.replay_transient:
+            replay_started = run.clock.now()
             report["replay"] = replay_transient(run, report)
+            run.evaluate_alarms()  # what the replay did is read at the next evaluation
+            report["ops_commands"].append(
+                {"command": "dlq replay", "started_at": replay_started, "ended_at": run.clock.now()}
+            )
             report["orders"], report["order_details"] = run.order_summary()
         finish_report(run, report, calls, started, plan)
         if run.producer.api is not None:  # what the order API answered the producer (counts only)

@@ -123,6 +123,8 @@ class AlarmEvaluator:
         #: When each alarm was last evaluated; the first evaluation catches up from the deployment.
         self.started = clock.now() if clock else 0.0
         self.evaluated_at: dict[str, float] = {}
+        #: Every state change, metric and composite alarms alike: ``(name, new state, simulated time)``.
+        self.transitions: list[tuple[str, str, float]] = []
         #: The period values of the evaluation running now (:meth:`_period_value_once`).
         self._periods: dict[tuple[str, float, float], float | None] = {}
 
@@ -132,6 +134,7 @@ class AlarmEvaluator:
         if new == old:
             return []
         self.states[name] = new
+        self.transitions.append((name, new, self._at(at)))
         cloudwatch = aws("cloudwatch")
         if not set_alarm_state(ACCOUNT, cloudwatch.meta.region_name, name, new, reason):
             cloudwatch.set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
@@ -145,9 +148,13 @@ class AlarmEvaluator:
             return []
         notices: list[Notice] = []
         for name, old, new, reason in self.composites.evaluate(self.states):
+            self.transitions.append((name, new, self._at(at)))
             if self.actions:
                 notices += self.actions.execute(self.composites.definitions[name], old, new, reason, at)
         return notices
+
+    def _at(self, at: float | None) -> float:
+        return at if at is not None else (self.clock.now() if self.clock else 0.0)
 
     def composite_states(self) -> dict[str, str]:
         """Each composite alarm's state ({} without composites)."""
