@@ -69,8 +69,10 @@ def per_incident(
     notifications: Sequence[Mapping[str, Any]],
     incidents: Sequence[Mapping[str, Any]],
     ops_commands: Sequence[Mapping[str, Any]],
+    started: float = 0.0,
 ) -> dict[str, Any]:
-    """``{"incidents": [{incident, notifications, alarms}], "caused_by_ops": [...]}`` (times: simulated)."""
+    """``{"incidents": [{incident, notifications, alarms}], "caused_by_ops": [...]}``; times are simulated,
+    labels in seconds after ``started`` (the run's start)."""
     by_ops: list[dict[str, Any]] = []
     rest: list[dict[str, Any]] = []
     for n in notifications:
@@ -85,12 +87,12 @@ def per_incident(
             i for i in injected if i["started_at"] <= n["at"] <= (i.get("ended_at") or n["at"]) + INCIDENT_GAP_SECONDS
         ]
         if claim:
-            label = f"{claim[-1]['family']} at {claim[-1]['started_at']:.0f}"
+            label = f"{claim[-1]['family']} at {claim[-1]['started_at'] - started:.0f} s"
             group = next((g for g in groups if g["incident"] == label), None)
         else:
             last = groups[-1] if groups and not groups[-1]["injected"] else None
             near = last is not None and n["at"] - last["last_at"] <= INCIDENT_GAP_SECONDS
-            group, label = (last if near else None), f"run at {n['at']:.0f}"
+            group, label = (last if near else None), f"from {n['at'] - started:.0f} s"
         if group is None:
             group = {"incident": label, "injected": bool(claim), "notifications": 0, "alarms": [], "last_at": n["at"]}
             groups.append(group)

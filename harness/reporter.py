@@ -249,7 +249,7 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     notices = [{"alarm": n.alarm, "state": n.state, "at": n.at} for n in history]
     at_start = int(report.get("notifications_at_start", 0))
     report["notifications"] = per_incident(
-        notices[at_start:], report.get("incidents") or [], report.get("ops_commands") or []
+        notices[at_start:], report.get("incidents") or [], report.get("ops_commands") or [], evaluator.started
     )
     consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
     report["lost_sales"] = lost_sales(

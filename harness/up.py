@@ -68,6 +68,9 @@ class LocalEndpoint:
     outputs: dict[str, str]
     region: str
     api_url: str | None = None  # the order API's stage URL, when the template has a REST API
+    #: Notifications the start sent (the deploy and the alarms' first evaluation, before any order): 0 by
+    #: design (no OK actions, decision 0030); ``local up --check`` exits 1 otherwise.
+    start_notifications: int = 0
 
 
 @contextmanager
@@ -216,8 +219,9 @@ def serve(
     stop: threading.Event | None = None,
     on_ready: Callable[[LocalEndpoint], None] | None = None,
     out: TextIO | None = None,
-) -> None:
-    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``.
+) -> int:
+    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``;
+    returns the notifications its start sent (:attr:`LocalEndpoint.start_notifications`).
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
@@ -256,17 +260,22 @@ def serve(
         if run.api_url:  # the API as served here (127.0.0.1), not the template's AWS invoke URL
             outputs["OrderApiUrl"] = f"{run.api_url}/"
         register_stack(assembly.stack_name, outputs)
-        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url)
+        run.evaluate_alarms()  # CloudWatch's first evaluation of the new alarms: INSUFFICIENT_DATA -> OK
+        started = len(run.alarm_evaluator.actions.history) if run.alarm_evaluator.actions else 0
+        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url, started)
         _print_banner(info, example_order(options.seed), out)
+        print(f"[local up] notifications at start: {started} (a deploy notifies nobody)", file=out, flush=True)
         if options.orders:
             run.submit(make_orders(options.orders, options.seed, options.mix))
             print(f"[local up] submitted {options.orders} demo orders (seed {options.seed})", file=out, flush=True)
         if on_ready is not None:
             on_ready(info)
         loop = _Loop(run, options, out)
+        loop.pages_seen = started  # printed above
         loop.forever(stop)
         stats = {p.spec.function.name: vars(p.stats) for p in run.pollers}
         print(f"[local up] stopping; event sources: {json.dumps(stats)}", file=out, flush=True)
+        return started
 
 
 # -- CLI --------------------------------------------------------------------------------------------
@@ -288,6 +297,7 @@ def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
     up.add_argument(
         "--api-port", type=port, default=0, help="the order API's port on 127.0.0.1 (default: any free port)"
     )
+    up.add_argument("--check", action="store_true", help="exit 1 if the start sent any alarm notification")
     return up
 
 
@@ -304,7 +314,7 @@ def main_up(args: argparse.Namespace) -> int:
         api_port=args.api_port,
     )
     try:
-        serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2
+        started = serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2
     except KeyboardInterrupt:  # a second Ctrl-C
         return 130
-    return 0
+    return 1 if getattr(args, "check", False) and started else 0
