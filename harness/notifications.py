@@ -106,7 +106,7 @@ def notification_lines(section: Mapping[str, Any], at_start: int) -> list[str]:
     """The report's lines: notifications per incident, at start, caused by ops commands."""
     lines = [f"notifications at the deployment's start: {at_start}"]
     for group in section.get("incidents", []):
-        names = ", ".join(a.rsplit("-", 1)[0].split("-", 2)[-1] for a in group["alarms"])
+        names = ", ".join(a.split("-", 2)[-1] for a in group["alarms"])
         lines.append(f"incident {group['incident']}: {group['notifications']} notifications ({names})")
     for n in section.get("caused_by_ops", []):
         lines.append(f"caused by ops {n['ops_command']}: {n['alarm']}")
