@@ -111,3 +111,10 @@ def notification_lines(section: Mapping[str, Any], at_start: int) -> list[str]:
     for n in section.get("caused_by_ops", []):
         lines.append(f"caused by ops {n['ops_command']}: {n['alarm']}")
     return lines
+
+
+def notifications_at_start(run: Any) -> int:
+    """The deployment's first evaluation, before any order (``ops local up`` does the same): the notifications
+    it sent, 0 by design (no OK actions: decision 0030)."""
+    run.evaluate_alarms()
+    return len(run.alarm_evaluator.actions.history) if run.alarm_evaluator.actions else 0

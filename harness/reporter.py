@@ -242,6 +242,17 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     }
     evaluator = run.alarm_evaluator
     dlq_names = {run.deployment.queues[i]["name"] for i in run.deployment.dlq_ids if i in run.deployment.queues}
+    _pager_and_notifications(run, report, dlq_names)
+    consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
+    report["lost_sales"] = lost_sales(
+        run.submitted, report["order_details"], histories, report["pager"]["pages"], ignored=consumers
+    )
+    report["invariants"] = check(report)
+
+
+def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: set[str]) -> None:
+    """The report's ``pager`` (pages and their causes) and ``notifications`` (per incident: issue 41)."""
+    evaluator = run.alarm_evaluator
     report["pager"] = pager_section(
         evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started, _composite_kinds(run, dlq_names)
     )
@@ -251,11 +262,6 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     report["notifications"] = per_incident(
         notices[at_start:], report.get("incidents") or [], report.get("ops_commands") or [], evaluator.started
     )
-    consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
-    report["lost_sales"] = lost_sales(
-        run.submitted, report["order_details"], histories, report["pager"]["pages"], ignored=consumers
-    )
-    report["invariants"] = check(report)
 
 
 def _composite_kinds(run: RunView, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:

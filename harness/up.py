@@ -121,6 +121,7 @@ def _print_banner(info: LocalEndpoint, order: dict[str, Any], out: TextIO) -> No
         f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
         "",
         *_api_lines(info),
+        f"notifications at start: {info.start_notifications} (a deploy notifies nobody; local up --check)",
         "Ctrl-C (or SIGTERM) stops it.",
     ]
     print("\n".join(lines), file=out, flush=True)
@@ -220,11 +221,12 @@ def serve(
     on_ready: Callable[[LocalEndpoint], None] | None = None,
     out: TextIO | None = None,
 ) -> int:
-    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``;
-    returns the notifications its start sent (:attr:`LocalEndpoint.start_notifications`).
+    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``; the
+    notifications its start sent (:attr:`LocalEndpoint.start_notifications`).
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
+    from harness.notifications import notifications_at_start
     from harness.options import RunOptions
     from harness.orders import make_orders
     from harness.pipeline import deployed_pipeline
@@ -260,22 +262,18 @@ def serve(
         if run.api_url:  # the API as served here (127.0.0.1), not the template's AWS invoke URL
             outputs["OrderApiUrl"] = f"{run.api_url}/"
         register_stack(assembly.stack_name, outputs)
-        run.evaluate_alarms()  # CloudWatch's first evaluation of the new alarms: INSUFFICIENT_DATA -> OK
-        started = len(run.alarm_evaluator.actions.history) if run.alarm_evaluator.actions else 0
-        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url, started)
+        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url, notifications_at_start(run))
         _print_banner(info, example_order(options.seed), out)
-        print(f"[local up] notifications at start: {started} (a deploy notifies nobody)", file=out, flush=True)
         if options.orders:
             run.submit(make_orders(options.orders, options.seed, options.mix))
             print(f"[local up] submitted {options.orders} demo orders (seed {options.seed})", file=out, flush=True)
         if on_ready is not None:
             on_ready(info)
         loop = _Loop(run, options, out)
-        loop.pages_seen = started  # printed above
         loop.forever(stop)
-        stats = {p.spec.function.name: vars(p.stats) for p in run.pollers}
-        print(f"[local up] stopping; event sources: {json.dumps(stats)}", file=out, flush=True)
-        return started
+        stats = json.dumps({p.spec.function.name: vars(p.stats) for p in run.pollers})
+        print(f"[local up] stopping; event sources: {stats}", file=out, flush=True)
+        return info.start_notifications
 
 
 # -- CLI --------------------------------------------------------------------------------------------
