@@ -150,6 +150,11 @@ def _print_summary(report: dict[str, Any]) -> None:
         print()
         for line in pager_table(report["pager"]):
             print(line)
+    if "notifications" in report:
+        from harness.notifications import notification_lines
+
+        for line in notification_lines(report["notifications"], int(report.get("notifications_at_start", 0))):
+            print(line)
     if "lost_sales" in report:
         print(lost_sales_line(report["lost_sales"]))
     failed = sorted(name for name, why in report["invariants"].items() if why)

@@ -156,6 +156,24 @@ def _pager_precise_and_complete(r: dict[str, Any]) -> str | None:
     return f"pager precision {precision}%, recall {recall}%; unexplained {unexplained[:3]}, nobody paged for {silent}"
 
 
+def _one_notification_per_incident(r: dict[str, Any]) -> str | None:
+    """Issue 41: one incident, one notification (pages and tickets alike); none from a deploy or an ops command."""
+    section = r.get("notifications")
+    if section is None:
+        return None
+    problems = []
+    if r.get("notifications_at_start"):
+        problems.append(f"{r['notifications_at_start']} notifications at the deployment's start")
+    noisy = [f"{g['incident']}: {g['notifications']} ({', '.join(g['alarms'][:4])})" for g in section["incidents"]]
+    noisy = [n for n, g in zip(noisy, section["incidents"], strict=True) if g["notifications"] > 1]
+    if noisy:
+        problems.append(f"incidents with more than one notification: {noisy[:3]}")
+    if section["caused_by_ops"]:
+        caused = [(n["ops_command"], n["alarm"]) for n in section["caused_by_ops"]]
+        problems.append(f"notifications caused by ops commands: {caused[:3]}")
+    return "; ".join(problems) or None
+
+
 CHECKS: dict[str, Check] = {
     "no_duplicate_side_effects": _no_duplicate_effects,
     "duplicate_charge_requests_at_most_crashes": _charge_requests_bounded_by_crashes,
@@ -173,6 +191,7 @@ CHECKS: dict[str, Check] = {
     "failed_executions_equal_parked_plus_refused": _failed_executions_parked_or_refused,
     "no_terminal_order_disagrees_with_its_side_effects": _terminal_orders_agree_with_side_effects,
     "pager_precision_and_recall_100_percent": _pager_precise_and_complete,
+    "one_notification_per_incident_none_from_deploys_or_ops": _one_notification_per_incident,
     LOST_SALES: check_lost_sales,
 }
 

@@ -145,24 +145,31 @@ def pager_section(
     dlq_names: set[str],
     report: Mapping[str, Any],
     started: float,
+    composites: Mapping[tuple[str, float], list[str]] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Pages (ALARM notifications) with their cause, and each harmful injected fault with its pages."""
+    """Pages (ALARM notifications) with their cause, and each harmful injected fault with its pages.
+    ``composites``: a composite alarm's notification -> the kinds of its alarms in the incident it opened
+    (:func:`harness.notifications.composite_kinds`); it announces each of them."""
     faults: Mapping[str, int] = report.get("faults_injected") or {}
     pages: list[dict[str, Any]] = []
     for n in actions.history if actions else []:
         if n.state not in PAGE_STATES:
             continue
-        kind = alarm_kind(alarms[n.alarm], dlq_names)
+        kinds = [alarm_kind(alarms[n.alarm], dlq_names)] if n.alarm in alarms else []
+        kinds = kinds or (composites or {}).get((n.alarm, n.at)) or ["other"]
+        kind = kinds[0]
+        cause = next((c for c in (_cause(k, report, faults) for k in kinds) if c), None)
         pages.append(
             {
                 "alarm": n.alarm,
                 "kind": kind,
+                "kinds": kinds,
                 "at": round(n.at, PAGE_TIME_DECIMALS),
                 "after_s": round(n.at - started, 1),
                 "reason": n.reason,
                 "delivered": n.delivered,
                 "refusal": n.refusal,
-                "cause": _cause(kind, report, faults),
+                "cause": cause,
             }
         )
     first_at: Mapping[str, float] = report.get("faults_first_at") or {}
@@ -177,7 +184,7 @@ def pager_section(
             continue  # counted per incident above
         kinds = [k for k, v in faults.items() if v and _fault_family(k) == family]
         happened = round(min((first_at[k] for k in kinds if k in first_at), default=started), PAGE_TIME_DECIMALS)
-        hits = [p for p in pages if p["kind"] in HARMFUL[family] and p["delivered"]]
+        hits = [p for p in pages if set(p["kinds"]) & set(HARMFUL[family]) and p["delivered"]]
         announced.append(
             {
                 "fault": family,
@@ -198,7 +205,11 @@ def _incident_row(incident: Mapping[str, Any], pages: list[dict[str, Any]], star
     harmful: a page of that alarm before it (the alarm already in ALARM) does not announce it."""
     # Rounded as the pages' times are (a page at the very instant must not read as before it).
     kind, at = INCIDENT_ALARM[incident["family"]], round(float(incident["harmful_at"]), PAGE_TIME_DECIMALS)
-    hits = [p for p in pages if p["kind"] == kind and p["delivered"] and at <= p["at"] <= at + INCIDENT_PAGE_SECONDS]
+    hits = [
+        p
+        for p in pages
+        if kind in p.get("kinds", [p["kind"]]) and p["delivered"] and at <= p["at"] <= at + INCIDENT_PAGE_SECONDS
+    ]
     return {
         "fault": incident["family"],
         "incident": True,

@@ -17,8 +17,9 @@ from harness.hostile import outcomes as hostile_outcomes
 from harness.iam_reasons import explain
 from harness.invariants import check
 from harness.lost_sales import consumer_alarms, lost_sales
+from harness.notifications import composite_kinds, per_incident
 from harness.orders import PII_PATTERN
-from harness.pager import pager_section
+from harness.pager import alarm_kind, pager_section
 from harness.report import (
     TERMINAL,
     dlq_depths,
@@ -241,12 +242,36 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     }
     evaluator = run.alarm_evaluator
     dlq_names = {run.deployment.queues[i]["name"] for i in run.deployment.dlq_ids if i in run.deployment.queues}
-    report["pager"] = pager_section(evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started)
+    _pager_and_notifications(run, report, dlq_names)
     consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
     report["lost_sales"] = lost_sales(
         run.submitted, report["order_details"], histories, report["pager"]["pages"], ignored=consumers
     )
     report["invariants"] = check(report)
+
+
+def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: set[str]) -> None:
+    """The report's ``pager`` (pages and their causes) and ``notifications`` (per incident: issue 41)."""
+    evaluator = run.alarm_evaluator
+    report["pager"] = pager_section(
+        evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started, _composite_kinds(run, dlq_names)
+    )
+    history = evaluator.actions.history if evaluator.actions else []
+    notices = [{"alarm": n.alarm, "state": n.state, "at": n.at} for n in history]
+    at_start = int(report.get("notifications_at_start", 0))
+    report["notifications"] = per_incident(
+        notices[at_start:], report.get("incidents") or [], report.get("ops_commands") or [], evaluator.started
+    )
+
+
+def _composite_kinds(run: RunView, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
+    """Each composite notification's kinds (:func:`harness.notifications.composite_kinds`)."""
+    evaluator = run.alarm_evaluator
+    if evaluator.composites is None:
+        return {}
+    kind_of = {name: alarm_kind(alarm, dlq_names) for name, alarm in evaluator.alarms.items()}
+    rules = {name: rule.alarms() for name, rule in evaluator.composites.rules.items()}
+    return composite_kinds(evaluator.transitions, rules, kind_of)
 
 
 def cost_report(

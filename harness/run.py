@@ -14,6 +14,7 @@ from typing import Any
 from harness.chaos import SAGA_FAULTS, inject, plan_deliveries
 from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
 from harness.incidents import Incident, IncidentRunner, provider_outages
+from harness.notifications import notifications_at_start
 from harness.options import RunOptions
 from harness.orders import make_orders
 from harness.pipeline import (
@@ -88,6 +89,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         definition = deployed_definition(run) if any(getattr(options.faults, k) for k in SAGA_FAULTS) else None
         counter.clock = run.clock.now
         incidents: list[Incident] = []
+        at_start = notifications_at_start(run)
         with count_aws_calls() as calls, inject(options.faults, shard_seed + 2, run.clock, counter, definition):
             counter.happened_at(run.clock.now())  # the planned extras are sent now
             run.submit_messages(plan.initial)
@@ -111,6 +113,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
         report["faults_injected"] = dict(counter.injected)
         report["faults_first_at"] = dict(counter.first_at)
         report["incidents"] = [i.as_report() for i in incidents]
+        report.update(notifications_at_start=at_start, ops_commands=[])
         report["aws_calls"] = {
             "by_service": calls.by_service(),
             "by_operation": calls.operations(),
@@ -119,7 +122,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             "provider_stand_in_excluded": sum(calls.outside.values()),
         }
         if options.replay_transient:
-            report["replay"] = replay_transient(run, report)
+            report["replay"] = replay_as_operator(run, report)
             report["orders"], report["order_details"] = run.order_summary()
         finish_report(run, report, calls, started, plan)
         if run.producer.api is not None:  # what the order API answered the producer (counts only)
@@ -130,6 +133,16 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             "report_and_replay": round(time.monotonic() - drained, 1),
         }
         return report
+
+
+def replay_as_operator(run: PipelineRun, report: dict[str, Any]) -> dict[str, Any]:
+    """:func:`replay_transient`, recorded in ``report["ops_commands"]`` with its simulated span: a notification
+    within it (or at the next evaluation) was caused by an ops command (:mod:`harness.notifications`)."""
+    started = run.clock.now()
+    replay = replay_transient(run, report)
+    run.evaluate_alarms()  # what the replay did is read at the next evaluation
+    report["ops_commands"].append({"command": "dlq replay", "started_at": started, "ended_at": run.clock.now()})
+    return replay
 
 
 def replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any]:

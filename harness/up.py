@@ -68,6 +68,9 @@ class LocalEndpoint:
     outputs: dict[str, str]
     region: str
     api_url: str | None = None  # the order API's stage URL, when the template has a REST API
+    #: Notifications the start sent (the deploy and the alarms' first evaluation, before any order): 0 by
+    #: design (no OK actions, decision 0030); ``local up --check`` exits 1 otherwise.
+    start_notifications: int = 0
 
 
 @contextmanager
@@ -118,6 +121,7 @@ def _print_banner(info: LocalEndpoint, order: dict[str, Any], out: TextIO) -> No
         f"  python -m ops trace cid-try-1 --stack {stack} --endpoint-url {e}",
         "",
         *_api_lines(info),
+        f"notifications at start: {info.start_notifications} (a deploy notifies nobody; local up --check)",
         "Ctrl-C (or SIGTERM) stops it.",
     ]
     print("\n".join(lines), file=out, flush=True)
@@ -216,11 +220,13 @@ def serve(
     stop: threading.Event | None = None,
     on_ready: Callable[[LocalEndpoint], None] | None = None,
     out: TextIO | None = None,
-) -> None:
-    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``.
+) -> int:
+    """Serve the deployed pipeline on 127.0.0.1 until ``stop`` is set, Ctrl-C / SIGTERM, or ``duration``; the
+    notifications its start sent (:attr:`LocalEndpoint.start_notifications`).
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
+    from harness.notifications import notifications_at_start
     from harness.options import RunOptions
     from harness.orders import make_orders
     from harness.pipeline import deployed_pipeline
@@ -256,7 +262,7 @@ def serve(
         if run.api_url:  # the API as served here (127.0.0.1), not the template's AWS invoke URL
             outputs["OrderApiUrl"] = f"{run.api_url}/"
         register_stack(assembly.stack_name, outputs)
-        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url)
+        info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url, notifications_at_start(run))
         _print_banner(info, example_order(options.seed), out)
         if options.orders:
             run.submit(make_orders(options.orders, options.seed, options.mix))
@@ -265,8 +271,9 @@ def serve(
             on_ready(info)
         loop = _Loop(run, options, out)
         loop.forever(stop)
-        stats = {p.spec.function.name: vars(p.stats) for p in run.pollers}
-        print(f"[local up] stopping; event sources: {json.dumps(stats)}", file=out, flush=True)
+        stats = json.dumps({p.spec.function.name: vars(p.stats) for p in run.pollers})
+        print(f"[local up] stopping; event sources: {stats}", file=out, flush=True)
+        return info.start_notifications
 
 
 # -- CLI --------------------------------------------------------------------------------------------
@@ -288,6 +295,7 @@ def add_up_parser(local_subparsers: Any) -> argparse.ArgumentParser:
     up.add_argument(
         "--api-port", type=port, default=0, help="the order API's port on 127.0.0.1 (default: any free port)"
     )
+    up.add_argument("--check", action="store_true", help="exit 1 if the start sent any alarm notification")
     return up
 
 
@@ -304,7 +312,7 @@ def main_up(args: argparse.Namespace) -> int:
         api_port=args.api_port,
     )
     try:
-        serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2
+        started = serve(options)  # PortInUse is an OpsError: the CLI prints it as one line, exit status 2
     except KeyboardInterrupt:  # a second Ctrl-C
         return 130
-    return 0
+    return 1 if getattr(args, "check", False) and started else 0

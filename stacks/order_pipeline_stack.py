@@ -32,6 +32,7 @@ from stacks.order_constructs.alerting import Alerting, AlertingProps
 from stacks.order_constructs.api import OrderApi, OrderApiProps, OrderApiThrottle
 from stacks.order_constructs.data import OrderData, OrderDataProps
 from stacks.order_constructs.functions import LAMBDAS_DIR, STEP_TIMEOUT, OrderFunctionDefaults, metrics_namespace
+from stacks.order_constructs.incident_alarms import add_incident_alarms
 from stacks.order_constructs.intake import INTAKE_TIMEOUT, OrderIntake, OrderIntakeProps
 from stacks.order_constructs.layers import OrderLayers, OrderLayersProps
 from stacks.order_constructs.log_queries import TraceQuery
@@ -104,6 +105,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.dashboard = self.monitoring.build_dashboard()
         topics = {Severity.PAGE: self.alarm_topic, Severity.TICKET: self.ticket_topic}
         self.runbooks = route_alarms(self, stage.runbook_base_url, topics)
+        self.incident_alarms = add_incident_alarms(self, self.runbooks, stage.runbook_base_url, topics)
         self._outputs()
 
     def _data(self, stage: StageConfig) -> None:

@@ -38,28 +38,39 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True)
 class Runbook:
-    """Where an alarm's runbook is (``page`` under docs/runbooks, ``anchor`` a heading in it) and its severity."""
+    """Where an alarm's runbook is (``page`` under docs/runbooks, ``anchor`` a heading in it) and its severity;
+    ``via``: the composite alarm it notifies through (it keeps no action itself), or None: its own topic."""
 
     page: str
     anchor: str
     severity: Severity
+    via: str | None = None
 
 
-def _errors(anchor: str, severity: Severity = Severity.PAGE) -> Runbook:
-    return Runbook("function-errors.md", anchor, severity)
+#: The composite alarm of the order path: one incident (an order lost, parked, stuck or dead-lettered), one page.
+ORDERS_AT_RISK = "OrdersAtRisk"
+
+
+def _errors(anchor: str, severity: Severity = Severity.PAGE, via: str | None = None) -> Runbook:
+    return Runbook("function-errors.md", anchor, severity, via)
+
+
+def _at_risk(page: str, anchor: str, severity: Severity) -> Runbook:
+    """An alarm of the order path: it notifies through :data:`ORDERS_AT_RISK`."""
+    return Runbook(page, anchor, severity, ORDERS_AT_RISK)
 
 
 P, T = Severity.PAGE, Severity.TICKET
 #: Every alarm of the stack, by the last two segments of its construct path.
 RUNBOOKS: dict[str, Runbook] = {
-    "Intake/ErrorsAlarm": _errors("intake"),
-    "ReserveInventory/ErrorsAlarm": _errors("reserve-inventory"),
-    "ChargePayment/ErrorsAlarm": _errors("charge-payment"),
-    "ShipOrder/ErrorsAlarm": _errors("ship-order"),
-    "CancelShipment/ErrorsAlarm": _errors("cancel-shipment"),
-    "RefundPayment/ErrorsAlarm": _errors("refund-payment"),
-    "ReleaseInventory/ErrorsAlarm": _errors("release-inventory"),
-    "FinalizeOrder/ErrorsAlarm": _errors("finalize-order"),
+    "Intake/ErrorsAlarm": _errors("intake", via=ORDERS_AT_RISK),
+    "ReserveInventory/ErrorsAlarm": _errors("reserve-inventory", via=ORDERS_AT_RISK),
+    "ChargePayment/ErrorsAlarm": _errors("charge-payment", via=ORDERS_AT_RISK),
+    "ShipOrder/ErrorsAlarm": _errors("ship-order", via=ORDERS_AT_RISK),
+    "CancelShipment/ErrorsAlarm": _errors("cancel-shipment", via=ORDERS_AT_RISK),
+    "RefundPayment/ErrorsAlarm": _errors("refund-payment", via=ORDERS_AT_RISK),
+    "ReleaseInventory/ErrorsAlarm": _errors("release-inventory", via=ORDERS_AT_RISK),
+    "FinalizeOrder/ErrorsAlarm": _errors("finalize-order", via=ORDERS_AT_RISK),
     "DlqReplay/ErrorsAlarm": _errors("dlq-replay", T),
     "Sweeper/ErrorsAlarm": _errors("sweeper"),
     "SandboxPayment/ErrorsAlarm": _errors("sandbox-payment", T),
@@ -67,23 +78,22 @@ RUNBOOKS: dict[str, Runbook] = {
     "Intake/ThrottlesAlarm": Runbook("intake-throttles.md", "intake-throttles", T),
     "PaymentOutage/Alarm": Runbook("provider-outage.md", "payment-provider", P),
     "CarrierOutage/Alarm": Runbook("provider-outage.md", "carrier", P),
-    # A ticket: a failed execution parked its order (whose needs-attention arrival pages) or refused its input
-    # (no side effect): paging on it too made one parked order two pages.
-    "OrderSaga/ExecutionsFailedAlarm": Runbook("saga-executions.md", "executions-failed", T),
-    "OrderSaga/ExecutionsTimedOutAlarm": Runbook("saga-executions.md", "executions-timed-out", P),
+    # The order path notifies through OrdersAtRisk (one parked order was 1 page + 3 tickets: decision 0030).
+    "OrderSaga/ExecutionsFailedAlarm": _at_risk("saga-executions.md", "executions-failed", T),
+    "OrderSaga/ExecutionsTimedOutAlarm": _at_risk("saga-executions.md", "executions-timed-out", P),
     "OrderSaga/ExecutionsAbortedAlarm": Runbook("saga-executions.md", "executions-aborted", T),
     "OrderSaga/ExecutionThrottledAlarm": Runbook("saga-executions.md", "execution-throttled", T),
-    "OrdersQueue/DlqDepthAlarm": Runbook("orders-queue.md", "dlq-depth", T),
-    "OrdersQueue/DlqArrivalsAlarm": Runbook("orders-queue.md", "dlq-arrivals", P),
-    "OrdersQueue/OldestMessageAgeAlarm": Runbook("orders-queue.md", "oldest-message-age", P),
-    "NeedsAttentionQueue/QueueDepthAlarm": Runbook("needs-attention.md", "queue-depth", T),
-    "NeedsAttentionQueue/QueueArrivalsAlarm": Runbook("needs-attention.md", "queue-arrivals", P),
-    "NeedsAttentionQueue/DlqDepthAlarm": Runbook("needs-attention.md", "dlq-depth", T),
-    "NeedsAttentionQueue/DlqArrivalsAlarm": Runbook("needs-attention.md", "dlq-arrivals", P),
-    "StuckOrders/StuckOrdersAlarm": Runbook("stuck-orders.md", "stuck-orders", P),
-    "StuckOrders/SideEffectMismatchAlarm": Runbook("side-effect-mismatch.md", "side-effect-mismatch", P),
+    "OrdersQueue/DlqDepthAlarm": _at_risk("orders-queue.md", "dlq-depth", T),
+    "OrdersQueue/DlqArrivalsAlarm": _at_risk("orders-queue.md", "dlq-arrivals", P),
+    "OrdersQueue/OldestMessageAgeAlarm": _at_risk("orders-queue.md", "oldest-message-age", P),
+    "NeedsAttentionQueue/QueueDepthAlarm": _at_risk("needs-attention.md", "queue-depth", T),
+    "NeedsAttentionQueue/QueueArrivalsAlarm": _at_risk("needs-attention.md", "queue-arrivals", P),
+    "NeedsAttentionQueue/DlqDepthAlarm": _at_risk("needs-attention.md", "dlq-depth", T),
+    "NeedsAttentionQueue/DlqArrivalsAlarm": _at_risk("needs-attention.md", "dlq-arrivals", P),
+    "StuckOrders/StuckOrdersAlarm": _at_risk("stuck-orders.md", "stuck-orders", P),
+    "StuckOrders/SideEffectMismatchAlarm": _at_risk("side-effect-mismatch.md", "side-effect-mismatch", P),
     "StuckOrders/SweeperHeartbeatAlarm": Runbook("sweeper-heartbeat.md", "sweeper-heartbeat", P),
-    "StuckOrders/ParkedOrdersAlarm": Runbook("parked-orders.md", "parked-orders", T),
+    "StuckOrders/ParkedOrdersAlarm": _at_risk("parked-orders.md", "parked-orders", T),
     "OrderApi/ApiServerErrorsAlarm": Runbook("api-server-errors.md", "api-server-errors", P),
 }
 
@@ -140,9 +150,12 @@ def route_alarms(stack: Stack, base_url: str, topics: Mapping[Severity, sns.ITop
         runbook = runbook_of(construct)
         cfn = construct.node.default_child
         assert isinstance(cfn, cloudwatch.CfnAlarm)
-        cfn.alarm_description = describe(cfn.alarm_description or "", runbook, base_url)
+        what = cfn.alarm_description or ""
+        if runbook.via:  # no action of its own: its composite notifies (decision 0030)
+            what += f" Notifies through the composite alarm {runbook.via}."
+        cfn.alarm_description = describe(what, runbook, base_url)
         target = [topics[runbook.severity].topic_arn]
-        cfn.alarm_actions = target
+        cfn.alarm_actions = None if runbook.via else target
         cfn.ok_actions = None
         if stack.resolve(cfn.insufficient_data_actions):
             cfn.insufficient_data_actions = target

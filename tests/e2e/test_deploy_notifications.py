@@ -11,6 +11,7 @@ from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture
 from local_cloud.clock import SimClock
+from local_cloud.composite_alarms import Composites
 from local_cloud.deploy import LocalDeployment
 from local_cloud.environment import local_aws
 from local_cloud.metrics import MetricStore
@@ -24,10 +25,14 @@ def test_deploy_notifications_a_fresh_deploy_sends_none(assembly: CloudAssembly)
         actions = AlarmActions(deployment)
         capture = LineCapture()
         store = MetricStore({}, [], capture, clock)
-        evaluator = AlarmEvaluator(deployment.alarms, deployment.queues, capture, actions, store=store, clock=clock)
+        composites = Composites(deployment.composite_alarms, deployment.alarms)
+        evaluator = AlarmEvaluator(
+            deployment.alarms, deployment.queues, capture, actions, store=store, clock=clock, composites=composites
+        )
         for _ in range(15):
             evaluator.evaluate()
             clock.advance(60)
         states = set(evaluator.states.values())
     assert "OK" in states  # the alarms did leave INSUFFICIENT_DATA: the transitions a deploy causes happened
+    assert composites.states and set(composites.states.values()) == {"OK"}  # OrdersAtRisk too, silently
     assert [(n.alarm, n.state) for n in actions.history] == []

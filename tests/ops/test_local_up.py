@@ -92,6 +92,12 @@ def _statuses(served: Served, order_ids: list[str]) -> dict[str, str]:
     return found
 
 
+def test_local_up_start_sends_no_notification(served: Served) -> None:
+    """The deploy and the alarms' first evaluation notify nobody (no OK actions: decision 0030)."""
+    assert served.info is not None
+    assert served.info.start_notifications == 0
+
+
 def test_local_up_listens_on_loopback_and_registers_the_stack(served: Served) -> None:
     info = served.info
     assert info is not None

@@ -73,8 +73,13 @@ def _fires_on_first(stack: Stack, alarm: cloudwatch.CfnAlarm) -> bool:
     )
 
 
-def _notifies_sns(stack: Stack, alarm: cloudwatch.CfnAlarm, topic_ids: set[str]) -> bool:
-    """An ALARM action on an SNS topic: a ``Ref`` to a topic of this stack, or an SNS topic ARN string."""
+def _notifies_sns(
+    stack: Stack, alarm: cloudwatch.CfnAlarm | cloudwatch.CfnCompositeAlarm, topic_ids: set[str], covered: set[str]
+) -> bool:
+    """An ALARM action on an SNS topic (a ``Ref`` to a topic of this stack, or an SNS topic ARN string), or
+    named by a composite alarm that has one (``covered``: one incident, one notification, decision 0030)."""
+    if stack.get_logical_id(alarm) in covered:
+        return True
     for action in stack.resolve(alarm.alarm_actions) or []:
         if _ref_target(action) in topic_ids:
             return True
@@ -83,14 +88,23 @@ def _notifies_sns(stack: Stack, alarm: cloudwatch.CfnAlarm, topic_ids: set[str])
     return False
 
 
-def _alarmed_targets(
-    stack: Stack, alarms: list[cloudwatch.CfnAlarm], topic_ids: set[str], metric: tuple[str, str, str]
-) -> set[str]:
+def _rule_alarms(rule: Any) -> set[str]:
+    """The logical IDs a composite's resolved ``AlarmRule`` reads (``Fn::GetAtt`` / ``Ref`` inside it)."""
+    if isinstance(rule, dict):
+        if "Fn::GetAtt" in rule:
+            return {str(rule["Fn::GetAtt"][0])}
+        return set().union(*(_rule_alarms(v) for v in rule.values())) if rule else set()
+    if isinstance(rule, list):
+        return set().union(*(_rule_alarms(v) for v in rule)) if rule else set()
+    return set()
+
+
+def _alarmed_targets(stack: Stack, found: _StackResources, metric: tuple[str, str, str]) -> set[str]:
     """Logical IDs named by a first-failure alarm on ``metric`` that notifies an SNS topic."""
     namespace, metric_name, dimension = metric
     targets: set[str] = set()
-    for alarm in alarms:
-        if not _fires_on_first(stack, alarm) or not _notifies_sns(stack, alarm, topic_ids):
+    for alarm in found.alarms:
+        if not _fires_on_first(stack, alarm) or not _notifies_sns(stack, alarm, found.topic_ids, found.covered):
             continue
         for watched in _alarm_metrics(stack, alarm):
             if watched["namespace"] != namespace or watched["metric_name"] != metric_name:
@@ -105,7 +119,7 @@ def _alarmed_targets(
 
 def _check_delivery(
     stack: Stack,
-    alarms: list[cloudwatch.CfnAlarm],
+    alarms: list[cloudwatch.CfnAlarm | cloudwatch.CfnCompositeAlarm],
     topics: dict[str, sns.CfnTopic],
     policies: dict[str, list[Any]],
     keys: dict[str, kms.CfnKey],
@@ -131,6 +145,9 @@ class _StackResources:
     topics: dict[str, sns.CfnTopic] = field(default_factory=dict)
     topic_policies: dict[str, list[Any]] = field(default_factory=dict)
     keys: dict[str, kms.CfnKey] = field(default_factory=dict)
+    composites: list[cloudwatch.CfnCompositeAlarm] = field(default_factory=list)
+    #: Alarms named by a composite alarm that notifies an SNS topic (they may keep no action of their own).
+    covered: set[str] = field(default_factory=set)
 
 
 def _collect(stack: Stack) -> _StackResources:
@@ -154,11 +171,21 @@ def _collect(stack: Stack) -> _StackResources:
                 found.topic_policies.setdefault(str(_ref_target(ref)), []).append(stack.resolve(child.policy_document))
         elif isinstance(child, kms.CfnKey):
             found.keys[stack.get_logical_id(child)] = child
+        elif isinstance(child, cloudwatch.CfnCompositeAlarm):
+            found.composites.append(child)
+    _collect_covered(stack, found)
     # Only resources of this stack (nested stacks are visited on their own).
     found.queues = {k: v for k, v in found.queues.items() if Stack.of(v) is stack}
     found.functions = {k: v for k, v in found.functions.items() if Stack.of(v) is stack}
     found.machines = {k: v for k, v in found.machines.items() if Stack.of(v) is stack}
     return found
+
+
+def _collect_covered(stack: Stack, found: _StackResources) -> None:
+    """The alarms a composite that notifies an SNS topic names (they may keep no action of their own)."""
+    for composite in found.composites:
+        if _notifies_sns(stack, composite, found.topic_ids, set()):
+            found.covered |= _rule_alarms(stack.resolve(composite.alarm_rule))
 
 
 def _check_dlqs(stack: Stack, queues: dict[str, sqs.CfnQueue]) -> set[str]:
@@ -185,7 +212,8 @@ def _check_dlq_alarms(stack: Stack, found: _StackResources, dlq_ids: set[str]) -
         if alarm.metric_name != "ApproximateNumberOfMessagesVisible" or alarm.namespace != "AWS/SQS":
             continue
         period = stack.resolve(alarm.period)
-        if not _fires_on_first(stack, alarm) or period is None or int(period) > 60 or not alarm.alarm_actions:
+        notifies = bool(alarm.alarm_actions) or stack.get_logical_id(alarm) in found.covered
+        if not _fires_on_first(stack, alarm) or period is None or int(period) > 60 or not notifies:
             continue
         for dim in stack.resolve(alarm.dimensions) or []:
             if _get(dim, "name") == "QueueName":
@@ -217,11 +245,11 @@ def _check_visibility(stack: Stack, found: _StackResources) -> None:
 
 def _check_failure_alarms(stack: Stack, found: _StackResources) -> None:
     """An error on each function and state machine without a failure alarm acting on a topic."""
-    alarmed_functions = _alarmed_targets(stack, found.alarms, found.topic_ids, FUNCTION_FAILURE_METRIC)
+    alarmed_functions = _alarmed_targets(stack, found, FUNCTION_FAILURE_METRIC)
     for logical_id, function in found.functions.items():
         if logical_id not in alarmed_functions:
             Annotations.of(function).add_error(MISSING_FUNCTION_ALARM)
-    alarmed_machines = _alarmed_targets(stack, found.alarms, found.topic_ids, STATE_MACHINE_FAILURE_METRIC)
+    alarmed_machines = _alarmed_targets(stack, found, STATE_MACHINE_FAILURE_METRIC)
     for logical_id, machine in found.machines.items():
         if logical_id not in alarmed_machines:
             Annotations.of(machine).add_error(MISSING_STATE_MACHINE_ALARM)
@@ -242,6 +270,6 @@ class ResilienceChecks:
         dlq_ids = _check_dlqs(stack, found.queues)
         _check_dlq_alarms(stack, found, dlq_ids)
         _check_visibility(stack, found)
-        _check_delivery(stack, found.alarms, found.topics, found.topic_policies, found.keys)
+        _check_delivery(stack, [*found.alarms, *found.composites], found.topics, found.topic_policies, found.keys)
         _check_failure_alarms(stack, found)
         check_middleware_defaults(stack, found.functions, found.alarms, found.machines)

@@ -25,6 +25,7 @@ from local_cloud.calls import outside_the_pipeline
 from local_cloud.capture import LineCapture
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
+from local_cloud.composite_alarms import Composites
 from local_cloud.metrics import EXECUTION_METRICS, MetricKey, MetricStore, metric_key, statistic
 from local_cloud.moto_state import alarm_states, queue_depth, set_alarm_state
 from local_cloud.template import ACCOUNT
@@ -107,8 +108,11 @@ class AlarmEvaluator:
         actions: AlarmActions | None = None,
         store: MetricStore | None = None,
         clock: SimClock | None = None,
+        composites: Composites | None = None,
     ) -> None:
         self.alarms = alarms  # name -> put_metric_alarm kwargs, as deployed
+        #: The composite alarms over them (:mod:`local_cloud.composite_alarms`), re-evaluated on each change.
+        self.composites = composites
         self.queue_urls = {q["name"]: q["url"] for q in queues.values()}
         self.capture = capture
         self.actions = actions
@@ -119,6 +123,8 @@ class AlarmEvaluator:
         #: When each alarm was last evaluated; the first evaluation catches up from the deployment.
         self.started = clock.now() if clock else 0.0
         self.evaluated_at: dict[str, float] = {}
+        #: Every state change, metric and composite alarms alike: ``(name, new state, simulated time)``.
+        self.transitions: list[tuple[str, str, float]] = []
         #: The period values of the evaluation running now (:meth:`_period_value_once`).
         self._periods: dict[tuple[str, float, float], float | None] = {}
 
@@ -128,10 +134,31 @@ class AlarmEvaluator:
         if new == old:
             return []
         self.states[name] = new
+        self.transitions.append((name, new, self._at(at)))
         cloudwatch = aws("cloudwatch")
         if not set_alarm_state(ACCOUNT, cloudwatch.meta.region_name, name, new, reason):
             cloudwatch.set_alarm_state(AlarmName=name, StateValue=new, StateReason=reason)
-        return self.actions.execute(self.alarms[name], old, new, reason, at) if self.actions else []
+        notices = self.actions.execute(self.alarms[name], old, new, reason, at) if self.actions else []
+        return notices + self.evaluate_composites(at)
+
+    def evaluate_composites(self, at: float | None = None) -> list[Notice]:
+        """Re-evaluate the composites on the children's states (CloudWatch does on each child's change) and
+        execute the actions of each composite that changed state."""
+        if self.composites is None:
+            return []
+        notices: list[Notice] = []
+        for name, old, new, reason in self.composites.evaluate(self.states):
+            self.transitions.append((name, new, self._at(at)))
+            if self.actions:
+                notices += self.actions.execute(self.composites.definitions[name], old, new, reason, at)
+        return notices
+
+    def _at(self, at: float | None) -> float:
+        return at if at is not None else (self.clock.now() if self.clock else 0.0)
+
+    def composite_states(self) -> dict[str, str]:
+        """Each composite alarm's state ({} without composites)."""
+        return dict(self.composites.states) if self.composites else {}
 
     def sqs_depth(self, alarm: Mapping[str, Any]) -> float | None:
         """ApproximateNumberOfMessagesVisible of the queue the alarm's dimension names (None: not ours)."""
@@ -294,6 +321,7 @@ class AlarmEvaluator:
     def _evaluate(self) -> list[str]:
         now = self.clock.now() if self.clock else 0.0
         self.adopt_set_states(now)
+        self.evaluate_composites(now)  # created in INSUFFICIENT_DATA, "then evaluated" (PutCompositeAlarm)
         self.store.refresh()
         self._periods = {}
         depths = self._sample_depths(now)
@@ -308,7 +336,8 @@ class AlarmEvaluator:
                 for at in self._boundaries(name, float(alarm["Period"]), now):
                     self.transition(name, *self._state_at(name, alarm, at), at)
             self.evaluated_at[name] = now
-        return sorted(name for name, state in self.states.items() if state == "ALARM")
+        states = {**self.states, **self.composite_states()}
+        return sorted(name for name, state in states.items() if state == "ALARM")
 
     def dlq_states(self, in_alarm: list[str], depths: dict[str, int]) -> dict[str, dict[str, Any]]:
         """Per DLQ (by name): its alarm, whether it is in ALARM, and its depth."""

@@ -40,6 +40,7 @@ class LocalDeployment:
         self.tables: dict[str, str] = {}  # logical id -> name
         self.state_machines: dict[str, str] = {}  # logical id -> arn
         self.alarms: dict[str, dict[str, Any]] = {}  # name -> put_metric_alarm kwargs
+        self.composite_alarms: dict[str, dict[str, Any]] = {}  # name -> the resolved CompositeAlarm properties
         self.event_sources: list[EventSourceSpec] = []
         self.schedules: list[tuple[str, LocalFunction]] = []  # (schedule expression, target)
         self.iam: IamReport | None = None  # set while local_cloud.iam_enforce.enforce_iam is active

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from local_cloud.clients import aws
+from local_cloud.composite_alarms import RuleError, validate
+from local_cloud.errors import service_error
 from local_cloud.event_sources import EventSourceSpec
 from local_cloud.interfaces import Deployment
 from local_cloud.lambda_runtime import LocalFunction
@@ -311,6 +313,19 @@ def build_alarms(d: Deployment, resources: list[Resource]) -> None:
         d.alarms[name] = kwargs
 
 
+def build_composite_alarms(d: Deployment, resources: list[Resource]) -> None:
+    """Composite alarms, checked as PutCompositeAlarm checks them (moto has no such call) and kept by name for
+    the evaluator (:mod:`local_cloud.composite_alarms`); a refused one fails the deploy as CloudFormation does."""
+    known = set(d.alarms) | {d.refs[r.logical_id] for r in resources}
+    for r in resources:
+        p, name = d.resolve(r.properties), d.refs[r.logical_id]
+        try:
+            validate(name, p, known)
+        except RuleError as e:
+            raise service_error(aws("cloudwatch"), "PutCompositeAlarm", e.code, str(e), 400) from e
+        d.composite_alarms[name] = {**p, "AlarmName": name}
+
+
 def _metric_query(q: dict[str, Any]) -> dict[str, Any]:
     """One ``MetricDataQuery`` of a metric-math alarm, with its values as strings where the API wants them."""
     out: dict[str, Any] = {"Id": q["Id"], "ReturnData": bool(q.get("ReturnData", True))}
@@ -349,6 +364,7 @@ PLAN: dict[str, Entry] = {
     "AWS::StepFunctions::StateMachine": Entry(name_state_machine, build_state_machines),
     "AWS::Lambda::EventSourceMapping": Entry(name_default, build_event_sources),
     "AWS::CloudWatch::Alarm": Entry(name_alarm, build_alarms),
+    "AWS::CloudWatch::CompositeAlarm": Entry(name_alarm, build_composite_alarms),
     "AWS::SNS::Subscription": Entry(name_default, build_subscriptions),
     "AWS::Events::Rule": Entry(name_default, build_schedules),
     "AWS::Lambda::LayerVersion": Entry(name_layer),

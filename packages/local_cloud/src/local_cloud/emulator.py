@@ -39,6 +39,7 @@ from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture, capture_stdout, point_powertools_loggers_at
 from local_cloud.clock import SimClock
+from local_cloud.composite_alarms import Composites
 from local_cloud.deploy import LocalDeployment
 from local_cloud.event_sources import SqsPoller
 from local_cloud.iam_enforce import enforce_iam
@@ -93,6 +94,7 @@ class LocalCloud:
             self.alarm_actions,
             store=self.metrics,
             clock=clock,
+            composites=Composites(self.deployment.composite_alarms, self.deployment.alarms),
         )
         self.shipper = LogShipper(
             self.capture,

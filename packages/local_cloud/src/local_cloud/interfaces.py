@@ -40,6 +40,7 @@ class Deployment(Protocol):
     tables: dict[str, str]  # logical id -> name
     state_machines: dict[str, str]  # logical id -> arn
     alarms: dict[str, dict[str, Any]]  # name -> put_metric_alarm kwargs
+    composite_alarms: dict[str, dict[str, Any]]  # name -> resolved AWS::CloudWatch::CompositeAlarm properties
     event_sources: list[EventSourceSpec]
     schedules: list[tuple[str, LocalFunction]]  # (schedule expression, target)
     iam: IamReport | None  # set while local_cloud.iam_enforce.enforce_iam is active
