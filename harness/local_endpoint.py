@@ -136,3 +136,26 @@ def register_stack(stack: str, outputs: dict[str, str]) -> None:
     cloudformation.create_stack(StackName=stack, TemplateBody=json.dumps(template))
     waiter = cloudformation.get_waiter("stack_create_complete")
     waiter.wait(StackName=stack, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+
+
+#: The stand-in for the on-call's confirmed e-mail on a local stack: an SQS queue subscribed to each alarm topic.
+ONCALL_QUEUE = "local-oncall"
+
+
+def subscribe_oncall(outputs: dict[str, str], client: Any = None) -> list[str]:
+    """Subscribe :data:`ONCALL_QUEUE` to the stack's page and ticket topics (confirmed at once: an SQS
+    subscription in the same account needs no confirmation). A dev stack has no ``alarm_email``: without this,
+    ``ops pager check`` and ``ops smoke`` rightly fail, as on a real dev account nobody subscribed to. ``client``:
+    a factory ``client(service)`` (default boto3's, on this process's environment)."""
+    import boto3
+
+    from local_cloud.template import REGION
+
+    make = client or (lambda service: boto3.client(service, region_name=REGION))
+    sqs, sns = make("sqs"), make("sns")
+    url = sqs.create_queue(QueueName=ONCALL_QUEUE)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    topics = [outputs[k] for k in ("AlarmTopicArn", "TicketTopicArn") if outputs.get(k)]
+    for topic in topics:
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    return topics
