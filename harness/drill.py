@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge
+from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
 from harness.drill_ops import OpsConsole
 from harness.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
 from harness.orders import OrderMix, make_orders
@@ -38,6 +38,8 @@ STACK = "OrderPipeline-dev"
 SETTLE_SECONDS = 900.0
 #: Simulated time after the operator's commands in which what they set off would notify.
 AFTER_OPERATOR_SECONDS = 600.0
+#: The longest wait for every alarm to be back to OK between incidents (simulated).
+SETTLE_LIMIT_SECONDS = 1800.0
 #: Orders added between the two runs of each read command (the history grows by this much).
 MORE_HISTORY = 40
 #: The parked-orders incident: the carrier down for this long, the payment provider from a little later
@@ -69,7 +71,7 @@ class Drill:
         self.severity = {outputs.get("AlarmTopicArn"): "page", outputs.get("TicketTopicArn"): "ticket"}
         self.growth: list[Growth] = []
         self.probes: list[tuple[str, ...]] = []
-        self.history_at_probes = 0
+        self.kept: list[str] = []
 
     # -- notifications ----------------------------------------------------------------------------
     def _history(self) -> list[Any]:
@@ -87,14 +89,62 @@ class Drill:
     def mark(self) -> int:
         return len(self._history())
 
-    def operate(self, incident: IncidentRun, commands: list[tuple[tuple[str, ...], str]]) -> None:
+    def operate(
+        self,
+        incident: IncidentRun,
+        commands: list[tuple[tuple[str, ...], str]],
+        *,
+        fix_parked: bool = False,
+        resolve: int = 0,
+        keep: int = 0,
+    ) -> None:
         """Type ``commands`` ((argv, question)); then let time pass: what they set off notifies now."""
         mark = self.mark()
         for argv, question in commands:
             incident.commands.append(self.console.run(*argv, question=question))
+        if fix_parked:
+            self.fix_parked(incident, resolve, keep)
         self.run.drain()
         self.run.advance(AFTER_OPERATOR_SECONDS)
         incident.operator_notifications = self.notifications(mark)
+        self.settle(incident)
+
+    def fix_parked(self, incident: IncidentRun, resolve: int = 0, keep: int = 0) -> None:
+        """The parked-orders runbook (docs/runbooks/parked-orders.md) as commands: list the parked orders, look
+        at the oldest, then per order ``repair --action redrive``, ``compensate`` when redrive is refused; the
+        first ``resolve`` of them closed by hand instead. Typed now (the list decides what follows)."""
+        listed = self.console.run("orders", "--status", "NEEDS_ATTENTION", "--json", question="what is stuck")
+        incident.commands.append(listed)
+        ids = [o["order_id"] for o in json.loads(listed.output or "[]")]
+        if ids:
+            incident.commands.append(self.console.run("order", ids[0], question="what happened to order X"))
+            incident.commands.append(self.console.run("trace", ids[0], question="why was I paged"))
+        reason = ("--reason", f"drill: {incident.name}, ticket DRILL-1")
+        self.kept = ids[len(ids) - keep :] if keep else []
+        for n, order_id in enumerate(ids[: len(ids) - keep]):
+            if n < resolve:
+                argv = ("resolve", order_id, "--outcome", "compensated", *reason)
+                incident.commands.append(self.console.run(*argv, question="resolve"))
+                continue
+            incident.commands += self.repair(order_id, reason)
+
+    def repair(self, order_id: str, reason: tuple[str, ...]) -> list[CommandRun]:
+        """``ops repair --action redrive``; ``compensate`` when redrive is refused (a compensation ran)."""
+        redrive = self.console.run("repair", order_id, "--action", "redrive", *reason, question="repair")
+        if redrive.exit_code != 2:
+            return [redrive]
+        return [redrive, self.console.run("repair", order_id, "--action", "compensate", *reason, question="repair")]
+
+    def settle(self, incident: IncidentRun) -> None:
+        """Let time pass until no alarm is in ALARM (at most :data:`SETTLE_LIMIT_SECONDS`): the next incident's
+        notifications are its own. What stays in ALARM is noted."""
+        waited = 0.0
+        while (left := self.run.evaluate_alarms()) and waited < SETTLE_LIMIT_SECONDS:
+            self.run.advance(60.0)
+            waited += 60.0
+        if left:
+            short = ", ".join(a.split("-", 2)[-1] for a in left)
+            incident.note = "; ".join(filter(None, [incident.note, f"still in ALARM after it: {short}"]))
 
     def _orders(self, count: int, mix: OrderMix, tag: str) -> list[tuple[dict[str, Any], str | None]]:
         made = make_orders(count, self.seed, mix)
@@ -155,14 +205,8 @@ class Drill:
         self.run.advance(SETTLE_SECONDS)
         incident.notifications = self.notifications(mark)
         self.run.ship_logs()
-        self.operate(
-            incident,
-            [
-                (("trace", "cid-drill-outage-0"), "why was I paged"),
-                (("orders", "--status", "NEEDS_ATTENTION"), "what is stuck and what do I do"),
-            ],
-        )
-        self.probes.append(("orders", "--status", "NEEDS_ATTENTION"))
+        self.operate(incident, [], fix_parked=True)
+        self.probes.append(("orders", "--status", "NEEDS_ATTENTION", "--json"))
         return incident
 
     def stopped_sweeper(self) -> IncidentRun:
@@ -195,37 +239,37 @@ class Drill:
         self.run.drain()
         self.run.advance(SETTLE_SECONDS)
         incident.notifications = self.notifications(mark)
-        ids = [o["order_id"] for o, _ in orders]
-        commands: list[tuple[tuple[str, ...], str]] = [
-            (("orders", "--status", "NEEDS_ATTENTION"), "what is stuck and what do I do"),
-            (("order", ids[0]), "what happened to order X"),
-            (("repair", ids[0], "--action", "compensate", "--reason", "drill: refund after the outage"), "repair"),
-            (
-                ("resolve", ids[1], "--outcome", "compensated", "--reason", "drill: refunded by hand, ticket DRILL-1"),
-                "resolve",
-            ),
-        ]
-        self.operate(incident, commands)
-        self.parked_left = ids[2]  # repaired after the history grew: the repair's calls at two sizes
+        self.operate(incident, [], fix_parked=True, resolve=1, keep=1)
         return incident
 
     # -- the same commands at a larger history ----------------------------------------------------
     def history_size(self) -> int:
         return len(self.run.submitted)
 
-    def grow_and_compare(self, small: dict[tuple[str, ...], int], small_history: int, repair_calls: int) -> None:
+    def grow_and_compare(self, incidents: list[IncidentRun]) -> None:
+        """The read commands again, and the repair of the order kept parked, after :data:`MORE_HISTORY` orders
+        more: their AWS calls at two history sizes (:attr:`growth`). Notifications meanwhile: the operator's."""
+        small_history, small = self.history_size(), _calls_by_argv(incidents)
+        last = incidents[-1]
+        mark = self.mark()
         self.run.submit(self._orders(MORE_HISTORY, HEALTHY, "history"))
         self.run.drain()
         self.run.ship_logs()
         large_history = self.history_size()
         for argv in self.probes:
             large = self.console.run(*argv)
-            self.growth.append(Growth(" ".join(argv), small_history, large_history, small[argv], large.calls))
-        repair = ("repair", self.parked_left, "--action", "compensate", "--reason", "drill: refund after the outage")
-        large_repair = self.console.run(*repair)
-        self.growth.append(
-            Growth("repair <order> --action compensate", small_history, large_history, repair_calls, large_repair.calls)
-        )
+            self.growth.append(Growth(shape(argv), small_history, large_history, small[argv], large.calls))
+        earlier = {c.argv[3]: c.calls for i in incidents for c in i.commands if c.argv[0] == "repair"}
+        for order_id in self.kept:
+            for run in self.repair(order_id, ("--reason", "drill: the kept order, after more history")):
+                last.commands.append(run)
+                action = run.argv[3]
+                if action in earlier:
+                    command = f"repair <order> --action {action}"
+                    self.growth.append(Growth(command, small_history, large_history, earlier[action], run.calls))
+        self.run.drain()
+        self.run.advance(AFTER_OPERATOR_SECONDS)
+        last.operator_notifications += self.notifications(mark)
 
 
 def _calls_by_argv(incidents: list[IncidentRun]) -> dict[tuple[str, ...], int]:
@@ -253,9 +297,7 @@ def run_drill(options: DrillOptions) -> dict[str, Any]:
         drill = Drill(run, OpsConsole(outputs, REGION, STACK), outage, options.seed)
         incidents = [drill.warm_up(), drill.declined_card(), drill.poison_message()]
         incidents += [drill.provider_outage(), drill.stopped_sweeper(), drill.parked_after_outage()]
-        small_history = drill.history_size()
-        repair_calls = next(c.calls for c in incidents[-1].commands if c.argv[0] == "repair")
-        drill.grow_and_compare(_calls_by_argv(incidents), small_history, repair_calls)
+        drill.grow_and_compare(incidents)
         return {"incidents": incidents, "growth": drill.growth, "failures": judge(incidents, drill.growth)}
 
 

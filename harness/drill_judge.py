@@ -96,6 +96,32 @@ def judge(incidents: list[IncidentRun], growth: list[Growth]) -> list[str]:
     return failures
 
 
+def shape(argv: tuple[str, ...]) -> str:
+    """A command as typed, its order and correlation IDs as ``<id>`` and its ``--reason`` as ``"..."``."""
+    words, hide = [], False
+    for word in argv:
+        if hide:
+            words.append('"..."')
+        elif word.startswith(("drill-", "cid-drill-")):
+            words.append("<id>")
+        else:
+            words.append(word)
+        hide = word == "--reason"
+    return " ".join(words)
+
+
+def _grouped(commands: list[CommandRun]) -> list[str]:
+    """``ops <command>`` (AWS calls), a command typed for several orders once with ``xN``."""
+    groups: dict[str, list[int]] = {}
+    for c in commands:
+        groups.setdefault(shape(c.argv), []).append(c.calls)
+    out = []
+    for text, calls in groups.items():
+        spread = f"{min(calls)}" if min(calls) == max(calls) else f"{min(calls)}-{max(calls)}"
+        out.append(f"`ops {text}` ({spread})" + (f" x{len(calls)}" if len(calls) > 1 else ""))
+    return out
+
+
 def drill_table(incidents: list[IncidentRun], growth: list[Growth]) -> list[str]:
     """The drill's table (Markdown): per incident, then the commands at two history sizes."""
     lines = [
@@ -105,7 +131,7 @@ def drill_table(incidents: list[IncidentRun], growth: list[Growth]) -> list[str]
     for i in incidents:
         notes = ", ".join(f"{n.severity} {n.alarm.split('-', 2)[-1]}" for n in i.notifications) or "none"
         ttp = f"{i.time_to_page:g} s" if i.time_to_page is not None else "-"
-        commands = "; ".join(f"`ops {c.text}` ({c.calls})" for c in i.commands) or "-"
+        commands = "; ".join(_grouped(i.commands)) or "-"
         count = len(i.notifications)
         lines.append(f"| {i.name} | {count}: {notes} | {ttp} | {len(i.operator_notifications)} | {commands} |")
     if growth:
