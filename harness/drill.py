@@ -153,7 +153,7 @@ class Drill:
     # -- incidents --------------------------------------------------------------------------------
     def warm_up(self) -> IncidentRun:
         """Some history, and the stack's first minutes: notifications here are the start's (none expected)."""
-        incident = IncidentRun("start (local stack up, 10 orders)", self.run.clock.now())
+        incident = IncidentRun("start (local stack up, 10 orders)", self.run.clock.now(), expect_none=True)
         mark = self.mark()
         self.run.submit(self._orders(10, HEALTHY, "warm"))
         self.run.drain()
@@ -163,7 +163,7 @@ class Drill:
         return incident
 
     def declined_card(self) -> IncidentRun:
-        incident = IncidentRun("declined card", self.run.clock.now())
+        incident = IncidentRun("declined card", self.run.clock.now(), expect_none=True)
         mark = self.mark()
         ((order, cid),) = self._orders(1, DECLINE, "declined")
         self.run.submit([(order, cid)])

@@ -1,7 +1,8 @@
 """``make drill``'s records and verdict: per incident, the notifications sent, the time to page, the ``ops``
 commands used and their AWS call counts; ``--check``'s three rules (issue 41, point 8):
 
-- at most one notification per incident (a person is told once: page or ticket);
+- at most one notification per incident (a person is told once: page or ticket), none at the stack's start
+  or for a business outcome (a declined card);
 - no notification while an operator acts (looking, repairing, resolving never pages);
 - no command whose AWS calls grow with history: the same command run at two history sizes makes as many calls.
 """
@@ -47,6 +48,8 @@ class IncidentRun:
     operator_notifications: list[Notification] = field(default_factory=list)
     commands: list[CommandRun] = field(default_factory=list)
     note: str = ""
+    #: Nothing should notify at all (the stack's start, a business outcome).
+    expect_none: bool = False
 
     @property
     def time_to_page(self) -> float | None:
@@ -76,7 +79,13 @@ def judge(incidents: list[IncidentRun], growth: list[Growth]) -> list[str]:
     """``--check``'s failures, one line each (empty: the drill passes)."""
     failures = []
     for i in incidents:
-        if len(i.notifications) > 1:
+        if i.expect_none and i.notifications:
+            count = len(i.notifications)
+            failures.append(
+                f"{i.name}: {count} notification{'s' if count > 1 else ''} ({_by_severity(i.notifications)}), "
+                "none expected"
+            )
+        elif len(i.notifications) > 1:
             failures.append(
                 f"{i.name}: {len(i.notifications)} notifications ({_by_severity(i.notifications)}), "
                 "at most 1 per incident"

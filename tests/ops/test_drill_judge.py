@@ -53,3 +53,10 @@ def test_drill_judge_fails_on_a_command_whose_calls_grow_with_history() -> None:
 def test_drill_table_shows_time_to_page_and_call_counts() -> None:
     text = "\n".join(drill_table([_incident("poison message", [_note("OrdersDlq", 160.0)])], []))
     assert "poison message" in text and "60 s" in text and "`ops order o-1` (2)" in text
+
+
+def test_drill_judge_fails_on_any_notification_where_none_is_expected() -> None:
+    """The stack's start and a declined card (a business outcome) notify nobody: one notification fails."""
+    start = _incident("start (local stack up)", [_note("OrdersDlq", 1.0)])
+    start.expect_none = True
+    assert judge([start], []) == ["start (local stack up): 1 notification (1 page), none expected"]
