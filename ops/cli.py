@@ -190,7 +190,8 @@ def _add_smoke_parser(commands: Any) -> None:
     smoke.add_argument(
         "--no-page-path",
         action="store_true",
-        help="skip the page-path check (forcing an alarm and receiving its notification)",
+        help="skip the page-path checks (each alarm topic has a confirmed subscription; a forced alarm's "
+        "notification is received)",
     )
     smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
     smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
