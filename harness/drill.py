@@ -107,7 +107,9 @@ class Drill:
         self.run.drain()
         self.run.advance(AFTER_OPERATOR_SECONDS)
         incident.operator_notifications = self.notifications(mark)
+        late = self.mark()
         self.settle(incident)
+        incident.notifications += self.notifications(late)  # the incident's own, later (a reminder)
 
     def fix_parked(self, incident: IncidentRun, resolve: int = 0, keep: int = 0) -> None:
         """The parked-orders runbook (docs/runbooks/parked-orders.md) as commands: list the parked orders, look
