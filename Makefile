@@ -22,7 +22,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs clean
+.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs drill clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -134,6 +134,9 @@ engines: synth ## iam-simulate and aws-local-stepfunctions against the emulator:
 
 engines-record: setup ## re-record the calls a local run makes (harness/engines/recorded_calls.json), after make synth
 	$(PY) -m harness.engines record cdk.out
+
+drill: setup ## the on-call drill on the local stack, answered with ops commands: exit 1 on >1 notification per incident, one from an operator, calls growing with history
+	$(PY) -m harness drill --check
 
 clean: ## remove build output (keeps the virtualenv and node_modules)
 	rm -rf cdk.out cdk.out.prod .build reports .pytest_cache .mypy_cache .ruff_cache

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli_run import run_command
+from harness.drill import add_drill_parser, main_drill
 from harness.up import add_up_parser, main_up
 from local_cloud.errors import LocalCloudError
 from ops.arguments import integer as _integer
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     add_local_parser(commands)
     _add_capacity_parser(commands)
+    add_drill_parser(commands)
     return parser
 
 
@@ -48,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "capacity":
             return _capacity(args)
+        if args.command == "drill":
+            return main_drill(args)
         return run_local_command(args, argv)
     except Exception as exc:
         message = str(exc) if isinstance(exc, LocalCloudError) else operator_error(exc)

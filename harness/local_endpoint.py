@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from local_cloud import endpoint as _endpoint
 from local_cloud.endpoint import HOST as HOST
@@ -26,3 +27,26 @@ def moto_server_in_process(port: int) -> Iterator[str]:
             yield endpoint
     except _endpoint.PortInUse as exc:
         raise PortInUse(str(exc)) from None
+
+
+#: The stand-in for the on-call's confirmed e-mail on a local stack: an SQS queue subscribed to each alarm topic.
+ONCALL_QUEUE = "local-oncall"
+
+
+def subscribe_oncall(outputs: dict[str, str], client: Any = None) -> list[str]:
+    """Subscribe :data:`ONCALL_QUEUE` to the stack's page and ticket topics (confirmed at once: an SQS
+    subscription in the same account needs no confirmation). A dev stack has no ``alarm_email``: without this,
+    ``ops pager check`` and ``ops smoke`` rightly fail, as on a real dev account nobody subscribed to. ``client``:
+    a factory ``client(service)`` (default boto3's, on this process's environment)."""
+    import boto3
+
+    from local_cloud.template import REGION
+
+    make = client or (lambda service: boto3.client(service, region_name=REGION))
+    sqs, sns = make("sqs"), make("sns")
+    url = sqs.create_queue(QueueName=ONCALL_QUEUE)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    topics = [outputs[k] for k in ("AlarmTopicArn", "TicketTopicArn") if outputs.get(k)]
+    for topic in topics:
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    return topics

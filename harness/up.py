@@ -32,7 +32,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.local_endpoint import PortInUse as PortInUse  # what serve raises when a port is taken
-from harness.local_endpoint import endpoint_environment, moto_server_in_process, register_stack
+from harness.local_endpoint import endpoint_environment, moto_server_in_process, register_stack, subscribe_oncall
 from harness.orders import OrderMix
 from harness.pager import page_line
 from ops.arguments import integer, non_negative, port, positive_float
@@ -262,6 +262,7 @@ def serve(
         if run.api_url:  # the API as served here (127.0.0.1), not the template's AWS invoke URL
             outputs["OrderApiUrl"] = f"{run.api_url}/"
         register_stack(assembly.stack_name, outputs)
+        subscribe_oncall(outputs)  # the on-call's stand-in: ops pager check and ops smoke pass
         info = LocalEndpoint(endpoint, assembly.stack_name, outputs, REGION, run.api_url, notifications_at_start(run))
         _print_banner(info, example_order(options.seed), out)
         if options.orders:

@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_resolve_parser(commands, _target_arguments)
 
     _add_smoke_parser(commands)
+    pager = commands.add_parser("pager", help="the alarm topics' subscriptions: does a page reach a person?")
+    pager_commands = pager.add_subparsers(dest="pager_command", required=True)
+    pager_check = pager_commands.add_parser(
+        "check", help="fail (exit 1) when the page or ticket topic has no confirmed subscription; how to confirm"
+    )
+    pager_check.add_argument("--json", action="store_true")
+    _target_arguments(pager_check)
 
     cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
     cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
@@ -183,7 +190,8 @@ def _add_smoke_parser(commands: Any) -> None:
     smoke.add_argument(
         "--no-page-path",
         action="store_true",
-        help="skip the page-path check (forcing an alarm and receiving its notification)",
+        help="skip the page-path checks (each alarm topic has a confirmed subscription; a forced alarm's "
+        "notification is received)",
     )
     smoke.add_argument("--payment-token", help="a token the provider captures (real providers: a test-mode token)")
     smoke.add_argument("--decline-token", help="a token the provider declines (real providers: a test-mode token)")
@@ -288,6 +296,14 @@ def _run(args: argparse.Namespace) -> int:
     target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
     if args.command == "smoke":
         return _smoke(target, args)
+    if args.command == "pager":
+        from ops.pager_check import check_topics, format_checks
+
+        checks = check_topics(target)
+        passed = all(c.ok for c in checks)
+        topics = [c.as_json() for c in checks]
+        print(json.dumps({"passed": passed, "topics": topics}, indent=2) if args.json else format_checks(checks))
+        return 0 if passed else 1
     if args.command == "cold-starts":
         from ops.cold_starts import cold_starts, format_cold_starts
 

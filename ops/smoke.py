@@ -83,8 +83,10 @@ class Smoke(SmokeOrders, SmokeAlarms, SmokeCleanup):
 
     # --- the run -----------------------------------------------------------------------------------
     def run(self) -> SmokeReport:
-        from ops.smoke_pager import PageWatch
+        from ops.smoke_pager import PageWatch, check_subscribers
 
+        if self.options.page_path:
+            check_subscribers(self.target, self.report)
         watch = PageWatch(self.target, self.options.run_id) if self.options.page_path else None
         with watch or nullcontext():
             self._run_orders()

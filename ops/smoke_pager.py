@@ -17,8 +17,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ops.target import Target
+
+if TYPE_CHECKING:
+    from ops.smoke_model import SmokeReport
 
 #: How long to wait for the notification (CloudWatch publishes within seconds of the state change;
 #: ``ops local up`` evaluates every 5 s).
@@ -156,3 +160,19 @@ def check_page_path(
     """(expected, observed) of the page-path check on its own (subscribe, force, hear, reset, unsubscribe)."""
     with PageWatch(target, run_id) as watch:
         return watch.forced_page(sleep, wait)
+
+
+def check_subscribers(target: Target, report: SmokeReport) -> None:
+    """One check per alarm topic: a confirmed subscription, a person's, not the smoke's own queue
+    (:mod:`ops.pager_check`). Run before :class:`PageWatch` subscribes: its queue would hide a dead page path."""
+    from ops.pager_check import HOW_TO_CONFIRM, check_topics
+
+    for topic in check_topics(target):
+        report.check(
+            f"page path: {topic.severity} topic has a confirmed subscription", "yes", "yes" if topic.ok else "no"
+        )
+        if not topic.ok:
+            report.notes.append(
+                f"{topic.severity} topic {topic.topic_arn}: {topic.observed()}; "
+                + HOW_TO_CONFIRM.format(topic=topic.topic_arn)
+            )

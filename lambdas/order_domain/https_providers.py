@@ -6,7 +6,8 @@ usual contract of card processors' APIs: the same key with the same body returns
 answer; the same key while its first request is still being processed is answered 409 (outcome
 unknown); the same key with another body is refused with 422 ``idempotency_key_reused``.
 Authentication: ``Authorization: Bearer <api_key>``, the key read from AWS Secrets Manager
-(``{"api_key": "..."}``) once per container.
+(``{"api_key": "..."}``), cached for :data:`KEY_TTL_SECONDS` and read again at once, and the request sent
+again once, when the provider answers 401 (a rotated key: docs/deploy.md, "Rotate a provider key").
 
 Failures are classified at the edge: 409 -> :class:`ProviderInFlight` (transient: the first
 request with this key is still in flight, its outcome is unknown); 422 ``idempotency_key_reused``
@@ -26,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -47,6 +49,11 @@ DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_RETRIES = 2
 MAX_ANSWER_BYTES = 64 * 1024
 _RETRY_STATUSES = (429, 500, 502, 503, 504)
+#: How long a warm execution environment keeps the provider's API key before reading the secret again: the
+#: default TTL of AWS's Parameters and Secrets Lambda Extension, 300 s
+#: (https://docs.aws.amazon.com/lambda/latest/dg/with-secrets-manager.html). A rotated key reaches every
+#: environment within it; a 401 reads it at once (:meth:`HttpsJsonClient.request`).
+KEY_TTL_SECONDS = 300.0
 T = TypeVar("T")
 
 
@@ -67,23 +74,47 @@ def check_base_url(url: str) -> str:
 
 
 class SecretApiKey:
-    """The provider's API key from Secrets Manager (``{"api_key": "..."}``), read once per container."""
+    """The provider's API key from Secrets Manager (``{"api_key": "..."}``), cached for ``ttl_seconds``.
 
-    def __init__(self, secret_arn: str, *, client: Any) -> None:
-        """``client``: the Secrets Manager client (used once, on the first call)."""
+    Not Powertools' ``parameters.get_secret(max_age=...)``, the field's tool for this: its module is not on the
+    saga steps' cold-start import list (tests/handlers/test_cold_start_imports.py), and the two things asked of
+    the cache, a TTL and one forced refresh on a 401 (``force_fetch``), are these twenty lines.
+    """
+
+    def __init__(
+        self,
+        secret_arn: str,
+        *,
+        client: Any,
+        ttl_seconds: float = KEY_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``client``: the Secrets Manager client (GetSecretValue on first use, after the TTL, on refresh)."""
         if not secret_arn:
             raise ConfigurationError("a provider secret ARN is required with a provider URL")
         self.secret_arn = secret_arn
         self.client = client
+        self.ttl_seconds = ttl_seconds
+        self.clock = clock
         self._value: str | None = None
+        self._read_at = 0.0
         self._lock = threading.Lock()
 
     def __call__(self) -> str:
-        if self._value is None:
-            with self._lock:
-                if self._value is None:
-                    self._value = self._read()
-        return self._value
+        value = self._value
+        if value is not None and self.clock() - self._read_at < self.ttl_seconds:
+            return value
+        with self._lock:
+            if self._value is None or self.clock() - self._read_at >= self.ttl_seconds:
+                self._value, self._read_at = self._read(), self.clock()
+            return self._value
+
+    def refresh(self, rejected: str) -> str:
+        """The key read again now, unless another thread already replaced ``rejected`` (the key refused)."""
+        with self._lock:
+            if self._value is None or self._value == rejected:
+                self._value, self._read_at = self._read(), self.clock()
+            return self._value
 
     def _read(self) -> str:
         secret = self.client.get_secret_value(SecretId=self.secret_arn)
@@ -127,10 +158,20 @@ class HttpsJsonClient:
         )
 
     def request(self, method: str, path: str, *, key: str | None = None, body: dict[str, Any] | None = None) -> Any:
-        """The answer's JSON, or None for a 404 on a GET."""
+        """The answer's JSON, or None for a 404 on a GET. A 401 reads the API key again and sends once more."""
+        api_key = self.api_key()
+        status, data = self._send(method, path, api_key, key, body)
+        refresh = getattr(self.api_key, "refresh", None)
+        if status == 401 and refresh is not None:
+            status, data = self._send(method, path, refresh(api_key), key, body)
+        return self._answer(method, path, key, status, data)
+
+    def _send(
+        self, method: str, path: str, api_key: str, key: str | None, body: dict[str, Any] | None
+    ) -> tuple[int, bytes]:
         cid = current_correlation_id()
         headers = {
-            "Authorization": f"Bearer {self.api_key()}",
+            "Authorization": f"Bearer {api_key}",
             "Accept": "application/json",
             "Content-Type": "application/json",
         }
@@ -149,7 +190,9 @@ class HttpsJsonClient:
             response.release_conn()
         except urllib3.exceptions.HTTPError as exc:  # timeouts, connection errors, retries exhausted
             raise ProviderUnavailable(f"{method} {path}: {type(exc).__name__}") from exc
-        status = response.status
+        return int(response.status), data
+
+    def _answer(self, method: str, path: str, key: str | None, status: int, data: bytes) -> Any:
         if status == 404 and method == "GET":
             return None
         if status == 409:  # in flight: never a failure, the first request may still move money
