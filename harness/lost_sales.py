@@ -5,16 +5,19 @@ is ``"ok"``): such an order has no business reason to be cancelled or parked. Ea
 with its cause, read from its executions' histories (the first task error, and the state it failed
 in): an operator's repair that asked for the compensation (``CompensationRequested``) is the
 operator's call; anything else is our own infrastructure (a throttle, a crash, a timeout, one of our
-quotas) or unexplained, and is a violation unless somebody was paged in the run (a delivered page of a
-kind that can announce a lost order: :data:`ANNOUNCING_KINDS`). The page is the run's, not the order's: an
-alarm says that something is wrong, never which order it cost.
+quotas) or unexplained, and is a violation unless a page named that order's incident (:func:`order_pages`):
+a parked order by a park page after it was parked (or a park alarm still in ALARM, so its open incident
+covers the new park); a compensated one by a page of its failing step's function (or of the saga's
+executions) during the order's life. Another incident's page in the same run does not count.
 
 The histories are read, never their causes: a cause may quote a state's input.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from harness.orders import order_kind
@@ -39,6 +42,8 @@ ANNOUNCING_KINDS = (
     "stuck",
     "provider_outage",
 )
+#: Page kinds that announce a parked order (the park's alarms, the sweeper's stuck orders, a failed execution).
+PARK_KINDS = ("needs_attention", "stuck", "executions_failed")
 #: How many lost orders the report lists (the counts cover all of them).
 LISTED = 50
 
@@ -60,15 +65,76 @@ def first_failure(events: Sequence[dict[str, Any]]) -> tuple[str | None, str | N
 
 def _order_failure(
     order_id: str, histories: Iterable[tuple[str, list[dict[str, Any]]]]
-) -> tuple[str | None, str | None]:
-    """The first task error of the order's executions (any attempt or repair, in history order)."""
+) -> tuple[str | None, str | None, str]:
+    """(error, state, what the state invoked) of the order's first task error (any attempt or repair, in history
+    order); the last part is the text of the failing state's scheduled-event details (its function's name)."""
     marker = f":order-{order_id}-attempt-"
     for arn, events in histories:
-        if marker in arn:
-            error, state = first_failure(events)
-            if error:
-                return error, state
-    return None, None
+        if marker not in arn:
+            continue
+        error, state = first_failure(events)
+        if error:
+            return error, state, _invoked(events, state)
+    return None, None, ""
+
+
+def _invoked(events: Sequence[dict[str, Any]], state: str | None) -> str:
+    """The scheduled-event details of ``state``'s attempts, as text (a Lambda task names its function there)."""
+    found, current = [], None
+    for event in events:
+        entered = event.get("stateEnteredEventDetails")
+        if entered:
+            current = entered.get("name")
+        elif current == state:
+            found += [json.dumps(v, default=str) for k, v in event.items() if k.endswith("ScheduledEventDetails")]
+    return " ".join(found)
+
+
+def _epoch(stamp: Any) -> float | None:
+    """An order item's ISO timestamp (``created_at``, ``updated_at``) as epoch seconds; None without one."""
+    if not stamp:
+        return None
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+
+
+def _functions(alarm: Mapping[str, Any] | None) -> set[str]:
+    """The FunctionName dimensions an alarm watches (its metric, or its metric math's metrics)."""
+    if not alarm:
+        return set()
+    metrics = [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
+    return {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
+
+
+def order_pages(
+    detail: Mapping[str, Any],
+    invoked: str,
+    pages: Sequence[Mapping[str, Any]],
+    alarms: Mapping[str, Mapping[str, Any]],
+    in_alarm: Collection[str],
+) -> list[str]:
+    """The alarms whose delivered page named this lost order's incident (``pages``: delivered, announcing,
+    not a queue consumer's). Parked: a park page at or after the park (the order's ``updated_at``), or a park
+    alarm still in ALARM (it paged and never returned to OK, so its incident was open when this order parked).
+    Compensated: a page during the order's life (from ``created_at``) of an alarm on the failing step's
+    function, or of an alarm on no function (the saga's executions, a provider outage)."""
+    if detail["status"] == "NEEDS_ATTENTION":
+        parked_at = _epoch(detail.get("updated_at"))
+        hits = [
+            p
+            for p in pages
+            if p["kind"] in PARK_KINDS and (parked_at is None or p["at"] >= parked_at or p["alarm"] in in_alarm)
+        ]
+    else:
+        since = _epoch(detail.get("created_at"))
+        hits = [
+            p
+            for p in pages
+            if (since is None or p["at"] >= since)
+            and (
+                not _functions(alarms.get(p["alarm"])) or any(f in invoked for f in _functions(alarms.get(p["alarm"])))
+            )
+        ]
+    return sorted({str(p["alarm"]) for p in hits})
 
 
 def _cause(error: str | None) -> str:
@@ -81,13 +147,7 @@ def consumer_alarms(alarms: Mapping[str, Mapping[str, Any]], consumers: Collecti
     """The alarms on a queue consumer's function (``FunctionName`` among ``consumers``, the functions of the
     SQS event source mappings): a throttled or failing consumer leaves its messages in the queue, which
     redelivers them, so its page announces no order the saga cancelled."""
-    out = set()
-    for name, alarm in alarms.items():
-        metrics = [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
-        functions = {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
-        if functions & set(consumers):
-            out.add(name)
-    return out
+    return {name for name, alarm in alarms.items() if _functions(alarm) & set(consumers)}
 
 
 def lost_sales(
@@ -96,23 +156,23 @@ def lost_sales(
     histories: Sequence[tuple[str, list[dict[str, Any]]]],
     pages: Iterable[dict[str, Any]],
     ignored: Collection[str] = (),
+    alarms: Mapping[str, Mapping[str, Any]] | None = None,
+    in_alarm: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order.
-    ``ignored``: alarms whose page announces no lost order (:func:`consumer_alarms`)."""
+    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order (with the
+    alarms that named its incident: :func:`order_pages`). ``ignored``: alarms whose page announces no lost order
+    (:func:`consumer_alarms`); ``alarms``: the alarms' definitions; ``in_alarm``: those in ALARM at the end."""
     valid = {order["order_id"] for order, _ in submitted if order_kind(order) == "ok"}
-    paged_by = sorted(
-        {
-            str(p["alarm"])
-            for p in pages
-            if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
-        }
-    )
+    announcing = [
+        p for p in pages if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
+    ]
     orders = []
     for detail in details:
         if detail["order_id"] not in valid or detail["status"] not in LOST_STATUSES:
             continue
-        error, state = _order_failure(detail["order_id"], histories)
+        error, state, invoked = _order_failure(detail["order_id"], histories)
         cause = _cause(error)
+        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if cause != "operator" else []
         orders.append(
             {
                 "order_id": detail["order_id"],
@@ -120,7 +180,8 @@ def lost_sales(
                 "cause": cause,
                 "error": error,
                 "state": state,
-                "paged": bool(paged_by) and cause != "operator",
+                "paged": bool(named),
+                "paged_by": named,
             }
         )
     ours = [o for o in orders if o["cause"] != "operator"]
@@ -129,7 +190,7 @@ def lost_sales(
         "lost": len(orders),
         "infrastructure": sum(o["cause"] == "infrastructure" for o in orders),
         "unpaged": sum(not o["paged"] for o in ours),
-        "paged_by": paged_by,
+        "paged_by": sorted({str(p["alarm"]) for p in announcing}),
         "orders": orders[:LISTED],
     }
 
