@@ -29,6 +29,9 @@ INVARIANT = "no_lost_sale_unless_paged"
 LOST_STATUSES = ("COMPENSATED", "NEEDS_ATTENTION")
 #: Errors that mean an operator asked for the compensation (``ops repair --action compensate``).
 OPERATOR_ERRORS = ("CompensationRequested",)
+#: A provider's or the stock's decision (lambdas/order_domain/errors.py, BusinessOutcome): never ours. A valid order
+#: of a run never meets one; the fault matrix injects them on valid orders to reach the compensations.
+BUSINESS_ERRORS = ("PaymentDeclined", "PaymentIncomplete", "ShippingUnavailable", "InsufficientStock")
 #: Page kinds (harness.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the saga's
 #: executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
 ANNOUNCING_KINDS = (
@@ -140,6 +143,8 @@ def order_pages(
 def _cause(error: str | None) -> str:
     if error is None:
         return "unknown"
+    if error in BUSINESS_ERRORS:
+        return "business"
     return "operator" if error in OPERATOR_ERRORS else "infrastructure"
 
 
@@ -172,7 +177,8 @@ def lost_sales(
             continue
         error, state, invoked = _order_failure(detail["order_id"], histories)
         cause = _cause(error)
-        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if cause != "operator" else []
+        ours = cause in ("infrastructure", "unknown")
+        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if ours else []
         orders.append(
             {
                 "order_id": detail["order_id"],
@@ -184,7 +190,7 @@ def lost_sales(
                 "paged_by": named,
             }
         )
-    ours = [o for o in orders if o["cause"] != "operator"]
+    ours = [o for o in orders if o["cause"] in ("infrastructure", "unknown")]
     return {
         "valid": len(valid),
         "lost": len(orders),
@@ -202,16 +208,18 @@ def unpaged_lost_sales(
     return lost_sales(submitted, details, execution_histories(state_machine_arn), pages=[])
 
 
-def matrix_lost_sales(cells: Iterable[dict[str, Any]], in_alarm: Sequence[str]) -> dict[str, Any]:
-    """The fault matrix's lost sales: every cell's order is valid and every injected fault is our infrastructure's,
-    so each cell ending COMPENSATED or NEEDS_ATTENTION is one, counted by fault (reported; the matrix's verdict
-    stays its judge's: the matrix evaluates its alarms once, at the end, for all cells together)."""
-    rows = list(cells)
-    lost = [c for c in rows if c.get("status") in LOST_STATUSES]
-    by_fault: dict[str, int] = {}
-    for cell in lost:
-        by_fault[str(cell["fault"])] = by_fault.get(str(cell["fault"]), 0) + 1
-    return {"valid": len(rows), "lost": len(lost), "by_fault": by_fault, "alarms_in_alarm": len(in_alarm)}
+def run_lost_sales(run: Any, in_alarm: Collection[str]) -> dict[str, Any]:
+    """The section for a run that evaluated its alarms (the fault matrix: once, at the end): its pages as the
+    local run's report reads them, judged order by order (:func:`order_pages`)."""
+    from harness.pager import pager_section
+
+    evaluator = run.alarm_evaluator
+    queues = run.deployment.queues
+    dlq_names = {queues[i]["name"] for i in run.deployment.dlq_ids if i in queues}
+    pages = pager_section(evaluator.actions, evaluator.alarms, dlq_names, {}, evaluator.started)["pages"]
+    _, details = run.order_summary()
+    histories = execution_histories(run.state_machine_arn)
+    return lost_sales(run.submitted, details, histories, pages, alarms=evaluator.alarms, in_alarm=in_alarm)
 
 
 def check_lost_sales(report: dict[str, Any]) -> str | None:
@@ -219,7 +227,7 @@ def check_lost_sales(report: dict[str, Any]) -> str | None:
     section = report.get("lost_sales")
     if not section or not section["unpaged"]:
         return None
-    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] != "operator"]
+    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] in ("infrastructure", "unknown")]
     examples = [
         f"{o['order_id']} {o['status']} ({o['error'] or 'no error in its history'} in {o['state']})"
         for o in unpaged[:3]

@@ -150,18 +150,28 @@ def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
     assert "1 valid orders lost" in problem and OK["order_id"] in problem
 
 
-def test_lost_sales_matrix_cells_counted_by_fault() -> None:
-    from harness.lost_sales import matrix_lost_sales
+def test_lost_sales_business_outcome_injected_on_a_valid_order_is_no_violation() -> None:
+    """The fault matrix injects business outcomes (a decline, a carrier's rejection) on valid orders: reported
+    with that cause, never a violation (the provider decided, not our infrastructure)."""
+    histories = [_history(OK["order_id"], "ChargePayment", "PaymentDeclined")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    assert section["lost"] == 1 and section["orders"][0]["cause"] == "business"
+    assert section["unpaged"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
 
-    cells = [
-        {"fault": "Lambda.TooManyRequestsException", "status": "COMPENSATED", "order_id": "o-1", "row": "ShipOrder"},
-        {"fault": "Lambda.TooManyRequestsException", "status": "COMPLETED", "order_id": "o-2", "row": "ShipOrder"},
-        {"fault": "States.Timeout", "status": "NEEDS_ATTENTION", "order_id": "o-3", "row": "MarkCompleted"},
-    ]
-    section = matrix_lost_sales(cells, in_alarm=["OrderPipeline-dev-ShipOrderErrors"])
-    assert (section["valid"], section["lost"]) == (3, 2)
-    assert section["by_fault"] == {"Lambda.TooManyRequestsException": 1, "States.Timeout": 1}
-    assert section["alarms_in_alarm"] == 1
+
+def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any, capsys: Any) -> None:
+    """``make faults`` fails on a lost sale nobody was paged for, even with every cell's outcome judged sound."""
+    import harness.fault_matrix as matrix
+
+    histories = [_history(OK["order_id"], "ShipOrder", "Lambda.ServiceException")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    report = {"cells": [], "violations": 0, "lost_sales": section, "seconds": {"total": 1, "deploy": 1}}
+    monkeypatch.setattr(matrix, "run_matrix", lambda options: report)
+    assert matrix.main(matrix.MatrixOptions(), as_json=False) == 1
+    out = capsys.readouterr().out
+    assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in out
+    report["lost_sales"] = lost_sales(SUBMITTED, _details("COMPLETED"), histories, pages=[])
+    assert matrix.main(matrix.MatrixOptions(), as_json=False) == 0
 
 
 def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
