@@ -45,6 +45,8 @@ ANNOUNCING_KINDS = (
     "stuck",
     "provider_outage",
 )
+#: Causes that are ours (a violation unless paged): our infrastructure, or nothing in the order's histories.
+OURS = ("infrastructure", "unknown")
 #: Page kinds that announce a parked order (the park's alarms, the sweeper's stuck orders, a failed execution).
 PARK_KINDS = ("needs_attention", "stuck", "executions_failed")
 #: How many lost orders the report lists (the counts cover all of them).
@@ -177,8 +179,7 @@ def lost_sales(
             continue
         error, state, invoked = _order_failure(detail["order_id"], histories)
         cause = _cause(error)
-        ours = cause in ("infrastructure", "unknown")
-        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if ours else []
+        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if cause in OURS else []
         orders.append(
             {
                 "order_id": detail["order_id"],
@@ -190,7 +191,7 @@ def lost_sales(
                 "paged_by": named,
             }
         )
-    ours = [o for o in orders if o["cause"] in ("infrastructure", "unknown")]
+    ours = [o for o in orders if o["cause"] in OURS]
     return {
         "valid": len(valid),
         "lost": len(orders),
@@ -227,7 +228,7 @@ def check_lost_sales(report: dict[str, Any]) -> str | None:
     section = report.get("lost_sales")
     if not section or not section["unpaged"]:
         return None
-    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] in ("infrastructure", "unknown")]
+    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] in OURS]
     examples = [
         f"{o['order_id']} {o['status']} ({o['error'] or 'no error in its history'} in {o['state']})"
         for o in unpaged[:3]
