@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
-from harness.cli_run import lost_sales_line
 from harness.fault_actors import Actors
 from harness.fault_cells import Cell, OrderFacts, classify, facts_from_records, render
 from harness.fault_inject import FaultPlan, inject_plan
 from harness.fault_phases import after_drain, race_actors, race_repair
 from harness.fault_races import all_cells
-from harness.lost_sales import run_lost_sales
+from harness.lost_sales import lost_sales_line, run_lost_sales
 from harness.options import RunOptions
 from harness.orders import make_order
 from harness.pipeline import PipelineRun, local_pipeline

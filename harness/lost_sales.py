@@ -234,3 +234,11 @@ def check_lost_sales(report: dict[str, Any]) -> str | None:
         for o in unpaged[:3]
     ]
     return f"{section['unpaged']} valid orders lost and nobody paged; e.g. {examples}"
+
+
+def lost_sales_line(section: dict[str, Any]) -> str:
+    """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.lost_sales)."""
+    line = f"lost sales: {section['lost']} of {section['valid']} valid orders"
+    if section["lost"]:
+        line += f" ({section['infrastructure']} to our infrastructure, {section['unpaged']} nobody was paged for)"
+    return line
