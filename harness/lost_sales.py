@@ -121,7 +121,7 @@ def order_pages(
     not a queue consumer's). Parked: a park page at or after the park (the order's ``updated_at``), or a park
     alarm still in ALARM (it paged and never returned to OK, so its incident was open when this order parked).
     Compensated: a page during the order's life (from ``created_at``) of an alarm on the failing step's
-    function, or of an alarm on no function (the saga's executions, a provider outage)."""
+    function, or of an alarm on no function (the saga's executions, a provider outage), never a park page."""
     if detail["status"] == "NEEDS_ATTENTION":
         parked_at = _epoch(detail.get("updated_at"))
         hits = [
@@ -134,7 +134,8 @@ def order_pages(
         hits = [
             p
             for p in pages
-            if (since is None or p["at"] >= since)
+            if p["kind"] not in ("needs_attention", "stuck")  # they announce parked orders, not this one
+            and (since is None or p["at"] >= since)
             and (
                 not _functions(alarms.get(p["alarm"])) or any(f in invoked for f in _functions(alarms.get(p["alarm"])))
             )

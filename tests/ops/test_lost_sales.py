@@ -95,6 +95,9 @@ def test_lost_sales_compensated_order_paged_only_by_an_alarm_on_its_failing_func
     assert named["unpaged"] == 0 and named["orders"][0]["paged_by"] == ["ChargeErrors"]
     before = lost_sales(SUBMITTED, details, [(arn, events)], [{**charge, "at": 40.0}], alarms=alarms)
     assert before["unpaged"] == 1
+    # A park page announces parked orders, never this compensated one (no function on it, all the same).
+    park = {**_page(kind="needs_attention"), "alarm": "NeedsAttentionArrivals"}
+    assert lost_sales(SUBMITTED, details, [(arn, events)], [park], alarms=alarms)["unpaged"] == 1
 
 
 def test_lost_sales_undelivered_page_pages_nobody() -> None:
