@@ -109,14 +109,6 @@ def _without(args: list[str], options_with_values: tuple[str, ...]) -> list[str]
     return out
 
 
-def lost_sales_line(section: dict[str, Any]) -> str:
-    """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.lost_sales)."""
-    line = f"lost sales: {section['lost']} of {section['valid']} valid orders"
-    if section["lost"]:
-        line += f" ({section['infrastructure']} to our infrastructure, {section['unpaged']} nobody was paged for)"
-    return line
-
-
 def _print_summary(report: dict[str, Any]) -> None:
     """The run in a few lines: each order, then outcomes, invariants and where to look next."""
     o = report["orders"]
@@ -156,6 +148,8 @@ def _print_summary(report: dict[str, Any]) -> None:
         for line in notification_lines(report["notifications"], int(report.get("notifications_at_start", 0))):
             print(line)
     if "lost_sales" in report:
+        from harness.lost_sales import lost_sales_line
+
         print(lost_sales_line(report["lost_sales"]))
     failed = sorted(name for name, why in report["invariants"].items() if why)
     held = len(report["invariants"]) - len(failed)

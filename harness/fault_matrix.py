@@ -23,7 +23,7 @@ from harness.fault_cells import Cell, OrderFacts, classify, facts_from_records, 
 from harness.fault_inject import FaultPlan, inject_plan
 from harness.fault_phases import after_drain, race_actors, race_repair
 from harness.fault_races import all_cells
-from harness.lost_sales import matrix_lost_sales
+from harness.lost_sales import lost_sales_line, run_lost_sales
 from harness.options import RunOptions
 from harness.orders import make_order
 from harness.pipeline import PipelineRun, local_pipeline
@@ -114,7 +114,7 @@ def run_matrix(options: MatrixOptions, cells_filter: Any = None) -> dict[str, An
             "cell_count": len(results),
             "totals": dict(totals),
             "violations": totals.get("VIOLATION", 0),
-            "lost_sales": matrix_lost_sales(results, in_alarm),
+            "lost_sales": run_lost_sales(run, in_alarm),
             "faults_injected": dict(plan.counter.injected),
             "seconds": {
                 "deploy": round(deployed - started, 1),
@@ -285,7 +285,7 @@ def main(options: MatrixOptions, as_json: bool) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         print(render(report["cells"]))
-        lost = report["lost_sales"]
-        print(f"lost sales: {lost['lost']} of {lost['valid']} valid orders, by fault: {lost['by_fault']}")
+        print(lost_sales_line(report["lost_sales"]))
         print(f"({report['seconds']['total']} s, deploy {report['seconds']['deploy']} s)")
-    return 1 if report["violations"] else 0
+    # A lost sale nobody was paged for is a violation too (no_lost_sale_unless_paged, issue 40).
+    return 1 if report["violations"] or report["lost_sales"]["unpaged"] else 0

@@ -5,16 +5,19 @@ is ``"ok"``): such an order has no business reason to be cancelled or parked. Ea
 with its cause, read from its executions' histories (the first task error, and the state it failed
 in): an operator's repair that asked for the compensation (``CompensationRequested``) is the
 operator's call; anything else is our own infrastructure (a throttle, a crash, a timeout, one of our
-quotas) or unexplained, and is a violation unless somebody was paged in the run (a delivered page of a
-kind that can announce a lost order: :data:`ANNOUNCING_KINDS`). The page is the run's, not the order's: an
-alarm says that something is wrong, never which order it cost.
+quotas) or unexplained, and is a violation unless a page named that order's incident (:func:`order_pages`):
+a parked order by a park page after it was parked (or a park alarm still in ALARM, so its open incident
+covers the new park); a compensated one by a page of its failing step's function (or of the saga's
+executions) during the order's life. Another incident's page in the same run does not count.
 
 The histories are read, never their causes: a cause may quote a state's input.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from harness.orders import order_kind
@@ -26,6 +29,9 @@ INVARIANT = "no_lost_sale_unless_paged"
 LOST_STATUSES = ("COMPENSATED", "NEEDS_ATTENTION")
 #: Errors that mean an operator asked for the compensation (``ops repair --action compensate``).
 OPERATOR_ERRORS = ("CompensationRequested",)
+#: A provider's or the stock's decision (lambdas/order_domain/errors.py, BusinessOutcome): never ours. A valid order
+#: of a run never meets one; the fault matrix injects them on valid orders to reach the compensations.
+BUSINESS_ERRORS = ("PaymentDeclined", "PaymentIncomplete", "ShippingUnavailable", "InsufficientStock")
 #: Page kinds (harness.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the saga's
 #: executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
 ANNOUNCING_KINDS = (
@@ -39,6 +45,10 @@ ANNOUNCING_KINDS = (
     "stuck",
     "provider_outage",
 )
+#: Causes that are ours (a violation unless paged): our infrastructure, or nothing in the order's histories.
+OURS = ("infrastructure", "unknown")
+#: Page kinds that announce a parked order (the park's alarms, the sweeper's stuck orders, a failed execution).
+PARK_KINDS = ("needs_attention", "stuck", "executions_failed")
 #: How many lost orders the report lists (the counts cover all of them).
 LISTED = 50
 
@@ -60,20 +70,84 @@ def first_failure(events: Sequence[dict[str, Any]]) -> tuple[str | None, str | N
 
 def _order_failure(
     order_id: str, histories: Iterable[tuple[str, list[dict[str, Any]]]]
-) -> tuple[str | None, str | None]:
-    """The first task error of the order's executions (any attempt or repair, in history order)."""
+) -> tuple[str | None, str | None, str]:
+    """(error, state, what the state invoked) of the order's first task error (any attempt or repair, in history
+    order); the last part is the text of the failing state's scheduled-event details (its function's name)."""
     marker = f":order-{order_id}-attempt-"
     for arn, events in histories:
-        if marker in arn:
-            error, state = first_failure(events)
-            if error:
-                return error, state
-    return None, None
+        if marker not in arn:
+            continue
+        error, state = first_failure(events)
+        if error:
+            return error, state, _invoked(events, state)
+    return None, None, ""
+
+
+def _invoked(events: Sequence[dict[str, Any]], state: str | None) -> str:
+    """The scheduled-event details of ``state``'s attempts, as text (a Lambda task names its function there)."""
+    found, current = [], None
+    for event in events:
+        entered = event.get("stateEnteredEventDetails")
+        if entered:
+            current = entered.get("name")
+        elif current == state:
+            found += [json.dumps(v, default=str) for k, v in event.items() if k.endswith("ScheduledEventDetails")]
+    return " ".join(found)
+
+
+def _epoch(stamp: Any) -> float | None:
+    """An order item's ISO timestamp (``created_at``, ``updated_at``) as epoch seconds; None without one."""
+    if not stamp:
+        return None
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+
+
+def _functions(alarm: Mapping[str, Any] | None) -> set[str]:
+    """The FunctionName dimensions an alarm watches (its metric, or its metric math's metrics)."""
+    if not alarm:
+        return set()
+    metrics = [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
+    return {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
+
+
+def order_pages(
+    detail: Mapping[str, Any],
+    invoked: str,
+    pages: Sequence[Mapping[str, Any]],
+    alarms: Mapping[str, Mapping[str, Any]],
+    in_alarm: Collection[str],
+) -> list[str]:
+    """The alarms whose delivered page named this lost order's incident (``pages``: delivered, announcing,
+    not a queue consumer's). Parked: a park page at or after the park (the order's ``updated_at``), or a park
+    alarm still in ALARM (it paged and never returned to OK, so its incident was open when this order parked).
+    Compensated: a page during the order's life (from ``created_at``) of an alarm on the failing step's
+    function, or of an alarm on no function (the saga's executions, a provider outage), never a park page."""
+    if detail["status"] == "NEEDS_ATTENTION":
+        parked_at = _epoch(detail.get("updated_at"))
+        hits = [
+            p
+            for p in pages
+            if p["kind"] in PARK_KINDS and (parked_at is None or p["at"] >= parked_at or p["alarm"] in in_alarm)
+        ]
+    else:
+        since = _epoch(detail.get("created_at"))
+        hits = [
+            p
+            for p in pages
+            if p["kind"] not in ("needs_attention", "stuck")  # they announce parked orders, not this one
+            and (since is None or p["at"] >= since)
+            and (
+                not _functions(alarms.get(p["alarm"])) or any(f in invoked for f in _functions(alarms.get(p["alarm"])))
+            )
+        ]
+    return sorted({str(p["alarm"]) for p in hits})
 
 
 def _cause(error: str | None) -> str:
     if error is None:
         return "unknown"
+    if error in BUSINESS_ERRORS:
+        return "business"
     return "operator" if error in OPERATOR_ERRORS else "infrastructure"
 
 
@@ -81,13 +155,7 @@ def consumer_alarms(alarms: Mapping[str, Mapping[str, Any]], consumers: Collecti
     """The alarms on a queue consumer's function (``FunctionName`` among ``consumers``, the functions of the
     SQS event source mappings): a throttled or failing consumer leaves its messages in the queue, which
     redelivers them, so its page announces no order the saga cancelled."""
-    out = set()
-    for name, alarm in alarms.items():
-        metrics = [alarm, *(q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q)]
-        functions = {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
-        if functions & set(consumers):
-            out.add(name)
-    return out
+    return {name for name, alarm in alarms.items() if _functions(alarm) & set(consumers)}
 
 
 def lost_sales(
@@ -96,23 +164,23 @@ def lost_sales(
     histories: Sequence[tuple[str, list[dict[str, Any]]]],
     pages: Iterable[dict[str, Any]],
     ignored: Collection[str] = (),
+    alarms: Mapping[str, Mapping[str, Any]] | None = None,
+    in_alarm: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order.
-    ``ignored``: alarms whose page announces no lost order (:func:`consumer_alarms`)."""
+    """The report's ``lost_sales`` section: counts, the pages that announced them, and each lost order (with the
+    alarms that named its incident: :func:`order_pages`). ``ignored``: alarms whose page announces no lost order
+    (:func:`consumer_alarms`); ``alarms``: the alarms' definitions; ``in_alarm``: those in ALARM at the end."""
     valid = {order["order_id"] for order, _ in submitted if order_kind(order) == "ok"}
-    paged_by = sorted(
-        {
-            str(p["alarm"])
-            for p in pages
-            if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
-        }
-    )
+    announcing = [
+        p for p in pages if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
+    ]
     orders = []
     for detail in details:
         if detail["order_id"] not in valid or detail["status"] not in LOST_STATUSES:
             continue
-        error, state = _order_failure(detail["order_id"], histories)
+        error, state, invoked = _order_failure(detail["order_id"], histories)
         cause = _cause(error)
+        named = order_pages(detail, invoked, announcing, alarms or {}, in_alarm) if cause in OURS else []
         orders.append(
             {
                 "order_id": detail["order_id"],
@@ -120,16 +188,17 @@ def lost_sales(
                 "cause": cause,
                 "error": error,
                 "state": state,
-                "paged": bool(paged_by) and cause != "operator",
+                "paged": bool(named),
+                "paged_by": named,
             }
         )
-    ours = [o for o in orders if o["cause"] != "operator"]
+    ours = [o for o in orders if o["cause"] in OURS]
     return {
         "valid": len(valid),
         "lost": len(orders),
         "infrastructure": sum(o["cause"] == "infrastructure" for o in orders),
         "unpaged": sum(not o["paged"] for o in ours),
-        "paged_by": paged_by,
+        "paged_by": sorted({str(p["alarm"]) for p in announcing}),
         "orders": orders[:LISTED],
     }
 
@@ -141,16 +210,18 @@ def unpaged_lost_sales(
     return lost_sales(submitted, details, execution_histories(state_machine_arn), pages=[])
 
 
-def matrix_lost_sales(cells: Iterable[dict[str, Any]], in_alarm: Sequence[str]) -> dict[str, Any]:
-    """The fault matrix's lost sales: every cell's order is valid and every injected fault is our infrastructure's,
-    so each cell ending COMPENSATED or NEEDS_ATTENTION is one, counted by fault (reported; the matrix's verdict
-    stays its judge's: the matrix evaluates its alarms once, at the end, for all cells together)."""
-    rows = list(cells)
-    lost = [c for c in rows if c.get("status") in LOST_STATUSES]
-    by_fault: dict[str, int] = {}
-    for cell in lost:
-        by_fault[str(cell["fault"])] = by_fault.get(str(cell["fault"]), 0) + 1
-    return {"valid": len(rows), "lost": len(lost), "by_fault": by_fault, "alarms_in_alarm": len(in_alarm)}
+def run_lost_sales(run: Any, in_alarm: Collection[str]) -> dict[str, Any]:
+    """The section for a run that evaluated its alarms (the fault matrix: once, at the end): its pages as the
+    local run's report reads them, judged order by order (:func:`order_pages`)."""
+    from harness.pager import pager_section
+
+    evaluator = run.alarm_evaluator
+    queues = run.deployment.queues
+    dlq_names = {queues[i]["name"] for i in run.deployment.dlq_ids if i in queues}
+    pages = pager_section(evaluator.actions, evaluator.alarms, dlq_names, {}, evaluator.started)["pages"]
+    _, details = run.order_summary()
+    histories = execution_histories(run.state_machine_arn)
+    return lost_sales(run.submitted, details, histories, pages, alarms=evaluator.alarms, in_alarm=in_alarm)
 
 
 def check_lost_sales(report: dict[str, Any]) -> str | None:
@@ -158,9 +229,17 @@ def check_lost_sales(report: dict[str, Any]) -> str | None:
     section = report.get("lost_sales")
     if not section or not section["unpaged"]:
         return None
-    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] != "operator"]
+    unpaged = [o for o in section["orders"] if not o["paged"] and o["cause"] in OURS]
     examples = [
         f"{o['order_id']} {o['status']} ({o['error'] or 'no error in its history'} in {o['state']})"
         for o in unpaged[:3]
     ]
     return f"{section['unpaged']} valid orders lost and nobody paged; e.g. {examples}"
+
+
+def lost_sales_line(section: dict[str, Any]) -> str:
+    """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.lost_sales)."""
+    line = f"lost sales: {section['lost']} of {section['valid']} valid orders"
+    if section["lost"]:
+        line += f" ({section['infrastructure']} to our infrastructure, {section['unpaged']} nobody was paged for)"
+    return line

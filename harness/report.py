@@ -12,11 +12,11 @@ TERMINAL = ("COMPLETED", "COMPENSATED", "NEEDS_ATTENTION")
 
 
 #: What the report reads of an order item.
-ORDER_SUMMARY_ATTRIBUTES = ("order_id", "status", "correlation_id", "payment_attempt")
+ORDER_SUMMARY_ATTRIBUTES = ("order_id", "status", "correlation_id", "payment_attempt", "created_at", "updated_at")
 
 
 def order_statuses(orders_table: str) -> dict[str, dict[str, Any]]:
-    """``{order_id: {order_id, status, correlation_id, payment_attempt}}``."""
+    """``{order_id: {order_id, status, correlation_id, payment_attempt, created_at, updated_at}}``."""
     return {item["order_id"]: item for item in scan_all(orders_table, ORDER_SUMMARY_ATTRIBUTES)}
 
 

@@ -83,6 +83,9 @@ def order_summary(run: RunView) -> tuple[dict[str, int], list[dict[str, Any]]]:
             "order_id": oid,
             "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
             "correlation_id": orders.get(oid, {}).get("correlation_id"),
+            # When it was received and last moved: the lost-sales check's order-by-order page (harness.lost_sales).
+            "created_at": orders.get(oid, {}).get("created_at"),
+            "updated_at": orders.get(oid, {}).get("updated_at"),
         }
         for oid in submitted_ids
     ]
@@ -245,7 +248,13 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     _pager_and_notifications(run, report, dlq_names)
     consumers = consumer_alarms(evaluator.alarms, {p.spec.function.name for p in run.pollers})
     report["lost_sales"] = lost_sales(
-        run.submitted, report["order_details"], histories, report["pager"]["pages"], ignored=consumers
+        run.submitted,
+        report["order_details"],
+        histories,
+        report["pager"]["pages"],
+        ignored=consumers,
+        alarms=evaluator.alarms,
+        in_alarm=report["alarms_in_alarm"],
     )
     report["invariants"] = check(report)
 

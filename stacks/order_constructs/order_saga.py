@@ -24,6 +24,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from constructs_lib.generic_saga import (
+    THROTTLE_ERRORS,
     LambdaTask,
     RetryPolicy,
     Saga,
@@ -33,9 +34,7 @@ from constructs_lib.generic_saga import (
     default_compensation_retry,
 )
 from constructs_lib.monitoring import Monitoring
-
-# The park's payload field holding the execution input: the name the step handlers read it by.
-from lambda_resilience.tracing import EXECUTION_INPUT
+from lambda_resilience.tracing import EXECUTION_INPUT  # the payload field the step handlers read the input by
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 from stacks.order_constructs.saga_integrations import last_resort, status_write
 
@@ -199,6 +198,8 @@ class OrderSaga(Saga):
       -> RefundPayment -> ReleaseInventory.
     - CancelShipment refused by the carrier (``ShipmentNotCancellable``: the parcel was handed over)
       -> MarkNeedsAttention at once: no refund, no release (never refund a parcel that ships).
+    - A forward step still throttled after its throttle retrier -> MarkNeedsAttention, nothing undone (never a
+      valid order cancelled for our capacity); ``ops repair --action redrive`` finishes it (decision 0005).
     - A compensation that still fails after its retries -> NEEDS_ATTENTION and the execution fails
       (a failed refund still releases the stock first: ReleaseInventoryThenPark).
     - The outcome is written by the last step's own function (decision 0024): ShipOrder records
@@ -264,6 +265,7 @@ class OrderSaga(Saga):
                 forward_retry=props.forward_retry,
                 compensation_retry=props.compensation_retry,
                 throttle_retry=props.throttle_retry,
+                park_on=THROTTLE_ERRORS,  # a throttle past its retrier parks, never compensates (0005)
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),
@@ -354,9 +356,8 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
 
 
 def _recorders(props: OrderSagaProps, retry_on: list[str]) -> dict[str, SagaRecorder]:
-    """MarkCompleted / MarkCompensated (direct conditional writes, on the error path only: decision
-    0024), MarkNeedsAttention (the
-    ``finalize_order`` function, keyed per execution) and NotifyNeedsAttention (the last resort)."""
+    """MarkCompleted / MarkCompensated (direct conditional writes, on the error path only: decision 0024),
+    MarkNeedsAttention (the ``finalize_order`` function, keyed per execution), NotifyNeedsAttention (last resort)."""
     park = LambdaTask(
         props.finalize_order,
         timeout=props.step_timeout,

@@ -6,7 +6,8 @@ exploration is one invocation of the real step handler, not a run of the Step Fu
 
 - ReserveInventory -> ChargePayment -> ShipOrder (ShipOrder records COMPLETED itself, decision 0024);
   refused input ends the execution FAILED; ``CompensationRequested`` (an operator's repair) ->
-  CancelShipment; any other failure compensates what ran before.
+  CancelShipment; a throttle past its retries parks (MarkNeedsAttention, nothing undone); any other
+  failure compensates what ran before.
 - CancelShipment -> RefundPayment -> ReleaseInventory (records COMPENSATED); ShipmentNotCancellable
   or a failed cancel parks; a failed refund -> ReleaseInventoryThenPark -> park.
 - ``EffectDoneOutcomeNotWritten`` -> MarkCompleted / MarkCompensated (direct conditional UpdateItem);
@@ -42,6 +43,8 @@ TRANSIENT = frozenset(
 DYNAMODB_TRANSIENT = frozenset({"DynamoDB.ThrottlingException", "DynamoDB.ProvisionedThroughputExceededException"})
 REFUSED = frozenset({"UnknownOrder", "InvalidStepInput", "StaleAttempt"})
 EFFECT_DONE = "EffectDoneOutcomeNotWritten"
+#: A forward step still throttled after its throttle retrier parks the order, nothing undone (park_on, 0005).
+THROTTLED = "Lambda.TooManyRequestsException"
 CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
 FORWARD_RETRIES, COMPENSATION_RETRIES = 6, 5
 #: Terminal pseudo-states of an execution.
@@ -85,21 +88,33 @@ STATES: dict[str, Spec] = {
     "ReserveInventory": Spec(
         "reserve_inventory",
         "ChargePayment",
-        _catch((set(REFUSED), FAILED), ({"CompensationRequested"}, "CancelShipment"), ({ALL}, "ReleaseInventory")),
+        _catch(
+            (set(REFUSED), FAILED),
+            ({"CompensationRequested"}, "CancelShipment"),
+            ({THROTTLED}, "MarkNeedsAttention"),
+            ({ALL}, "ReleaseInventory"),
+        ),
         TRANSIENT,
         FORWARD_RETRIES,
     ),
     "ChargePayment": Spec(
         "charge_payment",
         "ShipOrder",
-        _catch(({"PaymentDeclined"}, "ReleaseInventory"), ({ALL}, "RefundPayment")),
+        _catch(
+            ({"PaymentDeclined"}, "ReleaseInventory"), ({THROTTLED}, "MarkNeedsAttention"), ({ALL}, "RefundPayment")
+        ),
         TRANSIENT,
         FORWARD_RETRIES,
     ),
     "ShipOrder": Spec(
         "ship_order",
         SUCCEEDED,
-        _catch(({"ShippingUnavailable"}, "RefundPayment"), ({EFFECT_DONE}, "MarkCompleted"), ({ALL}, "CancelShipment")),
+        _catch(
+            ({"ShippingUnavailable"}, "RefundPayment"),
+            ({EFFECT_DONE}, "MarkCompleted"),
+            ({THROTTLED}, "MarkNeedsAttention"),
+            ({ALL}, "CancelShipment"),
+        ),
         TRANSIENT,
         FORWARD_RETRIES,
     ),

@@ -166,6 +166,26 @@ def test_saga_park_when_compensation_fails_needs_a_parked_recorder() -> None:
         Saga(stack, "Saga", props=SagaProps(steps=steps))
 
 
+def test_saga_park_on_parks_a_forward_step_without_compensating() -> None:
+    """``park_on``: a forward step's error that outlasted its retries (a throttle) parks at once, nothing undone,
+    at the error path the park reads; ahead of the compensations' ``States.ALL``."""
+    stack = Stack(App(), "SagaUnderTest")
+    steps = _steps(stack)
+    parked = SagaRecorder("Park", LambdaTask(_fn(stack, "P")))
+    Saga(stack, "Saga", props=SagaProps(steps=steps, parked=parked, park_on=("Lambda.TooManyRequestsException",)))
+    states = _definition(stack)["States"]
+    for name in ("Reserve", "Charge", "Notify"):
+        catches = [(c["ErrorEquals"], c["Next"], c["ResultPath"]) for c in states[name]["Catch"]]
+        assert catches[-2:][0] == (["Lambda.TooManyRequestsException"], "Park", "$.compensation_error"), name
+        assert catches[-1][0] == ["States.ALL"], name
+
+
+def test_saga_park_on_needs_a_parked_recorder() -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    with pytest.raises(ValueError, match="park_on needs a parked recorder"):
+        Saga(stack, "Saga", props=SagaProps(steps=_steps(stack), park_on=("Lambda.TooManyRequestsException",)))
+
+
 def test_saga_alarms_on_aborted_executions() -> None:
     from aws_cdk import aws_sns as sns
 

@@ -242,6 +242,7 @@ def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]
     assert _catches(saga_definition["States"]["ReserveInventory"]) == [
         (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
         (["CompensationRequested"], "CancelShipment"),
+        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),  # a throttle parks, never compensates
         (["States.ALL"], "ReleaseInventory"),
     ]
     assert saga_definition["States"]["InputRefused"]["Type"] == "Fail"
@@ -251,6 +252,7 @@ def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict
     # Order matters: the first matching catcher wins, so PaymentDeclined must precede States.ALL.
     assert _catches(saga_definition["States"]["ChargePayment"]) == [
         (["PaymentDeclined"], "ReleaseInventory"),
+        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),
         (["States.ALL"], "RefundPayment"),
     ]
 
@@ -261,6 +263,7 @@ def test_saga_ship_failure_cancels_the_shipment_unless_the_carrier_rejected_it(s
         (["ShippingUnavailable"], "RefundPayment"),
         # the parcel is booked, its outcome write failed: record it, never cancel (decision 0024)
         (["EffectDoneOutcomeNotWritten"], "MarkCompleted"),
+        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),
         (["States.ALL"], "CancelShipment"),
     ]
     cancel = saga_definition["States"]["CancelShipment"]
@@ -279,6 +282,18 @@ def test_saga_shipment_not_cancellable_parks_at_once_without_refund(saga_definit
         (["States.ALL"], "MarkNeedsAttention"),
     ]
     assert all(c["ResultPath"] == "$.compensation_error" for c in cancel["Catch"])
+
+
+def test_saga_forward_throttle_past_its_retries_parks_without_compensating(saga_definition: dict[str, Any]) -> None:
+    """A throttle is waited out, not compensated (issue 40): a forward step still throttled after its throttle
+    retrier parks the order (NEEDS_ATTENTION, paged through ParkedOrders) with nothing undone, for an operator to
+    finish (``ops repair --action redrive``) once capacity is back; never a valid order cancelled silently."""
+    states = saga_definition["States"]
+    for name in FORWARD:
+        catches = _catches(states[name])
+        assert catches[-2:] == [(list(THROTTLE_ERRORS), "MarkNeedsAttention"), (["States.ALL"], catches[-1][1])], name
+        throttle = states[name]["Catch"][-2]
+        assert throttle["ResultPath"] == "$.compensation_error", name  # the path the park reads
 
 
 def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]) -> None:

@@ -53,10 +53,51 @@ def test_lost_sales_throttled_valid_order_unpaged_fails_check() -> None:
 
 def test_lost_sales_paged_is_counted_but_holds() -> None:
     histories = [_history(OK["order_id"], "ChargePayment", "Sandbox.Timedout")]
-    section = lost_sales(SUBMITTED, _details("NEEDS_ATTENTION"), histories, pages=[_page()])
+    page = {**_page(kind="needs_attention"), "alarm": "ParkedOrders"}
+    section = lost_sales(SUBMITTED, _details("NEEDS_ATTENTION"), histories, pages=[page])
     assert (section["lost"], section["infrastructure"], section["unpaged"]) == (1, 1, 0)
-    assert section["orders"][0]["paged"] is True and section["paged_by"] == ["IntakeThrottles"]
+    assert section["orders"][0]["paged"] is True and section["paged_by"] == ["ParkedOrders"]
     assert CHECKS[INVARIANT]({"lost_sales": section}) is None
+
+
+def test_lost_sales_parked_order_paged_only_by_a_park_page_after_it_was_parked() -> None:
+    """Per order, not per run: another incident's page (an intake throttle) or a park page of an earlier
+    incident (its alarm back to OK since) does not announce this order; one after its park does, and so does
+    a park alarm still in ALARM from an earlier park (its incident is open when this order parks)."""
+    histories = [_history(OK["order_id"], "ChargePayment", "Lambda.TooManyRequestsException")]
+    parked = _details("NEEDS_ATTENTION")
+    parked[0]["updated_at"] = "1970-01-01T00:01:40Z"  # parked at 100 s
+    park_page = {**_page(kind="needs_attention"), "alarm": "ParkedOrders"}
+    other_incident = lost_sales(SUBMITTED, parked, histories, pages=[_page(), park_page])  # both at 60 s
+    assert other_incident["unpaged"] == 1 and CHECKS[INVARIANT]({"lost_sales": other_incident})
+    after = lost_sales(SUBMITTED, parked, histories, pages=[{**park_page, "at": 100.0}])
+    assert after["unpaged"] == 0 and after["orders"][0]["paged_by"] == ["ParkedOrders"]
+    still_open = lost_sales(SUBMITTED, parked, histories, pages=[park_page], in_alarm=["ParkedOrders"])
+    assert still_open["unpaged"] == 0
+
+
+def test_lost_sales_compensated_order_paged_only_by_an_alarm_on_its_failing_function() -> None:
+    """A compensated order's incident is its failing step: a page of that step's function (or of the saga's
+    executions) during the order's life names it; a page of another function, or before the order, does not."""
+    arn, events = _history(OK["order_id"], "ChargePayment", "Sandbox.Timedout")
+    scheduled = {"type": "TaskScheduled", "taskScheduledEventDetails": {"parameters": '{"FunctionName": "charge"}'}}
+    events.insert(2, scheduled)
+    alarms: dict[str, dict[str, Any]] = {
+        name: {"MetricName": "Errors", "Dimensions": [{"Name": "FunctionName", "Value": fn}]}
+        for name, fn in (("ShipErrors", "ship"), ("ChargeErrors", "charge"))
+    }
+    ship, charge = ({**_page(kind="function"), "alarm": name} for name in ("ShipErrors", "ChargeErrors"))
+    details = _details("COMPENSATED")
+    details[0]["created_at"] = "1970-01-01T00:00:50Z"  # received at 50 s; the pages are at 60 s
+    other = lost_sales(SUBMITTED, details, [(arn, events)], [ship], alarms=alarms)
+    assert other["unpaged"] == 1
+    named = lost_sales(SUBMITTED, details, [(arn, events)], [ship, charge], alarms=alarms)
+    assert named["unpaged"] == 0 and named["orders"][0]["paged_by"] == ["ChargeErrors"]
+    before = lost_sales(SUBMITTED, details, [(arn, events)], [{**charge, "at": 40.0}], alarms=alarms)
+    assert before["unpaged"] == 1
+    # A park page announces parked orders, never this compensated one (no function on it, all the same).
+    park = {**_page(kind="needs_attention"), "alarm": "NeedsAttentionArrivals"}
+    assert lost_sales(SUBMITTED, details, [(arn, events)], [park], alarms=alarms)["unpaged"] == 1
 
 
 def test_lost_sales_undelivered_page_pages_nobody() -> None:
@@ -112,18 +153,28 @@ def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
     assert "1 valid orders lost" in problem and OK["order_id"] in problem
 
 
-def test_lost_sales_matrix_cells_counted_by_fault() -> None:
-    from harness.lost_sales import matrix_lost_sales
+def test_lost_sales_business_outcome_injected_on_a_valid_order_is_no_violation() -> None:
+    """The fault matrix injects business outcomes (a decline, a carrier's rejection) on valid orders: reported
+    with that cause, never a violation (the provider decided, not our infrastructure)."""
+    histories = [_history(OK["order_id"], "ChargePayment", "PaymentDeclined")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    assert section["lost"] == 1 and section["orders"][0]["cause"] == "business"
+    assert section["unpaged"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
 
-    cells = [
-        {"fault": "Lambda.TooManyRequestsException", "status": "COMPENSATED", "order_id": "o-1", "row": "ShipOrder"},
-        {"fault": "Lambda.TooManyRequestsException", "status": "COMPLETED", "order_id": "o-2", "row": "ShipOrder"},
-        {"fault": "States.Timeout", "status": "NEEDS_ATTENTION", "order_id": "o-3", "row": "MarkCompleted"},
-    ]
-    section = matrix_lost_sales(cells, in_alarm=["OrderPipeline-dev-ShipOrderErrors"])
-    assert (section["valid"], section["lost"]) == (3, 2)
-    assert section["by_fault"] == {"Lambda.TooManyRequestsException": 1, "States.Timeout": 1}
-    assert section["alarms_in_alarm"] == 1
+
+def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any, capsys: Any) -> None:
+    """``make faults`` fails on a lost sale nobody was paged for, even with every cell's outcome judged sound."""
+    import harness.fault_matrix as matrix
+
+    histories = [_history(OK["order_id"], "ShipOrder", "Lambda.ServiceException")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    report = {"cells": [], "violations": 0, "lost_sales": section, "seconds": {"total": 1, "deploy": 1}}
+    monkeypatch.setattr(matrix, "run_matrix", lambda options: report)
+    assert matrix.main(matrix.MatrixOptions(), as_json=False) == 1
+    out = capsys.readouterr().out
+    assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in out
+    report["lost_sales"] = lost_sales(SUBMITTED, _details("COMPLETED"), histories, pages=[])
+    assert matrix.main(matrix.MatrixOptions(), as_json=False) == 0
 
 
 def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
@@ -147,3 +198,17 @@ def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
     )
     assert section["unpaged"] == 1 and section["paged_by"] == []
     assert CHECKS[INVARIANT]({"lost_sales": section})
+
+
+def test_lost_sales_spike_prints_its_lost_sales_line(monkeypatch: Any, capsys: Any) -> None:
+    """``make spike`` (``--json --check``) says ``lost sales: N`` beside its JSON, and fails on an unpaged one."""
+    import harness.spike
+    from harness.cli import main
+
+    histories = [_history(OK["order_id"], "ChargePayment", "Sandbox.Timedout")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    report = {"lost_sales": section, "check_problems": ["1 valid orders lost and nobody paged"], "series": []}
+    monkeypatch.setattr(harness.spike, "run_spike", lambda options: report)
+    assert main(["local", "spike", "--json", "--check", "--no-plot"]) == 1
+    err = capsys.readouterr().err
+    assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in err

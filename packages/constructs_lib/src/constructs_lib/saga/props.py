@@ -116,6 +116,10 @@ class SagaProps:
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         throttle_retry: the forward steps' own retrier for a Lambda throttle (:data:`THROTTLE_ERRORS` among
             their ``retry_on``), budgeted on its own; default none (``forward_retry`` retries it).
+        park_on: errors of any forward step that, once its retries are exhausted, park the saga at once
+            without compensating (a throttle that outlasted its retrier: nothing is wrong with the item, the
+            capacity is short, so an operator finishes it later rather than the saga undoing a valid one).
+            Caught ahead of ``States.ALL``; needs the ``parked`` recorder. Default none.
         retry_on: errors retried on forward steps and recorders whose task names none;
             default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
             ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
@@ -167,6 +171,7 @@ class SagaProps:
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     throttle_retry: RetryPolicy | None = None
+    park_on: Sequence[str] = ()
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()
     compensate_all_on: Sequence[str] = ()

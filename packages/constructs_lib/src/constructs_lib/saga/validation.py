@@ -26,6 +26,10 @@ def validate(props: SagaProps) -> None:
         raise ValueError("compensate_all_on needs at least one step with a compensation")
     if props.parked is not None and not compensations:
         raise ValueError("parked: no step has a compensation, so nothing can park")
+    if props.park_on and props.parked is None:
+        raise ValueError("park_on needs a parked recorder (the parked item must be announced)")
+    if STATES_ALL in props.park_on:
+        raise ValueError("park_on cannot be States.ALL (a business error would park instead of compensating)")
     if props.last_resort is not None and props.parked is None:
         raise ValueError("last_resort: it runs when the parked recorder fails, and there is none")
     for recorder in (props.completed, props.compensated, props.parked, props.last_resort):
