@@ -304,7 +304,7 @@ class Actors:
     def redrive(self, execution: Execution) -> None:
         """Step Functions Redrive: the closed execution runs again from the state that did not finish."""
         execution.status = "RUNNING"
-        execution.retries = 0
+        execution.retries = {}
 
     # -- the sweeper and operators -----------------------------------------------------------------
 

@@ -105,11 +105,6 @@ def test_explore_regression_forward_on_compensating_a_redriven_charge_lands_on_a
     assert broken(state, "forward_on_compensating") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (found by make explore after the merges): a Redrive of a timed-out execution of an order the "
-    "sweeper parked ends SUCCEEDED while the order stays NEEDS_ATTENTION",
-)
 def test_explore_regression_redrive_after_park_succeeds_and_leaves_the_order_parked() -> None:
     """``make explore`` (300 x 50, seed fixed) on the merged fixes found it in a 40-rule sequence, shrunk by hand:
     a declined order's execution times out, the sweeper parks the order days later, someone redrives the
