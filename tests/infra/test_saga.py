@@ -764,22 +764,3 @@ def test_saga_timeout_covers_worst_case_path_for_retry_policies(
     definition = json.loads(join_to_string(machine["Properties"]["DefinitionString"]))
     worst = worst_case_execution_seconds(definition, _function_timeouts(template))
     assert definition["TimeoutSeconds"] >= worst, f"timeout {definition['TimeoutSeconds']} s < worst case {worst} s"
-
-
-def test_saga_already_parked_ends_the_execution_from_every_function_task(saga_definition: dict[str, Any]) -> None:
-    """A Redrive of an execution whose order was parked meanwhile (decision 0029, amended): every step refuses
-    by name (``OrderParked``) and the execution fails at once, never retried, never compensated, never parked
-    again (the park would announce the order a second time); never SUCCEEDED with the order still parked."""
-    states = saga_definition["States"]
-    for name in (*FORWARD, *COMPENSATIONS):
-        catch = states[name]["Catch"][0]
-        assert (catch["ErrorEquals"], catch["Next"]) == (["OrderParked"], "AlreadyParked"), name
-        assert catch["ResultPath"] in ("$.error", "$.compensation_error", "$.release_error"), name
-    for name in COMPENSATIONS:  # they retry any error: this one never
-        assert any(r["ErrorEquals"][-1:] == ["OrderParked"] and r["MaxAttempts"] == 0 for r in states[name]["Retry"])
-    for name in FORWARD:
-        assert all("OrderParked" not in r["ErrorEquals"] for r in states[name]["Retry"]), name
-    assert "OrderParked" not in str(states["MarkNeedsAttention"]), "the park is not a step that meets the order"
-    fail = states["AlreadyParked"]
-    assert (fail["Type"], fail["Error"]) == ("Fail", "AlreadyParked")
-    assert "ops repair" in fail["Cause"] and "ops resolve" in fail["Cause"]
