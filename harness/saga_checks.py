@@ -17,8 +17,9 @@ from harness.fault_cells import classify, facts_from_records
 
 #: States whose successful exit means the order was announced on the needs-attention queue.
 PARK_MARKERS = ("NeedsAttention", "LastResort")
-#: Fail states that end an execution which refused its input (nothing was done).
-REFUSAL_STATES = ("InputRefused",)
+#: Fail states that end an execution which did nothing: it refused its input, or met an order already parked
+#: and announced that nobody asked it to act on (a Redrive after the sweeper's park: decision 0029).
+REFUSAL_STATES = ("InputRefused", "AlreadyParked")
 
 
 def failed_executions(histories: Iterable[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:

@@ -93,3 +93,13 @@ class OrderMovedOn(PermanentError):
     step fails by this name, never reports success (the saga would go on to charge or ship an order
     being undone); the saga's catch-all routes it to the compensations, which act on what the
     providers say happened."""
+
+
+class OrderParked(BusinessOutcome):
+    """The order is parked for an operator (NEEDS_ATTENTION: announced when it was parked) and nobody asked
+    this step to act on it: a Step Functions Redrive of an execution the sweeper parked the order of, a late
+    duplicate, an execution started late. The step does nothing, before any effect and any idempotency
+    record; the saga fails the execution at once (``AlreadyParked``): no compensation, no second park or
+    announcement, never SUCCEEDED with the order parked. The order's exits stay ``ops repair`` and
+    ``ops resolve`` (docs/decisions/0029). A business outcome: counted as expected, never paged (a redrive is
+    an operator's action)."""

@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from lambda_resilience.aws import error_code, from_item, to_item
 from lambda_resilience.correlation import current_correlation_id
 from order_domain import clock
-from order_domain.errors import StaleAttempt, UnknownOrder
+from order_domain.errors import OrderParked, StaleAttempt, UnknownOrder
 from order_domain.orders import OrderRepository, compensating
 from order_domain.status import TERMINAL, OrderStatus
 
@@ -94,8 +94,9 @@ def record(
     orders: OrderRepository, order_id: str, attempt: int, operation: str, stage: Iterable[OrderStatus]
 ) -> dict[str, Any]:
     """Record the intent for ``operation`` of ``attempt`` while the order is in one of ``stage``; return
-    the order item as stored afterwards. Raises :class:`UnknownOrder`, or :class:`StaleAttempt` when a
-    newer attempt replaced this one or the order is outside ``stage`` (nothing is written then)."""
+    the order item as stored afterwards. Raises :class:`UnknownOrder`, :class:`OrderParked` (parked for an
+    operator), or :class:`StaleAttempt` when a newer attempt replaced this one or the order is outside
+    ``stage`` (nothing is written then)."""
     statuses = sorted(s.value for s in stage)
     intent: dict[str, Any] = {"at": clock.iso()}
     cid = current_correlation_id()
@@ -134,7 +135,8 @@ def compensation_intent(
 ) -> dict[str, Any] | None:
     """Move the order to COMPENSATING (:func:`~order_domain.orders.compensating`) and record the
     compensation's intent (decision 0028); the order item as stored, or None when the compensation
-    must do nothing (terminal, replaced, or parked with no operator asking)."""
+    must do nothing (terminal or replaced). A parked order no operator asked about raises
+    :class:`OrderParked` (:func:`~order_domain.orders.compensating`)."""
     if compensating(orders, order_id, attempt, payload) == "stale":
         return None
     try:
@@ -150,6 +152,8 @@ def _refused(old: dict[str, Any], order_id: str, attempt: int, operation: str, s
     current = int(old.get("payment_attempt", 1))
     if current != attempt:
         raise StaleAttempt(f"order {order_id}: attempt {attempt} is not the order's current attempt ({current})")
+    if old.get("status") == OrderStatus.NEEDS_ATTENTION.value:
+        raise OrderParked(f"order {order_id}: attempt {attempt} is parked for an operator; {operation} does nothing")
     if old.get("status") in {s.value for s in TERMINAL}:
         raise StaleAttempt(f"order {order_id}: attempt {attempt} already ended {old.get('status')}")
     if old.get("status") not in statuses:

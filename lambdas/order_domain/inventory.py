@@ -135,8 +135,8 @@ class InventoryService:
         if self.orders.find(order_id) is None:
             raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order"})
         if compensating(self.orders, order_id, attempt, payload) == "stale":
-            # Terminal (e.g. COMPLETED), replaced, or parked with no operator asking: its stock stays where
-            # it is. An answer of this moment, never cached: a later repair of this attempt releases.
+            # Terminal (e.g. COMPLETED) or replaced (parked with no operator asking raised OrderParked): its
+            # stock stays where it is. An answer of this moment, never cached.
             raise UncachedAnswer({"status": "stale"})
         for _ in range(3):
             existing = self.get_reservation(order_id, attempt)

@@ -15,6 +15,7 @@ from order_domain.errors import (
     InvalidTransition,
     OrderClosed,
     OrderIdTaken,
+    OrderParked,
     StaleAttempt,
     UnknownOrder,
 )
@@ -299,11 +300,17 @@ def refused_move(exc: ClientError, order_id: str, to: OrderStatus, attempt: int 
 
 def compensating(orders: OrderRepository, order_id: str, attempt: int, payload: dict[str, Any]) -> str:
     """Move the order to COMPENSATING for a compensation step: ``"stale"`` (do nothing) when the
-    order is terminal (COMPLETED, COMPENSATED), a newer attempt owns it, or it is parked and no
-    operator asked for this compensation (``"compensate": true``): a redrive or a late duplicate
-    never refunds a parked order by itself."""
+    order is terminal (COMPLETED, COMPENSATED) or a newer attempt owns it. A parked order no operator
+    asked to compensate (``"compensate": true``) raises :class:`OrderParked`: a redrive or a late
+    duplicate never refunds a parked order by itself, and its execution must not end as if it had
+    (decision 0029). The order is read again on that rare path only."""
     requested = payload.get("compensate") is True
-    return orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt, from_parked=requested)
+    moved = orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt, from_parked=requested)
+    if moved == "stale" and not requested:
+        item = orders.find(order_id) or {}
+        if item.get("status") == OrderStatus.NEEDS_ATTENTION.value and int(item.get("payment_attempt", 1)) == attempt:
+            raise OrderParked(f"order {order_id}: attempt {attempt} is parked for an operator; nobody asked to undo it")
+    return moved
 
 
 def _now() -> str:

@@ -112,7 +112,7 @@ class PaymentService:
             raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0})
         order = intents.compensation_intent(self.orders, order_id, attempt, payload, REFUND)
         if order is None:
-            raise UncachedAnswer(dict(STALE))  # terminal, replaced or parked: never undo it, whoever asks
+            raise UncachedAnswer(dict(STALE))  # terminal or replaced (parked, nobody asking: OrderParked raised)
         charge_key = business_key(order_id, CHARGE, attempt)
         charge = self.provider.find_charge(charge_key)  # in flight -> ProviderInFlight: retried, then parked
         if charge is None and (

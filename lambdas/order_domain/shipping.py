@@ -59,7 +59,8 @@ class ShippingService:
 
         An order the table does not know was never shipped (ShipOrder refuses unknown orders before
         calling the carrier): nothing to undo, and no carrier call. A terminal order or a replaced
-        attempt is left alone (computed again on every call: never cached); a ship still in flight is
+        attempt is left alone (computed again on every call: never cached), a parked one nobody asked
+        about refused (:class:`~order_domain.errors.OrderParked`); a ship still in flight is
         waited for (transient); a shipment we recorded, or a ship intended before the carrier's key
         window (decision 0028), that the carrier no longer knows parks the order (:class:`ProviderForgot`):
         the parcel may be out, and the definition refunds nothing after a failed cancel.
@@ -69,7 +70,7 @@ class ShippingService:
             raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order"})
         order = intents.compensation_intent(self.orders, order_id, attempt, payload, CANCEL)
         if order is None:
-            raise UncachedAnswer({"status": "stale"})  # terminal, replaced or parked: never recall it, whoever asks
+            raise UncachedAnswer({"status": "stale"})  # terminal or replaced (parked: OrderParked raised)
         key = business_key(order_id, SHIP, attempt)
         found = self.carrier.find_shipment(key)  # in flight -> ProviderInFlight: retried, then parked
         if found is None and (

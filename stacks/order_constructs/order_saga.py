@@ -38,17 +38,10 @@ from lambda_resilience.tracing import EXECUTION_INPUT  # the payload field the s
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 from stacks.order_constructs.saga_integrations import last_resort, status_write
 
-__all__ = [
-    "DEFAULT_REFUSED_INPUT_ERRORS",
-    "DEFAULT_TRANSIENT_ERRORS",
-    "OrderSaga",
-    "OrderSagaProps",
-    "RetryPolicy",
-]
+__all__ = ["DEFAULT_REFUSED_INPUT_ERRORS", "DEFAULT_TRANSIENT_ERRORS", "OrderSaga", "OrderSagaProps", "RetryPolicy"]
 
-#: Errors worth retrying on forward steps: Lambda service faults and our transient class.
-#: Step handlers re-raise every transient failure as ``TransientStepError``
-#: (packages/lambda_resilience/src/lambda_resilience/exceptions.py).
+#: Errors worth retrying on forward steps: Lambda service faults and our transient class. Step handlers
+#: re-raise every transient failure as ``TransientStepError`` (lambda_resilience/exceptions.py).
 DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
     "TransientStepError",
     "UnknownStepError",  # unexpected (a bug?): retried like transient, then compensated
@@ -68,6 +61,9 @@ DEFAULT_REFUSED_INPUT_ERRORS: tuple[str, ...] = ("UnknownOrder", "InvalidStepInp
 #: Raised by ReserveInventory (before anything else) for an input with ``"compensate": true``: an
 #: operator's repair (``ops repair --action compensate``) goes straight to the compensations.
 COMPENSATION_REQUESTED = "CompensationRequested"
+
+#: Raised by any step on a parked order nobody asked it to act on (a Redrive): fails at once (decision 0029).
+ORDER_PARKED = "OrderParked"
 
 #: The error of a conditional outcome write whose condition does not hold: the order already has
 #: that outcome (a repeat), is past it, or a newer payment attempt owns it. Nothing is overwritten.
@@ -213,6 +209,8 @@ class OrderSaga(Saga):
       SQS SendMessage of the references and the error, source ``saga-last-resort``) -> Fail; the
       last resort failing -> Fail too. The execution fails either way (ExecutionsFailed alarm).
     - Every route to the park leaves its error at :data:`PARK_ERROR_PATH`, the one path the park reads.
+    - Any step meeting a parked order nobody asked it to act on (a Redrive after the sweeper's park) raises
+      ``OrderParked`` -> AlreadyParked (Fail) at once: no compensation, no second park (decision 0029).
     - Input ``"compensate": true`` (an operator's repair): ReserveInventory raises
       ``CompensationRequested`` before anything else, caught -> CancelShipment -> RefundPayment ->
       ReleaseInventory (no refund of a possibly shipped order without cancelling its shipment first;
@@ -269,6 +267,9 @@ class OrderSaga(Saga):
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),
+                already_parked_on=(ORDER_PARKED,),
+                already_parked_cause="The order is parked for an operator (already announced) and nobody asked this "
+                "execution to act on it (a Redrive is not a repair); nothing was done: use ops repair or ops resolve",
                 park_cause=(
                     "A compensation or an outcome write kept failing, or a shipment could not be cancelled; "
                     "the order is parked as NEEDS_ATTENTION (see the needs-attention queue)"

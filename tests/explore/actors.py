@@ -64,6 +64,8 @@ class PlacedOrder:
     #: Why a lost sale would be excused: an operator asked to compensate it.
     operator_compensated: bool = False
     late_events: list[float] = field(default_factory=list)
+    #: The payment attempts a provider's late change hit (the ``settled`` invariant's, not ``money``'s).
+    late_attempts: set[int] = field(default_factory=set)
 
     @property
     def valid(self) -> bool:
@@ -304,7 +306,7 @@ class Actors:
     def redrive(self, execution: Execution) -> None:
         """Step Functions Redrive: the closed execution runs again from the state that did not finish."""
         execution.status = "RUNNING"
-        execution.retries = 0
+        execution.retries = {}
 
     # -- the sweeper and operators -----------------------------------------------------------------
 
@@ -372,6 +374,7 @@ class Actors:
                 "UpdateItem", TableName=LEDGER, Key=to_item({"pk": pk, "sk": "op"}), UpdateExpression="REMOVE refunded"
             )
         placed.late_events.append(self.world.clock.now())
+        placed.late_attempts.add(placed.attempt)
         return True
 
     def _status(self, order_id: str) -> str | None:

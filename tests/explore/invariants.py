@@ -84,9 +84,9 @@ def money(s: Snapshot) -> list[str]:
     for oid, order in s.orders.items():
         for attempt, ended in s.attempts(order):
             held = s.outstanding(oid, attempt)
-            late = s.actors.orders[oid].late_events if oid in s.actors.orders else []
-            if late and attempt == int(order.get("payment_attempt", 1)):
-                continue  # a provider's late change: the ``settled`` invariant's
+            placed = s.actors.orders.get(oid)
+            if placed is not None and attempt in placed.late_attempts:
+                continue  # a provider's late change to this attempt (a replaced one too): the ``settled`` invariant's
             if ended == "COMPLETED" and held != total(order):
                 found.append(f"money: {oid} attempt {attempt} COMPLETED holds {held} cents of {total(order)}")
             if ended == "COMPENSATED" and held:

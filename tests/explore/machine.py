@@ -35,6 +35,9 @@ class Counters:
 
     steps: ClassVar[int] = 0
     examples: ClassVar[int] = 0
+    #: Print the running figures every this many sequences (0: never; ``make explore`` sets it: a long run
+    #: on a shared machine says how far it got).
+    progress_every: ClassVar[int] = 0
 
 
 class SagaExploration(RuleBasedStateMachine):
@@ -45,6 +48,8 @@ class SagaExploration(RuleBasedStateMachine):
         self.actors = Actors(world())
         self.skip = skipped()
         Counters.examples += 1
+        if Counters.progress_every and Counters.examples % Counters.progress_every == 0:
+            print(f"progress: {Counters.steps} rule steps in {Counters.examples - 1} sequences", flush=True)
 
     @initialize(kind=st.sampled_from(sorted(KINDS)))
     def first_order(self, kind: str) -> None:

@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Shrinking a long sequence on a loaded machine can take Hypothesis' whole 5 minutes: 2 suffice here.
     engine.MAX_SHRINKING_SECONDS = 120
+    Counters.progress_every = 25
     started = time.monotonic()
     violations = 0
     try:

@@ -1,67 +1,52 @@
-"""The order saga's state machine as data, and an execution that a rule moves one Task at a time.
+"""The order saga's state machine as data, read from the synthesized definition, and an execution that a
+rule moves one Task at a time.
 
-The routes are the ones the definition builds (stacks/order_constructs/order_saga.py on
-constructs_lib.saga: forward.py, compensation.py, park.py), written out so that each step of the
-exploration is one invocation of the real step handler, not a run of the Step Functions engine:
+The routes are the template's own: ``saga.asl.json`` beside this module is the dev stack's state machine
+definition as ``tools/export_asl.py`` resolves it (``python -m tools.export_asl cdk.out OrderPipeline-dev
+<dir>`` after ``make synth``), and ``tests/ops/test_saga_graph.py`` fails when it is not the synthesized
+one. Each Task state becomes a :class:`Spec`: the function it invokes (its logical ID: ``ReserveInventory``
+for ``ReserveInventoryFunction<hash>``; None for a direct service integration), where success goes, its
+catchers in order and its retriers with their ``MaxAttempts``. Fail states end the execution FAILED,
+Succeed states and ``End`` SUCCEEDED. So each step of the exploration is one invocation of the real step
+handler routed as Step Functions would route it, not a run of the Step Functions engine, and a change of the
+definition (a catcher, a retrier, a new state) reaches the exploration without anyone writing it out.
 
-- ReserveInventory -> ChargePayment -> ShipOrder (ShipOrder records COMPLETED itself, decision 0024);
-  refused input ends the execution FAILED; ``CompensationRequested`` (an operator's repair) ->
-  CancelShipment; a throttle past its retries parks (MarkNeedsAttention, nothing undone); any other
-  failure compensates what ran before.
-- CancelShipment -> RefundPayment -> ReleaseInventory (records COMPENSATED); ShipmentNotCancellable
-  or a failed cancel parks; a failed refund -> ReleaseInventoryThenPark -> park.
-- ``EffectDoneOutcomeNotWritten`` -> MarkCompleted / MarkCompensated (direct conditional UpdateItem);
-  their condition failing ends the execution SUCCEEDED (OutcomeAlreadyRecorded); anything else parks.
-- MarkNeedsAttention (finalize_order) -> FAILED; it failing -> the last resort (a direct SendMessage).
-
-Retries: forward steps and recorders retry the transient errors 6 times, compensations any error 5
-times (Step Functions Retry, https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html;
-the stack's policies: order_saga.default_forward_retry, constructs_lib.saga.tasks.default_compensation_retry).
-A crashed invocation reaches Step Functions as ``Sandbox.Timedout`` once the function's timeout passed
+Retries: Step Functions uses the first retrier whose ``ErrorEquals`` names the error (or ``States.ALL``),
+each retrier counting its own attempts
+(https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html). A crashed invocation
+reaches Step Functions as ``Sandbox.Timedout`` once the function's timeout passed
 (https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lambda_resilience.tracing import EXECUTION_INPUT
 
 ALL = "States.ALL"
-TRANSIENT = frozenset(
-    {
-        "TransientStepError",
-        "UnknownStepError",
-        "Lambda.ServiceException",
-        "Lambda.AWSLambdaException",
-        "Lambda.SdkClientException",
-        "Lambda.TooManyRequestsException",
-        "Sandbox.Timedout",
-    }
-)
-DYNAMODB_TRANSIENT = frozenset({"DynamoDB.ThrottlingException", "DynamoDB.ProvisionedThroughputExceededException"})
-REFUSED = frozenset({"UnknownOrder", "InvalidStepInput", "StaleAttempt"})
-EFFECT_DONE = "EffectDoneOutcomeNotWritten"
-#: A forward step still throttled after its throttle retrier parks the order, nothing undone (park_on, 0005).
-THROTTLED = "Lambda.TooManyRequestsException"
-CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
-FORWARD_RETRIES, COMPENSATION_RETRIES = 6, 5
+#: The synthesized definition (see the module doc).
+ASL = Path(__file__).with_name("saga.asl.json")
 #: Terminal pseudo-states of an execution.
 SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
+#: ``...:function:ReserveInventoryFunctionD7C0970A`` -> ``ReserveInventory`` (CDK's logical ID: the construct
+#: ID, then an 8-character hash).
+_FUNCTION = re.compile(r":function:(?P<name>[A-Za-z0-9]+?)Function[0-9A-F]{8}$")
 
 
 @dataclass(frozen=True)
 class Spec:
     """One Task state: the function it invokes (None: a direct service integration), its kind, where
-    success goes, its catches in order (errors -> next state), what it retries and how often."""
+    success goes, its catchers in order (errors -> next state) and its retriers (errors, MaxAttempts)."""
 
     function: str | None
     ok: str
     catches: tuple[tuple[frozenset[str], str], ...]
-    retry_on: frozenset[str] | None  # None: any error (compensations)
-    retries: int
-    no_retry: frozenset[str] = frozenset()
+    retriers: tuple[tuple[frozenset[str], int], ...] = ()
     kind: str = "forward"
 
     def route(self, error: str) -> str:
@@ -70,114 +55,61 @@ class Spec:
                 return target
         raise AssertionError(f"no catch for {error}")
 
-    def retried(self, error: str) -> bool:
-        if error in self.no_retry:
-            return False
-        return self.retry_on is None or error in self.retry_on
+    def retrier(self, error: str) -> int | None:
+        """The index of the retrier Step Functions uses for ``error`` (None: not retried)."""
+        for index, (errors, _) in enumerate(self.retriers):
+            if error in errors or ALL in errors:
+                return index
+        return None
 
 
-def _all() -> frozenset[str]:
-    return frozenset({ALL})
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _catch(*pairs: tuple[set[str], str]) -> tuple[tuple[frozenset[str], str], ...]:
-    return tuple((frozenset(errors), target) for errors, target in pairs)
+def _target(states: dict[str, Any], name: str) -> str:
+    """A state to move to, or the execution's end when it is a Fail or Succeed state."""
+    kind = states[name]["Type"]
+    return FAILED if kind == "Fail" else SUCCEEDED if kind == "Succeed" else name
 
 
-STATES: dict[str, Spec] = {
-    "ReserveInventory": Spec(
-        "reserve_inventory",
-        "ChargePayment",
-        _catch(
-            (set(REFUSED), FAILED),
-            ({"CompensationRequested"}, "CancelShipment"),
-            ({THROTTLED}, "MarkNeedsAttention"),
-            ({ALL}, "ReleaseInventory"),
-        ),
-        TRANSIENT,
-        FORWARD_RETRIES,
-    ),
-    "ChargePayment": Spec(
-        "charge_payment",
-        "ShipOrder",
-        _catch(
-            ({"PaymentDeclined"}, "ReleaseInventory"), ({THROTTLED}, "MarkNeedsAttention"), ({ALL}, "RefundPayment")
-        ),
-        TRANSIENT,
-        FORWARD_RETRIES,
-    ),
-    "ShipOrder": Spec(
-        "ship_order",
-        SUCCEEDED,
-        _catch(
-            ({"ShippingUnavailable"}, "RefundPayment"),
-            ({EFFECT_DONE}, "MarkCompleted"),
-            ({THROTTLED}, "MarkNeedsAttention"),
-            ({ALL}, "CancelShipment"),
-        ),
-        TRANSIENT,
-        FORWARD_RETRIES,
-    ),
-    "CancelShipment": Spec(
-        "cancel_shipment",
-        "RefundPayment",
-        _catch(({ALL}, "MarkNeedsAttention")),
-        None,
-        COMPENSATION_RETRIES,
-        no_retry=frozenset({"ShipmentNotCancellable"}),
-        kind="compensation",
-    ),
-    "RefundPayment": Spec(
-        "refund_payment",
-        "ReleaseInventory",
-        _catch(({ALL}, "ReleaseInventoryThenPark")),
-        None,
-        COMPENSATION_RETRIES,
-        kind="compensation",
-    ),
-    "ReleaseInventory": Spec(
-        "release_inventory",
-        SUCCEEDED,
-        _catch(({EFFECT_DONE}, "MarkCompensated"), ({ALL}, "MarkNeedsAttention")),
-        None,
-        COMPENSATION_RETRIES,
-        no_retry=frozenset({EFFECT_DONE}),
-        kind="compensation",
-    ),
-    "ReleaseInventoryThenPark": Spec(
-        "release_inventory",
-        "MarkNeedsAttention",
-        _catch(({ALL}, "MarkNeedsAttention")),
-        None,
-        COMPENSATION_RETRIES,
-        kind="compensation",
-    ),
-    "MarkCompleted": Spec(
-        None,
-        SUCCEEDED,
-        _catch(({CONDITION_FAILED}, SUCCEEDED), ({ALL}, "MarkNeedsAttention")),
-        DYNAMODB_TRANSIENT,
-        FORWARD_RETRIES,
-        kind="recorder",
-    ),
-    "MarkCompensated": Spec(
-        None,
-        SUCCEEDED,
-        _catch(({CONDITION_FAILED}, SUCCEEDED), ({ALL}, "MarkNeedsAttention")),
-        DYNAMODB_TRANSIENT,
-        FORWARD_RETRIES,
-        kind="recorder",
-    ),
-    "MarkNeedsAttention": Spec(
-        "finalize_order", FAILED, _catch(({ALL}, "NotifyNeedsAttention")), TRANSIENT, FORWARD_RETRIES, kind="recorder"
-    ),
-    "NotifyNeedsAttention": Spec(None, FAILED, _catch(({ALL}, FAILED)), None, 0, kind="recorder"),
-}
-#: The outcome a Mark state writes, and from which statuses (order_saga.OrderSagaProps defaults).
-MARKS = {
-    "MarkCompleted": ("COMPLETED", ("PAYMENT_CHARGED", "SHIPPED")),
-    "MarkCompensated": ("COMPENSATED", ("COMPENSATING",)),
-}
+def _spec(states: dict[str, Any], state: dict[str, Any]) -> Spec:
+    found = _FUNCTION.search(str(state.get("Resource", "")))
+    function = _snake(found["name"]) if found else None
+    retriers = tuple((frozenset(r["ErrorEquals"]), int(r.get("MaxAttempts", 3))) for r in state.get("Retry", []))
+    if function is None or function == "finalize_order":
+        kind = "recorder"
+    else:
+        kind = "compensation" if any(ALL in errors for errors, _ in retriers) else "forward"
+    return Spec(
+        function=function,
+        ok=_target(states, state["Next"]) if "Next" in state else SUCCEEDED,
+        catches=tuple((frozenset(c["ErrorEquals"]), _target(states, c["Next"])) for c in state.get("Catch", [])),
+        retriers=retriers,
+        kind=kind,
+    )
+
+
+def _marks(states: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The outcome each direct DynamoDB write records, and from which statuses (its ``:to`` and ``:f<i>``)."""
+    found = {}
+    for name, state in states.items():
+        if state["Type"] == "Task" and str(state.get("Resource", "")).endswith(":dynamodb:updateItem"):
+            values = state["Parameters"]["ExpressionAttributeValues"]
+            sources = tuple(v["S"] for k, v in sorted(values.items()) if re.fullmatch(r":f\d+", k))
+            found[name] = (values[":to"]["S"], sources)
+    return found
+
+
+def load(path: Path = ASL) -> tuple[str, dict[str, Spec], dict[str, tuple[str, tuple[str, ...]]]]:
+    """The definition's start state, its Task states as :class:`Spec`, and its outcome writes."""
+    definition = json.loads(path.read_text())
+    states: dict[str, Any] = definition["States"]
+    tasks = {name: _spec(states, state) for name, state in states.items() if state["Type"] == "Task"}
+    return str(definition["StartAt"]), tasks, _marks(states)
+
+
+START, STATES, MARKS = load()
 
 
 @dataclass
@@ -189,8 +121,9 @@ class Execution:
     attempt: int
     correlation_id: str
     compensate: bool = False
-    state: str = "ReserveInventory"
-    retries: int = 0
+    state: str = START
+    #: Attempts retried so far in the current state, per retrier (Step Functions counts each on its own).
+    retries: dict[int, int] = field(default_factory=dict)
     status: str = "RUNNING"
     error: dict[str, Any] | None = None
     started_at: float = 0.0
@@ -232,22 +165,23 @@ class Execution:
 
     def succeeded(self) -> None:
         self.history.append(f"{self.state}:ok")
-        self.state, self.retries = self.spec.ok, 0
+        self.state, self.retries = self.spec.ok, {}
 
     def failed(self, error: str, cause: str) -> None:
-        """The invocation failed with ``error``: retried while the policy allows, else caught."""
+        """The invocation failed with ``error``: retried while its retrier allows, else caught."""
         self.history.append(f"{self.state}:{error}")
         spec = self.spec
-        if spec.retried(error) and self.retries < spec.retries:
-            self.retries += 1
+        index = spec.retrier(error)
+        if index is not None and self.retries.get(index, 0) < spec.retriers[index][1]:
+            self.retries[index] = self.retries.get(index, 0) + 1
             return
-        self.state, self.retries = spec.route(error), 0
+        self.state, self.retries = spec.route(error), {}
         if self.state not in (SUCCEEDED, FAILED):
             self.error = {"Error": error, "Cause": cause[:256]}
 
     def exhaust(self) -> None:
         """The next failure is the last the retry policy allows (an outage that outlasts the retries)."""
-        self.retries = self.spec.retries
+        self.retries = {index: attempts for index, (_, attempts) in enumerate(self.spec.retriers)}
 
     def ended(self) -> bool:
         if self.state in (SUCCEEDED, FAILED):

@@ -102,11 +102,6 @@ def test_explore_regression_forward_on_compensating_a_redriven_charge_lands_on_a
     assert broken(state, "forward_on_compensating") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (found by make explore after the merges): a Redrive of a timed-out execution of an order the "
-    "sweeper parked ends SUCCEEDED while the order stays NEEDS_ATTENTION",
-)
 def test_explore_regression_redrive_after_park_succeeds_and_leaves_the_order_parked() -> None:
     """``make explore`` (300 x 50, seed fixed) on the merged fixes found it in a 40-rule sequence, shrunk by hand:
     a declined order's execution times out, the sweeper parks the order days later, someone redrives the
@@ -121,3 +116,17 @@ def test_explore_regression_redrive_after_park_succeeds_and_leaves_the_order_par
     state.redrive(index=0)  # Step Functions Redrive of the timed-out execution
     state.run_to_end(index=0)  # its compensations answer "stale": SUCCEEDED, the order still parked
     assert broken(state, "announced") == []
+
+
+def test_explore_regression_late_refund_failure_of_a_replaced_attempt_is_settled_not_money() -> None:
+    """``make explore EXPLORE_SKIP=lost_sale,settled`` (300 x 50) found it in a 45-rule sequence, shrunk by hand:
+    a refund that fails days later is a provider's late change (the ``settled`` invariant's, issue 40 point 5)
+    for the attempt it hit, also once a new payment attempt replaced that attempt; ``money`` flagged the
+    replaced attempt instead (the exploration's bookkeeping, not the product)."""
+    state = SagaExploration()
+    state.first_order(kind="undeliverable")
+    _run_out(state, 5)  # reserve, charge, ship (rejected), refund, release: COMPENSATED
+    state.clock_jump(seconds=259200)
+    state.late_refund_failure(index=0)  # attempt 1's refund fails three days later
+    state.new_attempt(index=0)  # the customer pays again: attempt 2 replaces attempt 1
+    assert broken(state, "money") == []

@@ -17,7 +17,7 @@ from unittest import mock
 import pytest
 from botocore.client import BaseClient
 
-from order_domain.errors import OrderMovedOn, StaleAttempt
+from order_domain.errors import OrderMovedOn, OrderParked, StaleAttempt
 from order_domain.status import OrderStatus
 
 from .conftest import FakeLambdaClient, IdempotencyView, Inventory, LedgerView
@@ -31,7 +31,7 @@ def _park(orders: Any, order_id: str) -> None:
 def test_refund_stale_answer_is_not_cached_and_the_operators_compensation_refunds(
     load, providers, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context
 ):
-    """A late-started execution's RefundPayment met a parked order (stale); ``ops repair --action
+    """A late-started execution's RefundPayment met a parked order (refused); ``ops repair --action
     compensate`` then runs RefundPayment of the same attempt: it must refund, not replay "stale"."""
     order = order_factory()
     seed_order(order, OrderStatus.INVENTORY_RESERVED)
@@ -40,7 +40,8 @@ def test_refund_stale_answer_is_not_cached_and_the_operators_compensation_refund
     _park(orders, order["order_id"])
     refund = load("refund_payment")
 
-    assert refund(state, lambda_context)["status"] == "stale"
+    with pytest.raises(OrderParked):  # parked, nobody asked (decision 0029): refused, not cached
+        refund(state, lambda_context)
     answer = refund({**state, "compensate": True}, lambda_context)
 
     assert answer["status"] == "refunded"
@@ -59,7 +60,8 @@ def test_release_stale_answer_is_not_cached_and_the_operators_compensation_gives
     _park(orders, order["order_id"])
     release = load("release_inventory")
 
-    assert release(state, lambda_context)["status"] == "stale"
+    with pytest.raises(OrderParked):
+        release(state, lambda_context)
     answer = release({**state, "compensate": True}, lambda_context)
 
     assert answer["status"] == "released"
@@ -75,7 +77,8 @@ def test_cancel_shipment_stale_answer_is_not_cached_and_the_operators_compensati
     _park(orders, order["order_id"])
     cancel = load("cancel_shipment")
 
-    assert cancel(state, lambda_context)["status"] == "stale"
+    with pytest.raises(OrderParked):
+        cancel(state, lambda_context)
     answer = cancel({**state, "compensate": True}, lambda_context)
 
     assert answer["status"] == "cancelled"
@@ -89,7 +92,8 @@ def test_compensation_stale_answer_leaves_no_idempotency_record(
     seed_order(order, OrderStatus.PAYMENT_CHARGED)
     _park(orders, order["order_id"])
 
-    load("refund_payment")(saga_input(order), lambda_context)
+    with pytest.raises(OrderParked):
+        load("refund_payment")(saga_input(order), lambda_context)
 
     assert idempotency_records.get(f"{order['order_id']}#refund-payment#attempt-1") is None
 

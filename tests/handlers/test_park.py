@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
 from lambda_resilience.exceptions import InvalidStepInput
-from order_domain.errors import StaleAttempt
+from order_domain.errors import OrderParked, StaleAttempt
 from order_domain.status import OrderStatus
 
 from .conftest import IdempotencyView, LogCapture, NeedsAttentionQueue
@@ -194,14 +194,17 @@ def test_late_execution_for_an_ended_order_moves_nothing(
     load, providers, order_factory, saga_input, seed_order, orders, inventory, ledger, lambda_context, logs, status
 ):
     """The sweeper parked an order whose saga never started; a late redelivery starts it now: its
-    forward steps refuse (StaleAttempt: the saga fails the execution at once) before any effect."""
+    forward steps refuse (StaleAttempt, or OrderParked for a parked order: the saga fails the execution at
+    once) before any effect."""
     inventory.seed(**{"SKU-A": 5, "SKU-B": 5})
     order = order_factory()
     seed_order(order, status)
     event = saga_input(order)
+    parked = status == OrderStatus.NEEDS_ATTENTION
+    refused, says = (OrderParked, "parked for an operator") if parked else (StaleAttempt, f"already ended {status}")
 
     for step in ("reserve_inventory", "charge_payment", "ship_order"):
-        with pytest.raises(StaleAttempt, match=f"already ended {status.value}"):
+        with pytest.raises(refused, match=says):
             load(step)(event, lambda_context)
 
     assert (inventory.available("SKU-A"), inventory.available("SKU-B")) == (5, 5)

@@ -385,3 +385,35 @@ def test_saga_default_retries_cover_what_the_step_middleware_raises() -> None:
         retried = {error for retrier in states[name]["Retry"] for error in retrier["ErrorEquals"]}
         assert {TransientStepError.__name__, UnknownStepError.__name__} <= retried, name
         assert "Lambda.TooManyRequestsException" in retried, name
+
+
+def test_saga_already_parked_on_fails_at_once_from_every_step_and_compensation() -> None:
+    """``already_parked_on``: the item is parked (announced) outside the execution; every forward task and
+    compensation catches it first and the execution fails at once, never retried, never compensated or parked."""
+    stack = Stack(App(), "SagaUnderTest")
+    Saga(stack, "Saga", props=_recorders(stack, already_parked_on=("Held",), already_parked_state_name="Held"))
+    states = _definition(stack)["States"]
+    tasks = ["Reserve", "Charge", "Notify", "UndoReserve", "UndoCharge", "UndoReserveThenPark"]
+    for name in tasks:
+        assert (states[name]["Catch"][0]["ErrorEquals"], states[name]["Catch"][0]["Next"]) == (["Held"], "Held"), name
+    for name in tasks[3:]:
+        assert states[name]["Retry"][0] == {"ErrorEquals": ["Held"], "MaxAttempts": 0}, name
+    assert all("Held" not in str(states[name]) for name in ("Done", "Undone", "Park"))
+    assert (states["Held"]["Type"], states["Held"]["Error"]) == ("Fail", "Held")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"already_parked_on": ("States.ALL",)}, "cannot be States.ALL"),
+        ({"already_parked_on": ("Declined",)}, "two meanings"),
+        ({"already_parked_on": ("Held",), "parked": None}, "needs a parked recorder"),
+    ],
+)
+def test_saga_already_parked_on_refuses_what_it_cannot_keep(extra: dict[str, Any], message: str) -> None:
+    def make(stack: Stack) -> SagaProps:
+        if "parked" in extra:  # no park: nothing announced the parked item
+            return SagaProps(steps=_steps(stack), already_parked_on=extra["already_parked_on"])
+        return _recorders(stack, **extra)
+
+    assert message in _refused(make)

@@ -45,6 +45,10 @@ SAGA_INPUT = {
 }
 
 
+#: Every step's first catcher: a parked order nobody asked the step to act on ends the execution (decision 0029).
+ALREADY_PARKED = (["OrderParked"], "AlreadyParked")
+
+
 def _catches(state: dict[str, Any]) -> list[tuple[list[str], str]]:
     return [(c["ErrorEquals"], c["Next"]) for c in state.get("Catch", [])]
 
@@ -226,7 +230,11 @@ def test_saga_has_no_routing_states(saga_definition: dict[str, Any]) -> None:
     types = {name: state["Type"] for name, state in states.items()}
     assert not [name for name, t in types.items() if t in ("Choice", "Pass", "Wait", "Parallel", "Map")]
     assert [name for name, t in types.items() if t == "Succeed"] == ["OutcomeAlreadyRecorded"]
-    assert sorted(name for name, t in types.items() if t == "Fail") == ["CompensationFailed", "InputRefused"]
+    assert sorted(name for name, t in types.items() if t == "Fail") == [
+        "AlreadyParked",
+        "CompensationFailed",
+        "InputRefused",
+    ]
 
 
 def test_saga_repair_request_skips_to_the_compensations(saga_definition: dict[str, Any]) -> None:
@@ -240,6 +248,7 @@ def test_saga_repair_request_skips_to_the_compensations(saga_definition: dict[st
 def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]) -> None:
     # First: an input naming no order we can act on ends the execution; nothing was done.
     assert _catches(saga_definition["States"]["ReserveInventory"]) == [
+        ALREADY_PARKED,
         (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
         (["CompensationRequested"], "CancelShipment"),
         (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),  # a throttle parks, never compensates
@@ -251,6 +260,7 @@ def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]
 def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict[str, Any]) -> None:
     # Order matters: the first matching catcher wins, so PaymentDeclined must precede States.ALL.
     assert _catches(saga_definition["States"]["ChargePayment"]) == [
+        ALREADY_PARKED,
         (["PaymentDeclined"], "ReleaseInventory"),
         (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),
         (["States.ALL"], "RefundPayment"),
@@ -260,6 +270,7 @@ def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict
 def test_saga_ship_failure_cancels_the_shipment_unless_the_carrier_rejected_it(saga_definition: dict[str, Any]) -> None:
     """Rejected: nothing shipped, refund. Any other failure (outcome unknown): cancel the shipment first."""
     assert _catches(saga_definition["States"]["ShipOrder"]) == [
+        ALREADY_PARKED,
         (["ShippingUnavailable"], "RefundPayment"),
         # the parcel is booked, its outcome write failed: record it, never cancel (decision 0024)
         (["EffectDoneOutcomeNotWritten"], "MarkCompleted"),
@@ -275,9 +286,10 @@ def test_saga_shipment_not_cancellable_parks_at_once_without_refund(saga_definit
     cancel that keeps failing (the carrier does not answer: the parcel may still ship) parks after
     its retries, also without a refund or a release."""
     cancel = saga_definition["States"]["CancelShipment"]
-    assert cancel["Retry"][0] == {"ErrorEquals": ["ShipmentNotCancellable"], "MaxAttempts": 0}
+    assert cancel["Retry"][0] == {"ErrorEquals": ["ShipmentNotCancellable", "OrderParked"], "MaxAttempts": 0}
     assert cancel["Retry"][1]["ErrorEquals"] == ["States.ALL"]
     assert _catches(cancel) == [
+        ALREADY_PARKED,
         (["ShipmentNotCancellable"], "MarkNeedsAttention"),
         (["States.ALL"], "MarkNeedsAttention"),
     ]
@@ -305,7 +317,10 @@ def test_saga_compensations_run_in_reverse_order(saga_definition: dict[str, Any]
     # The last compensation records COMPENSATED itself (decision 0024); its failure to write goes to
     # MarkCompensated, and is never retried as a compensation.
     assert states["ReleaseInventory"].get("End") is True and "Next" not in states["ReleaseInventory"]
-    assert states["ReleaseInventory"]["Retry"][0] == {"ErrorEquals": ["EffectDoneOutcomeNotWritten"], "MaxAttempts": 0}
+    assert states["ReleaseInventory"]["Retry"][0] == {
+        "ErrorEquals": ["EffectDoneOutcomeNotWritten", "OrderParked"],
+        "MaxAttempts": 0,
+    }
     assert states["MarkCompensated"].get("End") is True
 
 
@@ -323,6 +338,7 @@ def test_saga_compensations_retry_all_errors_with_full_jitter(saga_definition: d
 def test_saga_compensation_failure_parks_order_and_fails(saga_definition: dict[str, Any]) -> None:
     states = saga_definition["States"]
     assert _catches(states["ReleaseInventory"]) == [
+        ALREADY_PARKED,
         (["EffectDoneOutcomeNotWritten"], "MarkCompensated"),
         (["States.ALL"], "MarkNeedsAttention"),
     ]
@@ -336,17 +352,17 @@ def test_saga_compensation_failure_parks_order_and_fails(saga_definition: dict[s
 def test_saga_refund_failure_releases_stock_then_parks(saga_definition: dict[str, Any]) -> None:
     """A refund that keeps failing must not also keep the stock: ReleaseInventoryThenPark first."""
     states = saga_definition["States"]
-    assert _catches(states["RefundPayment"]) == [(["States.ALL"], "ReleaseInventoryThenPark")]
-    assert states["RefundPayment"]["Catch"][0]["ResultPath"] == "$.compensation_error"
+    assert _catches(states["RefundPayment"]) == [ALREADY_PARKED, (["States.ALL"], "ReleaseInventoryThenPark")]
+    assert states["RefundPayment"]["Catch"][1]["ResultPath"] == "$.compensation_error"
     park = states["ReleaseInventoryThenPark"]
     assert park["Type"] == "Task"
     assert park["Resource"] == states["ReleaseInventory"]["Resource"]
     assert park["ResultPath"] == "$.release"
     # released or not, the order is parked: success and failure both end in MarkNeedsAttention
     assert park["Next"] == "MarkNeedsAttention"
-    assert _catches(park) == [(["States.ALL"], "MarkNeedsAttention")]
+    assert _catches(park) == [ALREADY_PARKED, (["States.ALL"], "MarkNeedsAttention")]
     # its own failure goes to $.release_error, so $.compensation_error (the refund's) is not overwritten
-    assert park["Catch"][0]["ResultPath"] == "$.release_error"
+    assert park["Catch"][1]["ResultPath"] == "$.release_error"
 
 
 def test_saga_parked_order_reports_the_refund_error(saga_definition: dict[str, Any]) -> None:
@@ -454,8 +470,8 @@ def test_saga_states_all_reachable_and_targets_exist(saga_definition: dict[str, 
         if state["Type"] == "Task":
             assert "Next" in state or state.get("End") is True, name
     assert seen == set(states)
-    # 3 forward, 4 compensation tasks (3 + ReleaseInventoryThenPark), 3 Mark*, the last resort, 1 Succeed, 2 Fail
-    assert len(states) == 14  # no RefundPaymentThenPark: a CancelShipment that fails parks, never refunds
+    # 3 forward, 4 compensation tasks (3 + ReleaseInventoryThenPark), 3 Mark*, the last resort, 1 Succeed, 3 Fail
+    assert len(states) == 15  # no RefundPaymentThenPark: a CancelShipment that fails parks, never refunds
 
 
 def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition: dict[str, Any]) -> None:

@@ -1,8 +1,10 @@
-"""The saga's state graph in docs/design.md is the synthesized definition's (tools/export_asl.py --mermaid)."""
+"""The saga's state graph in docs/design.md, and the definition the exploration routes by
+(tests/explore/saga.asl.json), are the synthesized definition's (tools/export_asl.py)."""
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ from tools.export_asl import definitions, graph_block, mermaid
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 REGENERATE = "python -m tools.export_asl --mermaid cdk.out OrderPipeline-dev docs/design.md (after make synth)"
+#: Read by tests/explore/saga_model.py (tests.ops does not import tests.explore: a file, not a module).
+EXPLORE_ASL = Path(__file__).resolve().parents[1] / "explore" / "saga.asl.json"
 
 
 @pytest.fixture(scope="module")
@@ -39,3 +43,10 @@ def test_saga_graph_changes_with_the_definition(definition: dict[str, Any]) -> N
     changed = copy.deepcopy(definition)
     changed["States"]["ChargePayment"]["Catch"][0]["ErrorEquals"] = ["SomethingElse"]
     assert mermaid(changed) != mermaid(definition)
+
+
+def test_saga_graph_explore_model_routes_by_the_synthesized_definition(definition: dict[str, Any]) -> None:
+    """``make explore`` moves each execution by the template's own catchers and retriers: a definition change
+    that is not exported there fails here (regenerate: ``python -m tools.export_asl cdk.out OrderPipeline-dev
+    tests/explore`` after ``make synth``, then rename the one file to saga.asl.json)."""
+    assert json.loads(EXPLORE_ASL.read_text()) == definition

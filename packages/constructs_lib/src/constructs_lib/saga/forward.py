@@ -1,5 +1,6 @@
 """The saga's forward path: each step, then the next; a failure goes to the compensations (the first
-step's ``refused_input_errors`` fail at once, its ``compensate_all_on`` undo everything; ``park_on`` parks)."""
+step's ``refused_input_errors`` fail at once, its ``compensate_all_on`` undo everything; ``park_on`` parks; any
+step's ``already_parked_on`` fails at once)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed
         states.states[step.name] = task
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
         apply_retries(task, step.retry or props.forward_retry, retry_on, props.throttle_retry)
+        states.catch_already_parked(task, props.error_path)
         if i == 0 and props.refused_input_errors:
             refused = sfn.Fail(
                 states.scope, props.refused_state_name, error=props.refused_state_name, cause=props.refused_cause

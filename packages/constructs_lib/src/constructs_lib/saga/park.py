@@ -24,6 +24,7 @@ class SagaStates:
         self._park_fail: sfn.Fail | None = None
         self._compensated_end: sfn.Succeed | None = None
         self._already: sfn.Succeed | None = None
+        self._already_parked: sfn.Fail | None = None
         self._parked: TaskState | None = None
 
     def build_park(self) -> None:
@@ -69,6 +70,18 @@ class SagaStates:
             self.states[name] = self._already
         return self._already
 
+    def catch_already_parked(self, task: TaskState, result_path: str) -> None:
+        """``already_parked_on`` -> the execution fails at once (the first catcher of a step's task)."""
+        errors = list(self.props.already_parked_on)
+        if not errors:
+            return
+        if self._already_parked is None:
+            p = self.props
+            name = p.already_parked_state_name
+            self._already_parked = sfn.Fail(self.scope, name, error=name, cause=p.already_parked_cause)
+            self.states[name] = self._already_parked
+        task.add_catch(self._already_parked, errors=errors, result_path=result_path)
+
     def recorder(
         self,
         recorder: SagaRecorder,
@@ -106,8 +119,9 @@ class SagaStates:
         result_path = step.compensation_result_path or f"$.{step.undo_name}"
         built = (task or step.compensation).build(self.scope, name, result_path=result_path)
         self.states[name] = built
-        never = [*step.park_at_once_on, *no_retry]
+        never = [*step.park_at_once_on, *no_retry, *self.props.already_parked_on]
         if never:  # never retried: the next try would refuse the same way (or ask for a done effect again)
             built.add_retry(errors=never, max_attempts=0)
+        self.catch_already_parked(built, self.props.compensation_error_path)
         (step.compensation_retry or self.props.compensation_retry).apply(built, [STATES_ALL])
         return built

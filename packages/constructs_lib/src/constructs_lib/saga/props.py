@@ -129,6 +129,11 @@ class SagaProps:
         compensate_all_on: errors of the first step that skip the forward steps and run every
             compensation (an operator's "undo everything" entry, without a routing Choice state);
             default none.
+        already_parked_on: errors any forward step or compensation may raise meaning "the item is
+            parked for an operator outside this execution (already announced), and nobody asked me to
+            act on it" (e.g. a redrive of an execution whose item was parked meanwhile): never retried,
+            caught first, the execution fails at once (state ``already_parked_state_name``): no
+            compensation, no second park. Default none.
         error_path: where a forward step's error goes; default ``$.error``.
         compensation_error_path: the error the park reads: where the first failing compensation's
             error goes (a later ThenPark failure goes to ``<its result path>_error``), and a failing
@@ -136,6 +141,8 @@ class SagaProps:
         park_error, park_cause: the park Fail state's error (also its state name) and cause;
             default ``CompensationFailed``.
         refused_state_name, refused_cause: the refused-input Fail state; default ``InputRefused``.
+        already_parked_state_name, already_parked_cause: the Fail state of ``already_parked_on``;
+            default ``AlreadyParked``.
         compensated_state_name: the Succeed state used only when a failure has nothing to compensate
             and no ``compensated`` recorder; default ``Compensated``.
         already_recorded_state_name: the Succeed state of ``already_recorded_on``; default
@@ -175,12 +182,15 @@ class SagaProps:
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()
     compensate_all_on: Sequence[str] = ()
+    already_parked_on: Sequence[str] = ()
     error_path: str = "$.error"
     compensation_error_path: str = "$.compensation_error"
     park_error: str = "CompensationFailed"
     park_cause: str = "A compensation kept failing after its retries; the saga is parked (needs attention)"
     refused_state_name: str = "InputRefused"
     refused_cause: str = "The execution input names nothing this saga can act on; nothing was done"
+    already_parked_state_name: str = "AlreadyParked"
+    already_parked_cause: str = "The item is parked for an operator outside this execution; nothing was done"
     compensated_state_name: str = "Compensated"
     already_recorded_state_name: str = "OutcomeAlreadyRecorded"
     timeout_margin: Duration = field(default_factory=lambda: Duration.seconds(60))

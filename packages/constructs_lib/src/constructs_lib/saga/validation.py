@@ -36,7 +36,10 @@ def validate(props: SagaProps) -> None:
         if recorder is not None:
             names.append(_checked_recorder(recorder))
     _check_fallbacks(props)
+    _check_already_parked(props)
     names += [props.park_error, props.refused_state_name, props.compensated_state_name]
+    if props.already_parked_on:
+        names.append(props.already_parked_state_name)
     names.append(props.already_recorded_state_name)
     _check_path("error_path", props.error_path)
     _check_path("compensation_error_path", props.compensation_error_path)
@@ -95,6 +98,25 @@ def _check_special_errors(props: SagaProps) -> None:
     )
     if overlap:
         raise ValueError(f"errors {sorted(overlap)} are given two meanings on step {first.name!r}")
+
+
+def _check_already_parked(props: SagaProps) -> None:
+    """``already_parked_on``: named errors, meaning nothing else on any step, and only with a park to have
+    announced the item (the ``parked`` recorder)."""
+    held = set(props.already_parked_on)
+    if not held:
+        return
+    if STATES_ALL in held:
+        raise ValueError("already_parked_on cannot be States.ALL (name the errors)")
+    if props.parked is None:
+        raise ValueError("already_parked_on needs a parked recorder (a parked item was announced by it)")
+    others = [*props.refused_input_errors, *props.compensate_all_on]
+    for step in props.steps:
+        others += [*step.skip_compensation_on, *step.park_at_once_on]
+    for recorder in (props.completed, props.compensated):
+        others += list(recorder.fallback_on) if recorder is not None else []
+    if held & set(others):
+        raise ValueError(f"errors {sorted(held & set(others))} are given two meanings (already_parked_on)")
 
 
 def _check_fallbacks(props: SagaProps) -> None:
