@@ -214,21 +214,7 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
     histories = execution_histories(run.state_machine_arn)  # read once: the scan and the transitions
     report["pii"] = pii_findings(run, messages, histories)
     report["logs"].update(line_sizes(run.capture.lines))
-    lost = [
-        d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
-    ]
-    report["orders"]["rejected"] = report["orders"]["failed"] - len(lost)
-    report["orders"]["lost"] = len(lost)
-    report["lost_orders"] = lost
-    stuck = [d["order_id"] for d in report["order_details"] if d["status"] not in (*TERMINAL, "NOT_ACCEPTED")]
-    report["stuck_orders"] = {
-        order_id: [
-            failure_summary(arn, events)
-            for arn, events in histories
-            if f":{hostile_execution_name(order_id, 1)[:-1]}" in arn  # any attempt (or repair) of it
-        ]
-        for order_id in stuck[:20]
-    }
+    _lost_and_stuck(report, in_dlq, histories)
     report["failed_executions"] = failed_executions(histories)
     report["status_disagreements"] = status_disagreements(
         order_statuses(run.orders_table), scan_all(run.ledger_table), scan_all(run.inventory_table)
@@ -257,6 +243,25 @@ def finish_report(run: RunView, report: dict[str, Any], calls: CallCounter, star
         in_alarm=report["alarms_in_alarm"],
     )
     report["invariants"] = check(report)
+
+
+def _lost_and_stuck(report: dict[str, Any], in_dlq: set[Any], histories: list[Any]) -> None:
+    """Orders never accepted nor dead-lettered (lost), and the first 20 non-terminal ones with their failures."""
+    lost = [
+        d["order_id"] for d in report["order_details"] if d["status"] == "NOT_ACCEPTED" and d["order_id"] not in in_dlq
+    ]
+    report["orders"]["rejected"] = report["orders"]["failed"] - len(lost)
+    report["orders"]["lost"] = len(lost)
+    report["lost_orders"] = lost
+    stuck = [d["order_id"] for d in report["order_details"] if d["status"] not in (*TERMINAL, "NOT_ACCEPTED")]
+    report["stuck_orders"] = {
+        order_id: [
+            failure_summary(arn, events)
+            for arn, events in histories
+            if f":{hostile_execution_name(order_id, 1)[:-1]}" in arn  # any attempt (or repair) of it
+        ]
+        for order_id in stuck[:20]
+    }
 
 
 def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: set[str]) -> None:

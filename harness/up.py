@@ -38,6 +38,7 @@ from harness.pager import page_line
 from ops.arguments import integer, non_negative, port, positive_float
 
 if TYPE_CHECKING:
+    from harness.options import RunOptions
     from harness.pipeline import PipelineRun
 
 DEFAULT_PORT = 4566
@@ -214,6 +215,22 @@ class _Loop:
                 stop.wait(1.0)
 
 
+def _run_options(options: UpOptions) -> RunOptions:
+    """The run behind ``local up``: the API served on 127.0.0.1."""
+    from harness.options import RunOptions
+
+    return RunOptions(
+        orders=options.orders,
+        seed=options.seed,
+        mix=options.mix,
+        stage=options.stage,
+        assembly_dir=options.assembly_dir,
+        echo_logs=options.echo_logs,
+        serve_api=True,
+        api_port=options.api_port,
+    )
+
+
 def serve(
     options: UpOptions,
     *,
@@ -227,7 +244,6 @@ def serve(
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
     from harness.notifications import notifications_at_start
-    from harness.options import RunOptions
     from harness.orders import make_orders
     from harness.pipeline import deployed_pipeline
     from harness.synth import load_assembly
@@ -237,16 +253,7 @@ def serve(
 
     stop = stop or threading.Event()
     out = out or sys.stdout  # saved now: the handlers' stdout is captured while serving
-    run_options = RunOptions(
-        orders=options.orders,
-        seed=options.seed,
-        mix=options.mix,
-        stage=options.stage,
-        assembly_dir=options.assembly_dir,
-        echo_logs=options.echo_logs,
-        serve_api=True,
-        api_port=options.api_port,
-    )
+    run_options = _run_options(options)
     assembly = load_assembly(run_options)  # synthesize before the endpoint opens
     with ExitStack() as stack:
         stack.enter_context(_stop_on_signals(stop))

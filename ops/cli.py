@@ -100,6 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_resolve_parser(commands, _target_arguments)
 
     _add_smoke_parser(commands)
+    _add_pager_parser(commands)
+    cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
+    cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
+    cold.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _target_arguments(cold)
+    return parser
+
+
+def _add_pager_parser(commands: Any) -> None:
+    """``pager check``: does a page reach a person?"""
     pager = commands.add_parser("pager", help="the alarm topics' subscriptions: does a page reach a person?")
     pager_commands = pager.add_subparsers(dest="pager_command", required=True)
     pager_check = pager_commands.add_parser(
@@ -107,12 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pager_check.add_argument("--json", action="store_true")
     _target_arguments(pager_check)
-
-    cold = commands.add_parser("cold-starts", help="after a deploy: Init Duration from the functions' REPORT records")
-    cold.add_argument("--minutes", type=_positive_float, default=60.0, help="look back this long (min, 60)")
-    cold.add_argument("--json", action="store_true", help="print the figures as JSON")
-    _target_arguments(cold)
-    return parser
 
 
 def _add_forwarded_parsers(commands: Any) -> None:
