@@ -31,6 +31,11 @@ REFUNDED = "refunded"
 NOTHING_TO_REFUND = "nothing_to_refund"
 ALREADY_REFUNDED = "already_refunded"
 REFUND_STATUSES = frozenset({REFUNDED, VOIDED, NOTHING_TO_REFUND, ALREADY_REFUNDED})
+#: A refund the provider accepted and has not settled yet (Stripe answers ``pending`` and settles later,
+#: possibly as ``failed``: https://docs.stripe.com/refunds#failed-refunds). Its settlement record on the
+#: order follows it until final (:mod:`order_domain.settlement`).
+PENDING_REFUND = "pending"
+ACCEPTED_REFUNDS = REFUND_STATUSES | {PENDING_REFUND}
 #: Shipment statuses.
 SHIPPED = "shipped"
 REJECTED = "rejected"
@@ -157,7 +162,7 @@ def parse_charge(data: Any) -> Charge:
 
 def parse_refund(data: Any) -> Refund:
     """A provider's refund answer, validated (ValueError if it is not one)."""
-    if not isinstance(data, dict) or data.get("status") not in REFUND_STATUSES:
+    if not isinstance(data, dict) or data.get("status") not in ACCEPTED_REFUNDS:
         raise ValueError("not a refund: status missing or unknown")
     return Refund(status=str(data["status"]), amount_cents=_int(data.get("amount_cents", 0)))
 
