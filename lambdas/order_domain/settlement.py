@@ -37,6 +37,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code, to_item
+from lambda_resilience.exceptions import TransientStepError
 from order_domain import clock
 from order_domain.attention import SETTLEMENT, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
@@ -98,7 +99,12 @@ class Observation:
         return f"{self.effect}#{self.attempt}"
 
 
-class SettlementContention(Exception):
+def step_sighting(order_id: str, effect: str, attempt: int) -> Observation:
+    """A step's own sighting of a pending effect: no provider time (``at`` 0), so any provider state wins."""
+    return Observation(order_id, effect, attempt, PENDING, 0)
+
+
+class SettlementContention(TransientStepError):
     """The order kept moving under the write: transient (a webhook answers 5xx and is delivered again)."""
 
 
@@ -158,9 +164,10 @@ def shard_of(order_id: str) -> str:
     return str(zlib.crc32(order_id.encode()) % SHARDS)
 
 
-def apply(orders: OrderRepository, obs: Observation, *, notifier: NeedsAttentionNotifier) -> str:
+def apply(orders: OrderRepository, obs: Observation, *, notifier: NeedsAttentionNotifier | None) -> str:
     """Record ``obs`` on its order (see the module doc). Returns :data:`APPLIED`, :data:`PARKED`,
-    :data:`OLDER`, :data:`DUPLICATE` or :data:`UNKNOWN_ORDER`; raises :class:`SettlementContention`."""
+    :data:`OLDER`, :data:`DUPLICATE` or :data:`UNKNOWN_ORDER`; raises :class:`SettlementContention`.
+    Without a ``notifier`` (a saga step) a late failure is recorded, never announced: the poll parks it."""
     for _ in range(_WRITE_TRIES):
         item = orders.find(obs.order_id)
         if item is None:
@@ -194,10 +201,12 @@ def park_unannounced(orders: OrderRepository, order_id: str, *, notifier: NeedsA
     raise SettlementContention(f"order {order_id}: moved under {_WRITE_TRIES} settlement writes")
 
 
-def _announce_if_ended(item: dict[str, Any], records: dict[str, Any], notifier: NeedsAttentionNotifier) -> str | None:
+def _announce_if_ended(
+    item: dict[str, Any], records: dict[str, Any], notifier: NeedsAttentionNotifier | None
+) -> str | None:
     """The cause, after the needs-attention message, when an ended order has an unannounced failure."""
     failures = unannounced_failures(records)
-    if not failures or item.get("status") not in ENDED:
+    if notifier is None or not failures or item.get("status") not in ENDED:
         return None
     cause = cause_of(failures)
     attempt = max(int(r["attempt"]) for r in failures)
