@@ -251,6 +251,11 @@ class HttpsPaymentProvider:
         answer = self.http.request("GET", f"/charges/{_path_key(key)}")
         return None if answer is None else _validated(parse_charge, answer, "charge lookup")
 
+    def find_refund(self, key: str) -> Refund | None:
+        """``GET /refunds/{key}``: the refund with its ``settlement`` (docs/providers.md#settlement)."""
+        answer = self.http.request("GET", f"/refunds/{_path_key(key)}")
+        return None if answer is None else _validated(parse_refund, answer, "refund lookup")
+
     def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
         body = {"charge_idempotency_key": charge_key, "order_id": order_id}
         answer = self.http.request("POST", "/refunds", key=key, body=body)

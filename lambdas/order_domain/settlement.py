@@ -37,6 +37,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import error_code, to_item
+from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import TransientStepError
 from order_domain import clock
 from order_domain.attention import SETTLEMENT, NeedsAttentionNotifier
@@ -68,7 +69,7 @@ ENDED = frozenset({OrderStatus.COMPLETED.value, OrderStatus.COMPENSATED.value, O
 #: The sparse GSI of orders with an unsettled effect: partition ``settle_shard`` (one of :data:`SHARDS`,
 #: spreading the writes), sort ``settle_due`` (when the poll should look next).
 UNSETTLED_INDEX, SHARD, DUE = "unsettled", "settle_shard", "settle_due"
-SHARDS = 8
+SHARDS = 4
 #: Until a pending effect is polled again (webhooks are the fast path; the poll is the fallback).
 POLL_AFTER_SECONDS = 3600
 #: What :func:`apply` did.
@@ -201,6 +202,15 @@ def park_unannounced(orders: OrderRepository, order_id: str, *, notifier: NeedsA
     raise SettlementContention(f"order {order_id}: moved under {_WRITE_TRIES} settlement writes")
 
 
+def reschedule(orders: OrderRepository, order_id: str, now: float) -> bool:
+    """Move a still-open order's ``settle_due`` on by :data:`POLL_AFTER_SECONDS` (the poll looked, nothing
+    new); False if the order changed meanwhile (the next poll sees the change)."""
+    item = orders.find(order_id)
+    if item is None:
+        return False
+    return _write(orders, item, dict(item.get("settlement") or {}), events=[], park=None, now=now)
+
+
 def _announce_if_ended(
     item: dict[str, Any], records: dict[str, Any], notifier: NeedsAttentionNotifier | None
 ) -> str | None:
@@ -214,7 +224,7 @@ def _announce_if_ended(
     notifier.notify(
         item["order_id"],
         payment_attempt=attempt,
-        correlation_id=item.get("correlation_id"),
+        correlation_id=item.get("correlation_id") or current_correlation_id() or f"settlement-{item['order_id']}",
         reason=why,
         error={"Error": "LateSettlementFailure", "Cause": why},
         source=SETTLEMENT,
@@ -225,7 +235,13 @@ def _announce_if_ended(
 
 
 def _write(
-    orders: OrderRepository, item: dict[str, Any], records: dict[str, Any], *, events: list[str], park: str | None
+    orders: OrderRepository,
+    item: dict[str, Any],
+    records: dict[str, Any],
+    *,
+    events: list[str],
+    park: str | None,
+    now: float | None = None,
 ) -> bool:
     """One conditional write of the records (and the park), on the version the caller read."""
     version = int(item.get("settle_version", 0))
@@ -256,7 +272,12 @@ def _write(
     values[":seen"] = item.get("status")
     if open_records(records):
         sets += [f"{SHARD} = :shard", f"{DUE} = :due"]
-        values.update({":shard": shard_of(item["order_id"]), ":due": clock.iso(clock.now() + POLL_AFTER_SECONDS)})
+        values.update(
+            {
+                ":shard": shard_of(item["order_id"]),
+                ":due": clock.iso((clock.now() if now is None else now) + POLL_AFTER_SECONDS),
+            }
+        )
         update = "SET " + ", ".join(sets)
     else:
         update = "SET " + ", ".join(sets) + f" REMOVE {SHARD}, {DUE}"

@@ -84,6 +84,8 @@ RUNBOOKS: dict[str, Runbook] = {
     "StuckOrders/SideEffectMismatchAlarm": Runbook("side-effect-mismatch.md", "side-effect-mismatch", P),
     "StuckOrders/SweeperHeartbeatAlarm": Runbook("sweeper-heartbeat.md", "sweeper-heartbeat", P),
     "StuckOrders/ParkedOrdersAlarm": Runbook("parked-orders.md", "parked-orders", T),
+    # A ticket: a deferred order is checked by a later sweep; sustained, reconciliation is under-sized.
+    "StuckOrders/SweepDeferredAlarm": Runbook("sweep-deferred.md", "sweep-deferred", T),
     "OrderApi/ApiServerErrorsAlarm": Runbook("api-server-errors.md", "api-server-errors", P),
 }
 
