@@ -75,8 +75,88 @@ def test_webhooks_known_event_types_parse(kind: str) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"id": "e", "type": "refund.updated", "created": "x", "data": {}}, {"id": "e", "type": "x", "created": 1}],
+    [
+        {},
+        {"id": "e", "type": "refund.updated", "created": "x", "data": {}},
+        {"id": "e", "type": "refund.failed", "created": 1},
+    ],
 )
 def test_webhooks_malformed_event_is_refused(body: dict) -> None:
     with pytest.raises(ValueError):
         webhooks.observation(body)
+
+
+# -- the endpoint (a Lambda function URL event, payload format 2.0) ----------------------------------------
+
+
+def _url_event(payload: bytes, header: str | None) -> dict:
+    import base64
+
+    headers = {"content-type": "application/json"}
+    if header is not None:
+        headers["stripe-signature"] = header
+    return {"headers": headers, "body": base64.b64encode(payload).decode(), "isBase64Encoded": True}
+
+
+@pytest.fixture
+def endpoint(tables, needs_attention_queue):
+    import boto3
+
+    from lambda_resilience.aws import to_item
+    from order_domain import clock
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.orders import OrderRepository
+    from order_domain.webhook_endpoint import WebhookEndpoint
+
+    from .conftest import REGION
+
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    item = {
+        "order_id": "o-1",
+        "status": "COMPENSATED",
+        "payment_attempt": 1,
+        "updated_at": clock.iso(),
+        "correlation_id": "c-1",
+        "history": [],
+    }
+    ddb.put_item(TableName=tables.orders, Item=to_item(item))
+    orders = OrderRepository(tables.orders, client=ddb)
+    notifier = NeedsAttentionNotifier(needs_attention_queue.url, client=boto3.client("sqs", region_name=REGION))
+    return WebhookEndpoint(orders, notifier, lambda: [SECRET], logger=_Quiet()), orders
+
+
+class _Quiet:
+    def __getattr__(self, _: str):
+        return lambda *a, **k: None
+
+
+def _signed_now(payload: bytes) -> dict:
+    import time
+
+    return _url_event(payload, _sign(payload, int(time.time())))
+
+
+def test_webhooks_endpoint_refuses_an_unsigned_request(endpoint) -> None:
+    handle, orders = endpoint
+    assert handle.handle(_url_event(_event(), None))["statusCode"] == 400
+    assert handle.handle(_url_event(_event(), _sign(_event(), 1)))["statusCode"] == 400
+    assert "settlement" not in orders.get("o-1")
+
+
+def test_webhooks_endpoint_late_twice_and_out_of_order(endpoint) -> None:
+    """refund.failed (created 3,000) arrives first, twice; refund.updated succeeded (created 2,000) after it."""
+    handle, orders = endpoint
+    failed = _event("refund.failed", "failed", created=3_000).replace(b"evt_1", b"evt_3")
+    first, again = handle.handle(_signed_now(failed)), handle.handle(_signed_now(failed))
+    assert (first["statusCode"], json.loads(first["body"])["result"]) == (200, "parked")
+    assert (again["statusCode"], json.loads(again["body"])["result"]) == (200, "duplicate")
+    older = handle.handle(_signed_now(_event("refund.updated", "succeeded", created=2_000)))
+    assert json.loads(older["body"])["result"] == "older"
+    item = orders.get("o-1")
+    assert item["status"] == "NEEDS_ATTENTION" and item["settlement"]["refund#1"]["status"] == "failed"
+
+
+def test_webhooks_endpoint_event_type_not_followed_is_acknowledged(endpoint) -> None:
+    handle, _ = endpoint
+    body = json.dumps({"id": "evt_x", "type": "customer.created", "created": 1, "data": {"object": {}}}).encode()
+    assert handle.handle(_signed_now(body))["statusCode"] == 200
