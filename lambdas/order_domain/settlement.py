@@ -234,6 +234,26 @@ def _announce_if_ended(
     return cause
 
 
+def _park_sets(item: dict[str, Any], cause: str, values: dict[str, Any]) -> list[str]:
+    """The SET clauses (their values added to ``values``) parking the order with ``cause`` in its history."""
+    now, attempt = clock.iso(), int(item.get("payment_attempt", 1))
+    entry = {"status": OrderStatus.NEEDS_ATTENTION.value, "at": now, "attempt": attempt, "by": HOLDER, "cause": cause}
+    values.update(
+        {
+            ":na": OrderStatus.NEEDS_ATTENTION.value,
+            ":now": now,
+            ":entry": [entry],
+            ":err": {"Error": "LateSettlementFailure", "Cause": cause},
+        }
+    )
+    return [
+        "#s = :na",
+        "updated_at = :now",
+        "history = list_append(if_not_exists(history, :none), :entry)",
+        "last_error = :err",
+    ]
+
+
 def _write(
     orders: OrderRepository,
     item: dict[str, Any],
@@ -253,22 +273,7 @@ def _write(
     ]
     names = {"#s": "status"}
     if park is not None:
-        now, attempt = clock.iso(), int(item.get("payment_attempt", 1))
-        entry = {"status": OrderStatus.NEEDS_ATTENTION.value, "at": now, "attempt": attempt, "by": HOLDER}
-        values.update(
-            {
-                ":na": OrderStatus.NEEDS_ATTENTION.value,
-                ":now": now,
-                ":entry": [{**entry, "cause": park}],
-                ":err": {"Error": "LateSettlementFailure", "Cause": park},
-            }
-        )
-        sets += [
-            "#s = :na",
-            "updated_at = :now",
-            "history = list_append(if_not_exists(history, :none), :entry)",
-            "last_error = :err",
-        ]
+        sets += _park_sets(item, park, values)
     values[":seen"] = item.get("status")
     if open_records(records):
         sets += [f"{SHARD} = :shard", f"{DUE} = :due"]

@@ -157,6 +157,20 @@ class StuckOrderSweeper(TransparentScope):
         props.providers.connect_payment(self.function)
         props.providers.connect_carrier(self.function)
 
+    def _deferred_alarm(self, props: StuckOrderSweeperProps) -> cloudwatch.Alarm:
+        """``SweepDeferred`` > 0 in two sweeps: a ticket (runbooks.py), the next sweep takes the oldest first."""
+        metric = _sweeper_metric(
+            props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Maximum", period=props.heartbeat_window
+        )
+        return first_occurrence_alarm(
+            self,
+            "SweepDeferredAlarm",
+            metric,
+            "the sweeper left orders to a later sweep (no time or reconciliation capacity left): sustained, "
+            "terminal orders leave the reconcile window unchecked and unsettled effects are polled late",
+            props.functions.alarm_topic,
+        )
+
     def _alarms(self, props: StuckOrderSweeperProps) -> None:
         topic, ns = props.functions.alarm_topic, props.functions.metrics_namespace
         window = props.heartbeat_window  # two sweeps: a 5-minute period fed by a 5-minute sweep may hold no run
@@ -198,14 +212,7 @@ class StuckOrderSweeper(TransparentScope):
             "needs-attention queue, naming the order)",
             topic,
         )
-        self.deferred_alarm = first_occurrence_alarm(
-            self,
-            "SweepDeferredAlarm",
-            _sweeper_metric(ns, SWEEP_DEFERRED_METRIC, "Maximum", period=window),
-            "the sweeper left orders to a later sweep (no time or reconciliation capacity left): sustained, "
-            "terminal orders leave the reconcile window unchecked",
-            topic,
-        )
+        self.deferred_alarm = self._deferred_alarm(props)
         monitoring = props.functions.monitoring
         monitoring.add_alarms(
             (self.stuck_alarm, self.mismatch_alarm, self.heartbeat_alarm, self.parked_alarm, self.deferred_alarm)
