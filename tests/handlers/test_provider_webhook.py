@@ -11,6 +11,7 @@ import pytest
 
 from order_domain import webhooks
 from order_domain.settlement import Observation
+from tests.handlers.conftest import present
 
 SECRET = "whsec_test"
 
@@ -69,7 +70,7 @@ def test_webhooks_known_event_types_parse(kind: str) -> None:
     effect = {"charge": "charge", "refund": "refund", "shipment": "shipment"}[kind.split(".")[0]]
     status = {"charge.dispute.created": "disputed", "charge.failed": "failed"}.get(kind, kind.split(".")[1])
     obj = {"order_id": "o-1", "attempt": 2, "effect": effect, "status": status}
-    obs = webhooks.observation({"id": "evt_2", "type": kind, "created": 5, "data": {"object": obj}})
+    obs = present(webhooks.observation({"id": "evt_2", "type": kind, "created": 5, "data": {"object": obj}}))
     assert (obs.effect, obs.status, obs.attempt) == (effect, status, 2)
 
 

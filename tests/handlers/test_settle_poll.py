@@ -34,7 +34,8 @@ class Refunds:
     """A payment provider's refund lookup: every refund settled as ``status`` at ``at``."""
 
     def __init__(self, status: str | None, at: int = 10) -> None:
-        self.status, self.at, self.asked = status, at, []
+        self.status, self.at = status, at
+        self.asked: list[str] = []
 
     def find_refund(self, key: str) -> Refund | None:
         self.asked.append(key)
