@@ -231,6 +231,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.stuck_alarm, self.mismatch_alarm = sweeper.stuck_alarm, sweeper.mismatch_alarm
         self.sweeper_errors_alarm = sweeper.errors_alarm
         self.sweeper_heartbeat_alarm, self.parked_alarm = sweeper.heartbeat_alarm, sweeper.parked_alarm
+        self.sweep_deferred_alarm = sweeper.deferred_alarm
         self.intake_capacity_figures = intake.capacity_figures
 
     def _api(self, stage: StageConfig) -> None:

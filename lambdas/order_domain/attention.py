@@ -14,9 +14,11 @@ from typing import Any, Literal
 
 from lambda_resilience.correlation import current_correlation_id, sqs_message_attributes
 
-Source = Literal["saga-park", "saga-last-resort", "sweeper"]
+Source = Literal["saga-park", "saga-last-resort", "sweeper", "settlement"]
 SAGA_PARK: Source = "saga-park"
 SWEEPER: Source = "sweeper"
+#: A provider settled an effect late as a failure (order_domain.settlement).
+SETTLEMENT: Source = "settlement"
 
 
 def attention_body(

@@ -32,3 +32,6 @@ REPLAY_TARGETS: Final = "REPLAY_TARGETS"
 STUCK_AFTER_SECONDS: Final = "STUCK_AFTER_SECONDS"
 RECONCILE_WINDOW_SECONDS: Final = "RECONCILE_WINDOW_SECONDS"
 RECONCILE_MAX_ORDERS: Final = "RECONCILE_MAX_ORDERS"
+#: The providers' webhook endpoint: the Secrets Manager secret holding its signing secrets
+#: (``{"signing_secrets": ["whsec_..."]}``; order_domain.webhook_endpoint).
+WEBHOOK_SECRET_ARN: Final = "WEBHOOK_SECRET_ARN"

@@ -17,6 +17,14 @@ request with this key is still in flight, its outcome is unknown); 422 ``idempot
 the same key, which the provider deduplicates). urllib3 (already loaded by botocore, so no extra
 cold start) retries the same request with the same key on 429/5xx and connection errors.
 
+**Within the invocation's time.** A retry (its wait, a ``Retry-After`` included, plus one more request's
+connect and read timeouts) is made only if it fits in the invocation's remaining time less
+:data:`RESERVE_SECONDS`; otherwise the request ends at once as :class:`ProviderUnavailable` (transient: the
+step's own retry comes later, with the same key). Stripe asks clients to back off on 429
+(https://docs.stripe.com/rate-limits); a ``Retry-After`` longer than the function has left would have the
+function killed mid-request instead (timeout: the outcome unknown, the whole invocation lost). Outside an
+invocation (no remaining time known) a ``Retry-After`` above :data:`MAX_RETRY_AFTER_SECONDS` is not waited for.
+
 Only urllib3 API common to 1.26 and 2.x: deployed with AWS's OpenTelemetry layer, the runtime's own
 urllib3 (1.26.19 or 2.x, whatever the image bundles) comes before our layer's on the import path
 (``tests/handlers/test_import_path.py`` runs this adapter on both).
@@ -37,6 +45,7 @@ from urllib3.util import Retry, Timeout
 
 from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import ConfigurationError, PayloadMismatch
+from lambda_resilience.idempotency.operation import invocation_seconds_left
 from lambda_resilience.tracing import inject
 from order_domain.errors import ProviderInFlight, ProviderRejected, ProviderUnavailable
 from order_domain.ports import Charge, Refund, Shipment, parse_charge, parse_refund, parse_shipment
@@ -54,7 +63,34 @@ _RETRY_STATUSES = (429, 500, 502, 503, 504)
 #: (https://docs.aws.amazon.com/lambda/latest/dg/with-secrets-manager.html). A rotated key reaches every
 #: environment within it; a 401 reads it at once (:meth:`HttpsJsonClient.request`).
 KEY_TTL_SECONDS = 300.0
+#: Left to the function after the last request (its own writes and answer).
+RESERVE_SECONDS = 2.0
+#: The longest Retry-After waited for when the invocation's remaining time is unknown.
+MAX_RETRY_AFTER_SECONDS = 5.0
 T = TypeVar("T")
+
+
+class RetryBeyondBudget(urllib3.exceptions.HTTPError):
+    """A retry would not fit in the invocation's remaining time: the request ends, transient."""
+
+
+def _budgeted_retry(seconds_left: Callable[[], float | None], attempt_seconds: float) -> type[Retry]:
+    """A :class:`Retry` whose every wait (``Retry-After`` or backoff) plus one more attempt fits the budget.
+    A class per client (urllib3's ``Retry.new`` rebuilds the instance from its own parameters)."""
+
+    class BudgetedRetry(Retry):
+        def sleep(self, response: Any = None) -> None:
+            after = self.get_retry_after(response) if response is not None else None
+            wait = after if after is not None else self.get_backoff_time()
+            left = seconds_left()
+            if left is None:
+                if after is not None and after > MAX_RETRY_AFTER_SECONDS:
+                    raise RetryBeyondBudget(f"Retry-After {after:.0f} s above {MAX_RETRY_AFTER_SECONDS:.0f} s")
+            elif wait + attempt_seconds + RESERVE_SECONDS > left:
+                raise RetryBeyondBudget(f"a retry after {wait:.1f} s does not fit the {left:.1f} s left")
+            super().sleep(response)
+
+    return BudgetedRetry
 
 
 def check_base_url(url: str) -> str:
@@ -138,10 +174,12 @@ class HttpsJsonClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
+        seconds_left: Callable[[], float | None] = invocation_seconds_left,
     ) -> None:
+        """``seconds_left``: the invocation's remaining time (default: the running step's Lambda context)."""
         self.base_url = check_base_url(base_url)
         self.api_key = api_key
-        retry = Retry(
+        retry = _budgeted_retry(seconds_left, connect_timeout + read_timeout)(
             total=retries,
             connect=retries,
             read=retries,
@@ -255,6 +293,11 @@ class HttpsPaymentProvider:
     def find_charge(self, key: str) -> Charge | None:
         answer = self.http.request("GET", f"/charges/{_path_key(key)}")
         return None if answer is None else _validated(parse_charge, answer, "charge lookup")
+
+    def find_refund(self, key: str) -> Refund | None:
+        """``GET /refunds/{key}``: the refund with its ``settlement`` (docs/providers.md#settlement)."""
+        answer = self.http.request("GET", f"/refunds/{_path_key(key)}")
+        return None if answer is None else _validated(parse_refund, answer, "refund lookup")
 
     def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
         body = {"charge_idempotency_key": charge_key, "order_id": order_id}

@@ -6,7 +6,7 @@ from typing import Any
 
 from lambda_resilience.exceptions import UncachedAnswer
 from lambda_resilience.idempotency import business_key
-from order_domain import intents
+from order_domain import intents, settlement
 from order_domain.errors import (
     OrderMovedOn,
     PaymentDeclined,
@@ -18,13 +18,14 @@ from order_domain.errors import (
 from order_domain.model import order_total_cents
 from order_domain.orders import OrderRepository
 from order_domain.ports import (
+    ACCEPTED_REFUNDS,
     AUTHORIZED,
     CANCELLED,
     CAPTURED,
     DECLINED,
     NOTHING_TO_REFUND,
     PARTIALLY_CAPTURED,
-    REFUND_STATUSES,
+    PENDING_REFUND,
     REFUNDED,
     PaymentProvider,
 )
@@ -124,9 +125,16 @@ class PaymentService:
         if charge is not None and charge.status in NOTHING_MOVED:
             return {"status": NOTHING_TO_REFUND, "amount_cents": 0}
         result = self.provider.refund(business_key(order_id, REFUND, attempt), charge_key=charge_key, order_id=order_id)
-        if result.status not in REFUND_STATUSES:
+        if result.status not in ACCEPTED_REFUNDS:
             raise ProviderUnavailable(f"order {order_id}: refund ended {result.status}")
-        if charge is not None and result.status == REFUNDED and result.amount_cents != charge.captured_cents:
+        if result.status == PENDING_REFUND:
+            # Accepted, not settled: followed until final (webhook, else the sweeper's poll); a late failure parks.
+            settlement.apply(self.orders, settlement.step_sighting(order_id, settlement.REFUND, attempt), notifier=None)
+        if (
+            charge is not None
+            and result.status in (REFUNDED, PENDING_REFUND)
+            and (result.amount_cents != charge.captured_cents)
+        ):
             raise RefundIncomplete(
                 f"order {order_id}: the provider captured {charge.captured_cents} cents "
                 f"and refunded {result.amount_cents}"

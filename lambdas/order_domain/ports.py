@@ -10,7 +10,7 @@ key cancelled, so a late charge with it cannot move money.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 #: Charge statuses. Only CAPTURED lets the saga continue; PARTIALLY_CAPTURED and AUTHORIZED mean
 #: money is held or moved and must be refunded or voided; DECLINED moved nothing; CANCELLED: the
@@ -31,6 +31,13 @@ REFUNDED = "refunded"
 NOTHING_TO_REFUND = "nothing_to_refund"
 ALREADY_REFUNDED = "already_refunded"
 REFUND_STATUSES = frozenset({REFUNDED, VOIDED, NOTHING_TO_REFUND, ALREADY_REFUNDED})
+#: A refund the provider accepted and has not settled yet (Stripe answers ``pending`` and settles later,
+#: possibly as ``failed``: https://docs.stripe.com/refunds#failed-refunds). Its settlement record on the
+#: order follows it until final (:mod:`order_domain.settlement`).
+PENDING_REFUND = "pending"
+ACCEPTED_REFUNDS = REFUND_STATUSES | {PENDING_REFUND}
+#: A refund lookup's ``settlement`` (Stripe's refund statuses: https://docs.stripe.com/api/refunds/object).
+REFUND_SETTLEMENTS = frozenset({"pending", "succeeded", "failed", "canceled"})
 #: Shipment statuses.
 SHIPPED = "shipped"
 REJECTED = "rejected"
@@ -76,6 +83,10 @@ class Charge:
 class Refund:
     status: str
     amount_cents: int = 0
+    #: A lookup's settlement of the refund (docs/providers.md#settlement): ``pending``, ``succeeded``,
+    #: ``failed`` or ``canceled`` (None: the provider does not say), at the provider's ``settled_at``.
+    settlement: str | None = None
+    settled_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,13 @@ class PaymentProvider(Protocol):
         """Refund (or void) exactly what the charge under ``charge_key`` moved; cancel that key if
         no charge arrived. Repeating it with the same ``key`` returns the first answer."""
         ...
+
+
+@runtime_checkable
+class RefundLookup(Protocol):
+    """A provider that looks a refund up by its key (the settlement poll's fallback for webhooks)."""
+
+    def find_refund(self, key: str) -> Refund | None: ...
 
 
 class Carrier(Protocol):
@@ -157,9 +175,17 @@ def parse_charge(data: Any) -> Charge:
 
 def parse_refund(data: Any) -> Refund:
     """A provider's refund answer, validated (ValueError if it is not one)."""
-    if not isinstance(data, dict) or data.get("status") not in REFUND_STATUSES:
+    if not isinstance(data, dict) or data.get("status") not in ACCEPTED_REFUNDS:
         raise ValueError("not a refund: status missing or unknown")
-    return Refund(status=str(data["status"]), amount_cents=_int(data.get("amount_cents", 0)))
+    settled = data.get("settlement")
+    if settled is not None and settled not in REFUND_SETTLEMENTS:
+        raise ValueError("not a refund: settlement unknown")
+    return Refund(
+        status=str(data["status"]),
+        amount_cents=_int(data.get("amount_cents", 0)),
+        settlement=settled,
+        settled_at=_int(data.get("settled_at", 0)),
+    )
 
 
 def parse_shipment(data: Any) -> Shipment:

@@ -92,6 +92,11 @@ class LambdaPaymentProvider:
         answer = self.client.call({"action": "get", "idempotency_key": key})
         return None if answer.get("status") == "not_found" else _validated(parse_charge, answer, "charge lookup")
 
+    def find_refund(self, key: str) -> Refund | None:
+        """The refund under ``key`` with its settlement (the sandbox's ``get`` of the refund's key)."""
+        answer = self.client.call({"action": "get", "idempotency_key": key})
+        return None if answer.get("status") == "not_found" else _validated(parse_refund, answer, "refund lookup")
+
     def refund(self, key: str, *, charge_key: str, order_id: str) -> Refund:
         request = {
             "action": "refund",

@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     from order_domain.settings.providers import HttpsProvider
     from order_domain.settings.shipping import ShippingStepSettings
     from order_domain.settings.sweeper import SweeperSettings
+    from order_domain.settings.webhook import WebhookSettings
     from order_domain.shipping import ShippingService
     from order_domain.sweeper import Sweeper
+    from order_domain.webhook_endpoint import WebhookEndpoint
 
 Action = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -230,3 +232,42 @@ def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
 def replay_clients() -> Callable[[str], Any]:
     """``client(service)`` for the DLQ replay (the middleware's replay takes a client factory)."""
     return aws.client
+
+
+class SigningSecrets:
+    """The webhook's signing secrets from Secrets Manager (``{"signing_secrets": ["whsec_...", ...]}``), read
+    once per container: more than one while a secret is rolled (the provider signs with each)."""
+
+    def __init__(self, secret_arn: str, *, secrets_client: Any) -> None:
+        self.secret_arn = secret_arn
+        self.client = secrets_client
+        self._value: list[str] | None = None
+
+    def __call__(self) -> list[str]:
+        if self._value is None:
+            import json
+
+            from lambda_resilience.exceptions import ConfigurationError
+
+            text = self.client.get_secret_value(SecretId=self.secret_arn)["SecretString"]
+            try:
+                found = json.loads(text)["signing_secrets"]
+                found = [found] if isinstance(found, str) else found  # the stack's generated placeholder
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigurationError(f'secret {self.secret_arn} must be {{"signing_secrets": [...]}}') from exc
+            if not isinstance(found, list) or not found or not all(isinstance(s, str) and s for s in found):
+                raise ConfigurationError(f"secret {self.secret_arn} has no signing secret")
+            self._value = found
+        return self._value
+
+
+def webhook_endpoint(settings: WebhookSettings, logger: Any) -> WebhookEndpoint:
+    from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.webhook_endpoint import WebhookEndpoint
+
+    return WebhookEndpoint(
+        orders(settings.orders_table),
+        NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs")),
+        SigningSecrets(settings.webhook_secret_arn, secrets_client=client("secretsmanager")),
+        logger=logger,
+    )

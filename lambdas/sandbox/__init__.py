@@ -11,6 +11,11 @@ so every test order can carry its own unique token (``tok_decline_<hex>``):
 - ``tok_auth_only...``: the charge is authorised but never captured (a hold, to be voided);
 - ``tok_refund_flaky...``: charges normally; the first two refund requests fail with a provider error;
 - ``tok_refund_broken...``: charges normally; every refund request fails with a provider error;
+- ``tok_refund_pending...``: charges normally; a refund is answered ``pending`` (Stripe settles refunds
+  later: https://docs.stripe.com/refunds#failed-refunds) and settles ``succeeded`` after
+  :data:`REFUND_SETTLE_SECONDS`;
+- ``tok_refund_fails_later...``: as ``tok_refund_pending``, but the refund settles ``failed`` (the money
+  was never returned: the order must be parked, whatever it recorded meanwhile);
 - any other token: captured;
 - country ``ZZ``: the carrier rejects the shipment;
 - country ``XH`` ("handed over"): the carrier ships, and the parcel is at once handed over to the
@@ -27,6 +32,11 @@ AUTH_ONLY_TOKEN = "tok_auth_only"
 REFUND_FLAKY_TOKEN = "tok_refund_flaky"
 REFUND_BROKEN_TOKEN = "tok_refund_broken"
 REFUND_FLAKY_FAILURES = 2
+REFUND_PENDING_TOKEN = "tok_refund_pending"
+REFUND_FAILS_LATER_TOKEN = "tok_refund_fails_later"
+#: When a pending sandbox refund settles (Stripe: a refund to a card takes 5 to 10 business days to reach the
+#: cardholder, and a failure may be reported then: https://docs.stripe.com/refunds#refund-status).
+REFUND_SETTLE_SECONDS = 5 * 86400
 UNDELIVERABLE_COUNTRY = "ZZ"
 HANDED_OVER_COUNTRY = "XH"
 
@@ -37,7 +47,11 @@ TOKEN_PROFILES = (
     (AUTH_ONLY_TOKEN, "auth_only"),
     (REFUND_FLAKY_TOKEN, "refund_flaky"),
     (REFUND_BROKEN_TOKEN, "refund_broken"),
+    (REFUND_PENDING_TOKEN, "refund_pending"),
+    (REFUND_FAILS_LATER_TOKEN, "refund_fails_later"),
 )
+#: The profiles whose refunds are answered ``pending`` -> how they settle.
+PENDING_REFUND_PROFILES = {"refund_pending": "succeeded", "refund_fails_later": "failed"}
 DEFAULT_PROFILE = "capture"
 
 

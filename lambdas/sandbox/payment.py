@@ -10,13 +10,14 @@ nothing to refund. Each charge is refunded at most once, whatever refund key ask
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from lambda_resilience.aws import cancelled_only_by_conditions, error_code
-from sandbox import REFUND_FLAKY_FAILURES, token_profile
+from sandbox import PENDING_REFUND_PROFILES, REFUND_FLAKY_FAILURES, REFUND_SETTLE_SECONDS, token_profile
 from sandbox.ledger import Ledger
 
 PROVIDER = "payment"
@@ -128,10 +129,24 @@ def _refund(request: dict[str, Any], ledger: Ledger) -> tuple[dict[str, Any], bo
         "amount_cents": int(charge["captured_cents"]) if moved and charge else 0,
         "charge_key": charge_key,
     }
+    settles_as = PENDING_REFUND_PROFILES.get(str((charge or {}).get("token_profile")))
+    if moved and settles_as is not None:
+        refund.update(status="pending", settles_as=settles_as, settles_at=int(time.time()) + REFUND_SETTLE_SECONDS)
     if _settle(ledger, refund_key, refund, charge_key, void=not moved):
         return refund, False
     again = ledger.get_op(PROVIDER, refund_key)
     return (again, True) if again else ({"action": "refund", "status": "already_refunded", "amount_cents": 0}, True)
+
+
+def _settlement_view(op: dict[str, Any]) -> dict[str, Any]:
+    """A refund answered ``pending``, as a lookup sees it now: ``settlement`` pending until ``settles_at``, then
+    its final state, with ``settled_at`` (the provider's time of the state: an older one never wins)."""
+    if op.get("action") != "refund" or "settles_at" not in op:
+        return op
+    due = int(op["settles_at"])
+    if time.time() < due:
+        return {**op, "settlement": "pending", "settled_at": 0}
+    return {**op, "settlement": str(op["settles_as"]), "settled_at": due}
 
 
 def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
@@ -145,9 +160,9 @@ def handle(request: dict[str, Any], ledger: Ledger) -> dict[str, Any]:
         result, dedup = _refund(request, ledger)
     elif action == "get":
         op = ledger.get_op(PROVIDER, request["idempotency_key"])
-        result, dedup = (op or {"status": "not_found"}), False
+        result, dedup = (_settlement_view(op) if op else {"status": "not_found"}), False
     else:
         result, dedup = {"status": "error", "error": f"unknown action {action!r}"}, False
     ledger.record_request(PROVIDER, request, deduplicated=dedup, outcome=str(result.get("status")))
-    hidden = ("pk", "sk", "payment_token", "token_profile")
+    hidden = ("pk", "sk", "payment_token", "token_profile", "settles_as", "settles_at")
     return {k: v for k, v in {**result, "deduplicated": dedup}.items() if k not in hidden}

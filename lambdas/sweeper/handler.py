@@ -33,6 +33,8 @@ METRICS = {
     "SideEffectMismatches": "mismatched",
     "SweepErrors": "errors",
     "SweepDeferred": "deferred",
+    "SettlementsPolled": "settle_polled",
+    "LateSettlementParks": "settle_parked",
 }
 
 #: One per run (the heartbeat), and the NEEDS_ATTENTION orders counted at the end of the run.

@@ -15,6 +15,9 @@ from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 #: The orders table's index of orders by status, newest update last: the sweeper queries it.
 BY_STATUS_INDEX = "by-status"
+#: The sparse index of orders with an unsettled effect (order_domain.settlement): only items carrying
+#: ``settle_shard`` and ``settle_due`` are in it, so the sweeper's poll reads those, never the table.
+UNSETTLED_INDEX = "unsettled"
 #: The data key's description (the key existed before this module: the text is the deployed one).
 DATA_KEY_DESCRIPTION = "order data at rest: tables and log groups"
 
@@ -70,13 +73,19 @@ class OrderData(TransparentScope):
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=["correlation_id"],  # the sweeper logs each stuck order under its ID
         )
+        unsettled = dynamodb.GlobalSecondaryIndexProps(
+            index_name=UNSETTLED_INDEX,
+            partition_key=dynamodb.Attribute(name="settle_shard", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="settle_due", type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,  # the poll reads each order whole before acting
+        )
         self.orders_table = DataTable(
             self,
             "OrdersTable",
             props=DataTableProps(
                 partition_key="order_id",
                 encryption_key=self.data_key,
-                global_secondary_indexes=(by_status,),
+                global_secondary_indexes=(by_status, unsettled),
                 removal_policy=removal,
                 deletion_protection=protect,
             ),

@@ -94,6 +94,8 @@ RUNBOOKS: dict[str, Runbook] = {
     "StuckOrders/SideEffectMismatchAlarm": _at_risk("side-effect-mismatch.md", "side-effect-mismatch", P),
     "StuckOrders/SweeperHeartbeatAlarm": Runbook("sweeper-heartbeat.md", "sweeper-heartbeat", P),
     "StuckOrders/ParkedOrdersAlarm": _at_risk("parked-orders.md", "parked-orders", T),
+    # A ticket: a deferred order is checked by a later sweep; sustained, reconciliation is under-sized.
+    "StuckOrders/SweepDeferredAlarm": Runbook("sweep-deferred.md", "sweep-deferred", T),
     "OrderApi/ApiServerErrorsAlarm": Runbook("api-server-errors.md", "api-server-errors", P),
 }
 

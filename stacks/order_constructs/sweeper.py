@@ -20,7 +20,7 @@ import order_domain.env as env
 from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope, keep_rule_permission_id
-from stacks.order_constructs.data import BY_STATUS_INDEX
+from stacks.order_constructs.data import BY_STATUS_INDEX, UNSETTLED_INDEX
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_ORDER_STEP, grant_index_query, grant_items, grant_queue
 from stacks.order_constructs.providers import OrderProviders
@@ -31,6 +31,8 @@ SIDE_EFFECT_MISMATCHES_METRIC = "SideEffectMismatches"
 #: One per run (its alarm treats missing data as breaching) and the NEEDS_ATTENTION orders at each run.
 SWEEPER_RUNS_METRIC = "SweeperRuns"
 PARKED_ORDERS_METRIC = "ParkedOrders"
+#: Orders a sweep had no time or capacity for (left to the next sweep): a ticket, before they leave the window.
+SWEEP_DEFERRED_METRIC = "SweepDeferred"
 #: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
 SWEEP_RECONCILE_WINDOW_SECONDS = 900
 #: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
@@ -111,7 +113,7 @@ class StuckOrderSweeper(TransparentScope):
     Attributes:
         function: the sweeper ``PipelineFunction``.
         sweep_rule: the schedule.
-        stuck_alarm, mismatch_alarm, errors_alarm, heartbeat_alarm, parked_alarm: its alarms.
+        stuck_alarm, mismatch_alarm, errors_alarm, heartbeat_alarm, parked_alarm, deferred_alarm: its alarms.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: StuckOrderSweeperProps) -> None:
@@ -146,6 +148,7 @@ class StuckOrderSweeper(TransparentScope):
     def _grant(self, props: StuckOrderSweeperProps) -> None:
         fn = self.function.function
         grant_index_query(props.orders_table, BY_STATUS_INDEX, fn)
+        grant_index_query(props.orders_table, UNSETTLED_INDEX, fn)  # order_domain.settle_poll
         grant_items(props.orders_table, fn, *DDB_ORDER_STEP, "dynamodb:BatchGetItem")  # reconcile_reads' filter
         grant_queue(props.needs_attention_queue, fn, "sqs:SendMessage")
         fn.add_to_role_policy(
@@ -153,6 +156,20 @@ class StuckOrderSweeper(TransparentScope):
         )
         props.providers.connect_payment(self.function)
         props.providers.connect_carrier(self.function)
+
+    def _deferred_alarm(self, props: StuckOrderSweeperProps) -> cloudwatch.Alarm:
+        """``SweepDeferred`` > 0 in two sweeps: a ticket (runbooks.py), the next sweep takes the oldest first."""
+        metric = _sweeper_metric(
+            props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Maximum", period=props.heartbeat_window
+        )
+        return first_occurrence_alarm(
+            self,
+            "SweepDeferredAlarm",
+            metric,
+            "the sweeper left orders to a later sweep (no time or reconciliation capacity left): sustained, "
+            "terminal orders leave the reconcile window unchecked and unsettled effects are polled late",
+            props.functions.alarm_topic,
+        )
 
     def _alarms(self, props: StuckOrderSweeperProps) -> None:
         topic, ns = props.functions.alarm_topic, props.functions.metrics_namespace
@@ -195,8 +212,11 @@ class StuckOrderSweeper(TransparentScope):
             "needs-attention queue, naming the order)",
             topic,
         )
+        self.deferred_alarm = self._deferred_alarm(props)
         monitoring = props.functions.monitoring
-        monitoring.add_alarms((self.stuck_alarm, self.mismatch_alarm, self.heartbeat_alarm, self.parked_alarm))
+        monitoring.add_alarms(
+            (self.stuck_alarm, self.mismatch_alarm, self.heartbeat_alarm, self.parked_alarm, self.deferred_alarm)
+        )
         monitoring.add_graph(
             DashboardGraph(
                 "Stuck orders (sweeper): found, finished, parked; side-effect mismatches",

@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from tests.explore.actors import FAULTS, KINDS, Actors
 from tests.explore.invariants import check
 from tests.explore.saga_model import Execution
+from tests.explore.webhooks import ProviderWebhooks
 from tests.explore.world import world
 
 #: Clock jumps: seconds (a retry), minutes, the sweeper's threshold, a day (provider keys), days (TTL).
@@ -46,6 +47,7 @@ class SagaExploration(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.actors = Actors(world())
+        self.webhooks = ProviderWebhooks()
         self.skip = skipped()
         Counters.examples += 1
         if Counters.progress_every and Counters.examples % Counters.progress_every == 0:
@@ -135,11 +137,14 @@ class SagaExploration(RuleBasedStateMachine):
         self.actors.advance(seconds)
         self.actors.providers_forget()
         self.actors.records_expire()
+        self.webhooks.deliver()  # the provider's events, late, out of order and twice (tests/explore/webhooks.py)
 
     @rule(index=INDEX)
     def late_refund_failure(self, index: int) -> None:
         Counters.steps += 1
-        self.actors.late_refund_failure(self._order(index))
+        order_id = self._order(index)
+        if self.actors.late_refund_failure(order_id):
+            self.webhooks.refund_failed_later(order_id, self.actors.orders[order_id].attempt)
 
     @invariant()
     def holds(self) -> None:

@@ -7,7 +7,7 @@ what is missing (a fix makes them pass, and strict fails the run until the mark 
 - ``lost_sale``: issue 40, "Every valid order cancelled, and every check green" (build point 1);
 - ``cache_no_exit``: "Answers that depend on the moment, cached for good" and "No exit" (points 3, 4);
 - ``effect_without_record``: "An effect without a record" (point 2);
-- ``looked_at_once``: "Looked at once" (point 5);
+- ``looked_at_once``: "Looked at once" (point 5): fixed, the provider's webhooks (tests/explore/webhooks.py);
 - ``forward_on_compensating``: "Forward steps act on a COMPENSATING order" (point 3).
 """
 
@@ -71,9 +71,6 @@ def test_explore_regression_effect_without_record_a_forgotten_partial_capture_is
     assert broken(state, "money") == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open (issue 40, point 5): no webhook or polling follows a provider's late change"
-)
 def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_seen() -> None:
     # Found by the exploration (a partly captured order, run_to_end, late_refund_failure, days later); by hand:
     state = SagaExploration()
@@ -83,9 +80,10 @@ def test_explore_regression_looked_at_once_a_refund_failing_days_later_is_never_
     state.sweep()  # reconciliation checks the attempt once, within its window: all refunded
     state.clock_jump(seconds=259200)
     state.late_refund_failure(index=0)  # the refund fails three days later: the money is captured again
-    state.clock_jump(seconds=86400)
+    state.clock_jump(seconds=86400)  # the provider's events arrive, newest first: refund.failed, then the older success
     state.sweep()
     assert broken(state, "settled") == []
+    assert state.webhooks.answers == ["parked", "older"]
 
 
 def test_explore_regression_forward_on_compensating_a_redriven_charge_lands_on_a_compensating_order() -> None:

@@ -34,6 +34,7 @@ from tests.handlers.conftest import (
     CARRIER_FUNCTION,
     LAMBDAS,
     ORDERS_STATUS_INDEX,
+    ORDERS_UNSETTLED_INDEX,
     PAYMENT_FUNCTION,
     REGION,
     ROLE_ARN,
@@ -198,7 +199,7 @@ class World:
         self.hooks = None
         ddb = boto3.client("dynamodb", region_name=REGION)
         _create_table(ddb, IDEMPOTENCY, "id", ttl="expiration")
-        _create_table(ddb, ORDERS, "order_id", index=ORDERS_STATUS_INDEX)
+        _create_table(ddb, ORDERS, "order_id", index=[ORDERS_STATUS_INDEX, ORDERS_UNSETTLED_INDEX])
         _create_table(ddb, INVENTORY, "pk")
         _create_table(ddb, LEDGER, "pk", "sk")
         boto3.client("sqs", region_name=REGION).create_queue(QueueName=NEEDS_ATTENTION)

@@ -88,13 +88,24 @@ ORDERS_STATUS_INDEX: dict[str, Any] = {
 }
 
 
+#: The orders table's sparse GSI of unsettled orders (stacks/order_constructs/data.py; order_domain.settlement).
+ORDERS_UNSETTLED_INDEX: dict[str, Any] = {
+    "IndexName": "unsettled",
+    "KeySchema": [
+        {"AttributeName": "settle_shard", "KeyType": "HASH"},
+        {"AttributeName": "settle_due", "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "KEYS_ONLY"},
+}
+
+
 def _create_table(
     ddb: Any,
     name: str,
     hash_key: str,
     range_key: str | None = None,
     ttl: str | None = None,
-    index: dict[str, Any] | None = None,
+    index: dict[str, Any] | list[dict[str, Any]] | None = None,
 ) -> None:
     keys = [{"AttributeName": hash_key, "KeyType": "HASH"}]
     attributes = [{"AttributeName": hash_key, "AttributeType": "S"}]
@@ -102,9 +113,11 @@ def _create_table(
         keys.append({"AttributeName": range_key, "KeyType": "RANGE"})
         attributes.append({"AttributeName": range_key, "AttributeType": "S"})
     extra: dict[str, Any] = {}
-    if index:
-        attributes.extend({"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in index["KeySchema"])
-        extra["GlobalSecondaryIndexes"] = [index]
+    indexes = [index] if isinstance(index, dict) else index or []
+    for one in indexes:
+        attributes.extend({"AttributeName": k["AttributeName"], "AttributeType": "S"} for k in one["KeySchema"])
+    if indexes:
+        extra["GlobalSecondaryIndexes"] = indexes
     ddb.create_table(
         TableName=name, KeySchema=keys, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST", **extra
     )
@@ -123,7 +136,7 @@ def tables(aws: None) -> Tables:
     )
     ddb = boto3.client("dynamodb", region_name=REGION)
     _create_table(ddb, names.idempotency, "id", ttl="expiration")
-    _create_table(ddb, names.orders, "order_id", index=ORDERS_STATUS_INDEX)
+    _create_table(ddb, names.orders, "order_id", index=[ORDERS_STATUS_INDEX, ORDERS_UNSETTLED_INDEX])
     _create_table(ddb, names.inventory, "pk")
     _create_table(ddb, names.ledger, "pk", "sk")
     return names

@@ -73,6 +73,7 @@ NOT_ITS_OWN: dict[str, tuple[str, ...]] = {
     "finalize_order": (*SAGA_STEP, "order_domain.https_providers", "order_domain.inventory"),
     "sweeper": (*BATCH, "lambda_resilience.replay", "order_domain.intake", "order_domain.inventory"),
     "dlq_replay": (*BATCH, "order_domain.intake", "order_domain.https_providers", "order_domain.sweeper"),
+    "provider_webhook": (*SAGA_STEP, "order_domain.https_providers", "order_domain.inventory", "order_domain.payments"),
 }
 _SQS = f"https://sqs.{REGION}.amazonaws.com/123456789012"
 #: Prod's settings: HTTPS providers (prod deploys no provider function), every table and queue set.
@@ -90,6 +91,7 @@ PROD_ENV = {
     env_names.NEEDS_ATTENTION_QUEUE_URL: f"{_SQS}/needs-attention",
     env_names.DEAD_LETTER_QUEUE_URL: f"{_SQS}/orders-dlq",
     env_names.THROTTLE_REQUEUE_QUEUE_URL: f"{_SQS}/orders",
+    env_names.WEBHOOK_SECRET_ARN: f"arn:aws:secretsmanager:{REGION}:123456789012:secret:webhook",
     env_names.REPLAY_TARGETS: json.dumps([{"dlq_url": f"{_SQS}/orders-dlq", "source_url": f"{_SQS}/orders"}]),
     "AWS_DEFAULT_REGION": REGION,
     "AWS_ACCESS_KEY_ID": "testing",

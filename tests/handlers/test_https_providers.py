@@ -213,3 +213,67 @@ def test_https_secret_without_api_key_is_a_configuration_error(
 
     with pytest.raises(ConfigurationError):
         charge(saga_input(order), lambda_context)
+
+
+# -- settlement (issue 40, point 5) -----------------------------------------------------------------------
+
+
+def test_https_refund_pending_parses() -> None:
+    from order_domain.ports import PENDING_REFUND, parse_refund
+
+    assert parse_refund({"status": "pending", "amount_cents": 100}).status == PENDING_REFUND
+
+
+def _serve_429(retry_after: str, then_ok: bool) -> tuple[Any, list[float]]:
+    """A loopback HTTP server answering 429 with ``Retry-After`` (then 200 when ``then_ok``)."""
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[float] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(time.monotonic())
+            ok = then_ok and len(seen) > 1
+            body = json.dumps({"status": "captured", "captured_cents": 1} if ok else {"error": "rate_limited"})
+            self.send_response(200 if ok else 429)
+            if not ok:
+                self.send_header("Retry-After", retry_after)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def test_https_retry_after_beyond_the_remaining_time_is_transient_at_once() -> None:
+    """A 429 asking for 60 s in an invocation with 25 s left: not waited for (the function would time out)."""
+    import time
+
+    server, seen = _serve_429("60", then_ok=False)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        provider = HttpsPaymentProvider(HttpsJsonClient(url, lambda: "k", seconds_left=lambda: 25.0))
+        started = time.monotonic()
+        with pytest.raises(ProviderUnavailable) as raised:
+            provider.find_charge("o-9#charge-payment#attempt-1")
+        assert time.monotonic() - started < 5 and len(seen) == 1
+        assert classify(raised.value) == "transient"
+    finally:
+        server.shutdown()
+
+
+def test_https_retry_after_within_the_remaining_time_is_honoured() -> None:
+    server, seen = _serve_429("1", then_ok=True)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        provider = HttpsPaymentProvider(HttpsJsonClient(url, lambda: "k", seconds_left=lambda: 25.0))
+        assert present(provider.find_charge("o-9#charge-payment#attempt-1")).captured_cents == 1
+        assert len(seen) == 2 and seen[1] - seen[0] >= 0.9
+    finally:
+        server.shutdown()

@@ -233,6 +233,8 @@ def _child_env(
         env_names.DEAD_LETTER_QUEUE_URL: pipeline_env[env_names.NEEDS_ATTENTION_QUEUE_URL],
         env_names.FAILURES_TABLE_NAME: pipeline_env[env_names.IDEMPOTENCY_TABLE_NAME],
         env_names.REPLAY_TARGETS: json.dumps([{"dlq_url": queue, "source_url": queue}]),
+        # read on the first request, not at import (order_domain.wiring.SigningSecrets)
+        env_names.WEBHOOK_SECRET_ARN: f"arn:aws:secretsmanager:{REGION}:123456789012:secret:webhook",
     }
     if traced:
         # Tracing on, as in Lambda; the layer's fast-start SDK installed first (what its wrapper runs).

@@ -493,3 +493,41 @@ def test_refund_transaction_passes_dynamodb_expression_validation(
     monkeypatch.setattr(shared, "transact_write_items", StrictTransactions(shared).transact_write_items)
 
     assert refund(event, lambda_context)["status"] == status
+
+
+def test_refund_pending_at_the_provider_is_followed_by_a_settlement_record(
+    charge, refund, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context
+):
+    """Stripe answers a refund ``pending`` and settles it later (issue 40, point 5): the compensation goes on,
+    and the order holds a pending settlement record for the refund, in the unsettled index."""
+    order = order_factory(payment_token="tok_refund_pending_1")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    event = saga_input(order, "cid-refund-pending")
+    charged = charge(event, lambda_context)
+
+    assert refund(event, lambda_context) == {"status": "pending", "amount_cents": charged["amount_cents"]}
+    item = orders.get(order["order_id"])
+    record = item["settlement"]["refund#1"]
+    assert (record["status"], record["state"]) == ("pending", "pending")
+    assert "settle_due" in item and "settle_shard" in item
+
+
+def test_refund_failing_days_later_in_the_sandbox_shows_in_its_lookup(
+    charge, refund, order_factory, saga_input, seed_order, providers, lambda_context, monkeypatch
+):
+    """The simulator does what processors document: a refund answered pending settles failed 5 days later."""
+    import sandbox.payment
+    from order_domain.providers import LambdaPaymentProvider
+    from sandbox import REFUND_SETTLE_SECONDS
+
+    order = order_factory(payment_token="tok_refund_fails_later_1")
+    seed_order(order, OrderStatus.INVENTORY_RESERVED)
+    event = saga_input(order, "cid-refund-fails-later")
+    charge(event, lambda_context)
+    assert refund(event, lambda_context)["status"] == "pending"
+    lookup = LambdaPaymentProvider(PAYMENT_FUNCTION, client=providers)
+    assert present(lookup.find_refund(_key(order, "refund-payment"))).settlement == "pending"
+    later = sandbox.payment.time.time() + REFUND_SETTLE_SECONDS + 1
+    monkeypatch.setattr(sandbox.payment.time, "time", lambda: later)
+    found = present(lookup.find_refund(_key(order, "refund-payment")))
+    assert found.settlement == "failed" and found.settled_at > 0

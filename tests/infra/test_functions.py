@@ -319,16 +319,15 @@ def test_dynamodb_actions_per_role_and_table(dev: SynthResult, attr: str, tables
     assert granted == expected
 
 
-def test_sweeper_queries_only_the_by_status_index(dev: SynthResult) -> None:
-    """Its Query grant is the index (the sweeper's other grants: tests/infra/test_sweeper.py)."""
+def test_sweeper_queries_only_the_by_status_and_unsettled_indexes(dev: SynthResult) -> None:
+    """Its Query grants are the two indexes, never the table (the sweeper's other grants: tests/infra/test_sweeper.py;
+    the unsettled index: tests/infra/test_settlement_infra.py)."""
     role_id = dev.logical_id(dev.stack.sweeper.role)
     orders_id = dev.logical_id(dev.stack.orders_table)
     statements = [s for s in dev.statements_of_role(role_id) if "dynamodb:Query" in as_list(s["Action"])]
-    (statement,) = statements
-    assert statement["Effect"] == "Allow"
-    assert as_list(statement["Action"]) == ["dynamodb:Query"]
-    (resource,) = as_list(statement["Resource"])
-    assert join_to_string(resource) == f"ARN<{orders_id}.Arn>/index/by-status"
+    assert all(s["Effect"] == "Allow" and as_list(s["Action"]) == ["dynamodb:Query"] for s in statements)
+    resources = sorted(join_to_string(r) for s in statements for r in as_list(s["Resource"]))
+    assert resources == [f"ARN<{orders_id}.Arn>/index/by-status", f"ARN<{orders_id}.Arn>/index/unsettled"]
 
 
 def test_finalize_may_send_to_needs_attention_queue(dev: SynthResult) -> None:

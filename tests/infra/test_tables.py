@@ -25,9 +25,12 @@ def test_idempotency_table_matches_powertools_layout(dev: SynthResult) -> None:
 def test_orders_table_keyed_by_order_id(dev: SynthResult) -> None:
     props = dev.properties(dev.logical_id(dev.stack.orders_table))
     assert _key_schema(props) == {"HASH": "order_id"}
-    # order_id for the table, status / updated_at for the by-status index; all strings
+    # order_id for the table, status / updated_at for the by-status index, settle_shard / settle_due for the
+    # sparse unsettled index (tests/infra/test_settlement_infra.py); all strings
     assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == [
         {"AttributeName": "order_id", "AttributeType": "S"},
+        {"AttributeName": "settle_due", "AttributeType": "S"},
+        {"AttributeName": "settle_shard", "AttributeType": "S"},
         {"AttributeName": "status", "AttributeType": "S"},
         {"AttributeName": "updated_at", "AttributeType": "S"},
     ]
@@ -36,7 +39,7 @@ def test_orders_table_keyed_by_order_id(dev: SynthResult) -> None:
 def test_orders_table_by_status_index_serves_the_sweeper(dev: SynthResult) -> None:
     """The sweeper queries status = X AND updated_at < cutoff, and logs each hit's correlation_id."""
     props = dev.properties(dev.logical_id(dev.stack.orders_table))
-    (index,) = props["GlobalSecondaryIndexes"]
+    (index,) = [i for i in props["GlobalSecondaryIndexes"] if i["IndexName"] == STATUS_INDEX]
     assert index["IndexName"] == STATUS_INDEX == "by-status"
     assert _key_schema(index) == {"HASH": "status", "RANGE": "updated_at"}
     # order_id (table key) and the index keys are always projected; only correlation_id is added

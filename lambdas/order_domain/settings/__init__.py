@@ -130,6 +130,7 @@ READERS: dict[str, Callable[[Env, Any], Any]] = {
     "reconcile_window_seconds": _integer(names.RECONCILE_WINDOW_SECONDS),
     "reconcile_max_orders": _integer(names.RECONCILE_MAX_ORDERS),
     "replay_targets": _replay_targets,
+    "webhook_secret_arn": _required(names.WEBHOOK_SECRET_ARN),
 }
 
 T = TypeVar("T")

@@ -54,6 +54,12 @@ Guarded = Callable[[Command, "LambdaContext | None"], Any]
 _invocation: ContextVar[Any] = ContextVar("lambda_resilience_invocation", default=None)
 
 
+def invocation_seconds_left() -> float | None:
+    """The remaining time of the Lambda invocation running this operation (None outside one)."""
+    context = _invocation.get()
+    return None if context is None else context.get_remaining_time_in_millis() / 1000
+
+
 class _ClampedRemainingTime:
     """What Powertools reads from the registered Lambda context - ``get_remaining_time_in_millis`` -
     taken from the current invocation's context and clamped to the in-progress bounds."""
