@@ -13,8 +13,6 @@ what is missing (a fix makes them pass, and strict fails the run until the mark 
 
 from __future__ import annotations
 
-import pytest
-
 from tests.explore.invariants import INVARIANTS, check
 from tests.explore.machine import SagaExploration
 
