@@ -105,6 +105,16 @@ class SynthResult:
     def properties(self, logical_id: str) -> dict[str, Any]:
         return self.resources[logical_id].get("Properties", {})
 
+    def notifies(self, alarm: dict[str, Any]) -> list[Any]:
+        """The actions an alarm's ALARM reaches (its properties given): its own, or, when it keeps none, those
+        of the composite alarm whose rule names it (one notification per incident: decision 0030)."""
+        if alarm.get("AlarmActions"):
+            return list(alarm["AlarmActions"])
+        (logical_id,) = [k for k, a in self.of_type("AWS::CloudWatch::Alarm").items() if a["Properties"] == alarm]
+        composites = self.of_type("AWS::CloudWatch::CompositeAlarm").values()
+        naming = [c["Properties"] for c in composites if f'"{logical_id}"' in json.dumps(c["Properties"]["AlarmRule"])]
+        return [action for c in naming for action in c.get("AlarmActions", [])]
+
     def statements_of_role(self, role_logical_id: str) -> list[dict[str, Any]]:
         """Every statement of every AWS::IAM::Policy attached to the role."""
         statements: list[dict[str, Any]] = []

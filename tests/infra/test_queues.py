@@ -152,7 +152,6 @@ def test_orders_queue_visibility_covers_six_intake_timeouts(dev: SynthResult) ->
 
 def test_dlq_alarms_fire_on_first_visible_message(dev: SynthResult, dlq_ids: set[str]) -> None:
     alarms = dev.of_type("AWS::CloudWatch::Alarm")
-    topic_ref = {"Ref": dev.logical_id(dev.stack.ticket_topic)}
     for dlq_id in dlq_ids:
         dimension = {"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}
         on_dlq = {k: a["Properties"] for k, a in alarms.items() if dimension in a["Properties"].get("Dimensions", [])}
@@ -166,7 +165,7 @@ def test_dlq_alarms_fire_on_first_visible_message(dev: SynthResult, dlq_ids: set
         assert props["Threshold"] == 0
         assert props["ComparisonOperator"] == "GreaterThanThreshold"
         assert props["TreatMissingData"] == "notBreaching"
-        assert props["AlarmActions"] == [topic_ref]  # a ticket: each arrival pages (its arrivals alarm)
+        assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]  # through OrdersAtRisk (0030)
         assert "OKActions" not in props
 
 
@@ -232,7 +231,6 @@ def test_needs_attention_queue_has_no_consumer(dev: SynthResult) -> None:
 def test_needs_attention_queue_alarms_on_first_waiting_message(dev: SynthResult) -> None:
     """Besides the DLQ alarm every ResilientQueue has, a QueueDepthAlarm on the queue itself."""
     queue_id = dev.logical_id(dev.stack.needs_attention.queue)
-    topic_ref = {"Ref": dev.logical_id(dev.stack.ticket_topic)}
     alarms = _alarms_on(dev, queue_id)
     assert len(alarms) == 1, sorted(alarms)
     ((alarm_id, props),) = alarms.items()
@@ -245,7 +243,7 @@ def test_needs_attention_queue_alarms_on_first_waiting_message(dev: SynthResult)
     assert props["Threshold"] == 0
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
-    assert props["AlarmActions"] == [topic_ref]  # a ticket: each arrival pages (its arrivals alarm)
+    assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]  # through OrdersAtRisk (0030)
     assert "OKActions" not in props
     # ... and its DLQ keeps its own alarm
     dlq_alarms = _alarms_on(dev, dev.logical_id(dev.stack.needs_attention.dlq))
@@ -272,6 +270,7 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
         stack.stuck_alarm,
         stack.sweeper_heartbeat_alarm,
         stack.parked_alarm,
+        stack.sweep_deferred_alarm,
         *stack.provider_outage_alarms,
         stack.mismatch_alarm,
         stack.sweeper_errors_alarm,

@@ -62,7 +62,7 @@ def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     assert props["Threshold"] == 0
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
-    assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
+    assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
     assert "130 minutes" in props["AlarmDescription"]
 
 
@@ -138,7 +138,7 @@ def test_side_effect_mismatch_alarm_watches_the_sweepers_metric(dev: SynthResult
     assert props["Dimensions"] == [{"Name": "service", "Value": sweeper_env["POWERTOOLS_SERVICE_NAME"]}]
     assert (props["Threshold"], props["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     assert props["TreatMissingData"] == "notBreaching"
-    assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
+    assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
 
 
 def test_sweeper_threshold_exceeds_saga_timeout(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
