@@ -13,7 +13,6 @@ import io
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
-from unittest import mock
 
 import boto3
 
@@ -43,11 +42,10 @@ class OpsConsole:
         out, err = io.StringIO(), io.StringIO()
         target = self.target
         with (
-            mock.patch.object(Target, "from_stack", classmethod(lambda cls, *a, **k: target)),
             redirect_stdout(out),
             redirect_stderr(err),
         ):
-            code = main([*argv, "--stack", self.stack])
+            code = main([*argv, "--stack", self.stack], target=target)
         command = CommandRun(
             argv=tuple(argv),
             calls=len(self.calls),

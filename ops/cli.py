@@ -273,13 +273,16 @@ def operator_error(exc: BaseException) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; an operator mistake is one line on stderr and exit status 2."""
+def main(argv: Sequence[str] | None = None, *, target: Any = None) -> int:
+    """Run one command; an operator mistake is one line on stderr and exit status 2.
+
+    ``target``: an :class:`~ops.target.Target` already read (a script running several commands on one stack,
+    such as an on-call drill counting their calls); by default the command reads ``--stack``'s outputs."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args and args[0] in FORWARDED:
             return forward(args)
-        return _run(build_parser().parse_args(args))
+        return _run(build_parser().parse_args(args), target)
     except Exception as exc:
         message = operator_error(exc)
         if message is None:
@@ -288,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, given: Any = None) -> int:
     from ops.target import Target
 
     if args.command == "dlq" and args.dlq_command == "replay":
@@ -297,7 +300,9 @@ def _run(args: argparse.Namespace) -> int:
         check_replay_request(args.queue, args.category, force=args.force, dry_run=args.dry_run)
     if args.command == "trace" and not args.correlation_id.strip():
         raise UsageError("a correlation ID is required")
-    target = Target.from_stack(args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url)
+    target = given or Target.from_stack(
+        args.stack, region=args.region, profile=args.profile, endpoint_url=args.endpoint_url
+    )
     if args.command == "smoke":
         return _smoke(target, args)
     if args.command == "pager":
