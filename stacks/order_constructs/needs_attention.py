@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
@@ -59,6 +60,7 @@ class NeedsAttention(TransparentScope):
                 ),
             ),
         )
+        _hold_arrivals(self.queue.queue_arrivals_alarm)
         props.monitoring.monitor_queue(
             self.queue.queue,
             label="NeedsAttentionQueue",
@@ -70,3 +72,21 @@ class NeedsAttention(TransparentScope):
                 self.queue.queue_arrivals_alarm,
             ),
         )
+
+
+#: An arrival holds the needs-attention arrivals alarm in ALARM for this many one-minute periods.
+ARRIVAL_HOLD_PERIODS = 10
+
+
+def _hold_arrivals(alarm: cloudwatch.Alarm | None) -> None:
+    """1 of the last 10 one-minute datapoints ("M out of N":
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html): the first arrival
+    still alarms within a minute, and the alarm stays in ALARM for 10 minutes, until ParkedOrders (the sweeper's
+    count, every 5 minutes, over two sweeps) holds the incident; with 1 of 1 it went back to OK first and
+    OrdersAtRisk paged the same park twice (decision 0030). The queue's depth is no bridge: park messages
+    outlive the repairs."""
+    assert alarm is not None
+    cfn = alarm.node.default_child
+    assert isinstance(cfn, cloudwatch.CfnAlarm)
+    cfn.evaluation_periods = ARRIVAL_HOLD_PERIODS
+    cfn.datapoints_to_alarm = 1

@@ -39,12 +39,14 @@ class Severity(StrEnum):
 @dataclass(frozen=True)
 class Runbook:
     """Where an alarm's runbook is (``page`` under docs/runbooks, ``anchor`` a heading in it) and its severity;
-    ``via``: the composite alarm it notifies through (it keeps no action itself), or None: its own topic."""
+    ``via``: the composite alarm it notifies through (it keeps no action itself), or None: its own topic;
+    ``silent``: a level nobody is notified of (its arrivals alarm and ParkedOrders page; read with ``ops``)."""
 
     page: str
     anchor: str
     severity: Severity
     via: str | None = None
+    silent: bool = False
 
 
 #: The composite alarm of the order path: one incident (an order lost, parked, stuck or dead-lettered), one page.
@@ -86,7 +88,10 @@ RUNBOOKS: dict[str, Runbook] = {
     "OrdersQueue/DlqDepthAlarm": _at_risk("orders-queue.md", "dlq-depth", T),
     "OrdersQueue/DlqArrivalsAlarm": _at_risk("orders-queue.md", "dlq-arrivals", P),
     "OrdersQueue/OldestMessageAgeAlarm": _at_risk("orders-queue.md", "oldest-message-age", P),
-    "NeedsAttentionQueue/QueueDepthAlarm": _at_risk("needs-attention.md", "queue-depth", T),
+    # A level, silent: the park messages stay in the queue after the orders are repaired (nothing consumes them),
+    # so in the composite it held OrdersAtRisk in ALARM for good and the next park notified nobody. A new park
+    # pages through its arrival (QueueArrivals) and ParkedOrders, which follows the orders themselves.
+    "NeedsAttentionQueue/QueueDepthAlarm": Runbook("needs-attention.md", "queue-depth", T, silent=True),
     "NeedsAttentionQueue/QueueArrivalsAlarm": _at_risk("needs-attention.md", "queue-arrivals", P),
     "NeedsAttentionQueue/DlqDepthAlarm": _at_risk("needs-attention.md", "dlq-depth", T),
     "NeedsAttentionQueue/DlqArrivalsAlarm": _at_risk("needs-attention.md", "dlq-arrivals", P),
@@ -155,9 +160,11 @@ def route_alarms(stack: Stack, base_url: str, topics: Mapping[Severity, sns.ITop
         what = cfn.alarm_description or ""
         if runbook.via:  # no action of its own: its composite notifies (decision 0030)
             what += f" Notifies through the composite alarm {runbook.via}."
+        if runbook.silent:
+            what += " Notifies nobody (a level: its arrivals alarm pages)."
         cfn.alarm_description = describe(what, runbook, base_url)
         target = [topics[runbook.severity].topic_arn]
-        cfn.alarm_actions = None if runbook.via else target
+        cfn.alarm_actions = None if runbook.via or runbook.silent else target
         cfn.ok_actions = None
         if stack.resolve(cfn.insufficient_data_actions):
             cfn.insufficient_data_actions = target

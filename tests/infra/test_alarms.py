@@ -38,7 +38,10 @@ def _alarms_on(synth: SynthResult, namespace: str, metric: str) -> dict[str, dic
 
 def _topic(synth: SynthResult, alarm: dict[str, Any]) -> list[dict[str, str]]:
     """The topic of the alarm's severity (its description's ``[page]`` or ``[ticket]``; test_alarm_routing.py)."""
-    # An alarm that keeps no action notifies through the OrdersAtRisk composite, a page (decision 0030).
+    # An alarm that keeps no action notifies through the OrdersAtRisk composite, a page (decision 0030); a silent
+    # level (the needs-attention queue's depth) nobody.
+    if "Notifies nobody" in alarm["AlarmDescription"]:
+        return []
     page = alarm["AlarmDescription"].startswith("[page] ") or not alarm.get("AlarmActions")
     return [{"Ref": synth.logical_id(synth.stack.alarm_topic if page else synth.stack.ticket_topic)}]
 
