@@ -110,6 +110,11 @@ def _functions(alarm: Mapping[str, Any] | None) -> set[str]:
     return {d["Value"] for m in metrics for d in m.get("Dimensions", []) if d.get("Name") == "FunctionName"}
 
 
+def _kinds(page: Mapping[str, Any]) -> set[str]:
+    """A page's kinds: its alarm's, or a composite's children's in the incident it opened (decision 0030)."""
+    return set(page.get("kinds") or [page["kind"]])
+
+
 def order_pages(
     detail: Mapping[str, Any],
     invoked: str,
@@ -127,14 +132,14 @@ def order_pages(
         hits = [
             p
             for p in pages
-            if p["kind"] in PARK_KINDS and (parked_at is None or p["at"] >= parked_at or p["alarm"] in in_alarm)
+            if _kinds(p) & set(PARK_KINDS) and (parked_at is None or p["at"] >= parked_at or p["alarm"] in in_alarm)
         ]
     else:
         since = _epoch(detail.get("created_at"))
         hits = [
             p
             for p in pages
-            if p["kind"] not in ("needs_attention", "stuck")  # they announce parked orders, not this one
+            if _kinds(p) - {"needs_attention", "stuck"}  # they announce parked orders, not this one
             and (since is None or p["at"] >= since)
             and (
                 not _functions(alarms.get(p["alarm"])) or any(f in invoked for f in _functions(alarms.get(p["alarm"])))
@@ -172,7 +177,7 @@ def lost_sales(
     (:func:`consumer_alarms`); ``alarms``: the alarms' definitions; ``in_alarm``: those in ALARM at the end."""
     valid = {order["order_id"] for order, _ in submitted if order_kind(order) == "ok"}
     announcing = [
-        p for p in pages if p.get("delivered") and p.get("kind") in ANNOUNCING_KINDS and p["alarm"] not in ignored
+        p for p in pages if p.get("delivered") and _kinds(p) & set(ANNOUNCING_KINDS) and p["alarm"] not in ignored
     ]
     orders = []
     for detail in details:
@@ -214,11 +219,13 @@ def run_lost_sales(run: Any, in_alarm: Collection[str]) -> dict[str, Any]:
     """The section for a run that evaluated its alarms (the fault matrix: once, at the end): its pages as the
     local run's report reads them, judged order by order (:func:`order_pages`)."""
     from harness.pager import pager_section
+    from harness.reporter import composite_page_kinds
 
     evaluator = run.alarm_evaluator
     queues = run.deployment.queues
     dlq_names = {queues[i]["name"] for i in run.deployment.dlq_ids if i in queues}
-    pages = pager_section(evaluator.actions, evaluator.alarms, dlq_names, {}, evaluator.started)["pages"]
+    composites = composite_page_kinds(run, dlq_names)
+    pages = pager_section(evaluator.actions, evaluator.alarms, dlq_names, {}, evaluator.started, composites)["pages"]
     _, details = run.order_summary()
     histories = execution_histories(run.state_machine_arn)
     return lost_sales(run.submitted, details, histories, pages, alarms=evaluator.alarms, in_alarm=in_alarm)

@@ -268,7 +268,7 @@ def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: se
     """The report's ``pager`` (pages and their causes) and ``notifications`` (per incident: issue 41)."""
     evaluator = run.alarm_evaluator
     report["pager"] = pager_section(
-        evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started, _composite_kinds(run, dlq_names)
+        evaluator.actions, evaluator.alarms, dlq_names, report, evaluator.started, composite_page_kinds(run, dlq_names)
     )
     history = evaluator.actions.history if evaluator.actions else []
     notices = [{"alarm": n.alarm, "state": n.state, "at": n.at} for n in history]
@@ -278,7 +278,7 @@ def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: se
     )
 
 
-def _composite_kinds(run: RunView, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
+def composite_page_kinds(run: RunView, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
     """Each composite notification's kinds (:func:`harness.notifications.composite_kinds`)."""
     evaluator = run.alarm_evaluator
     if evaluator.composites is None:

@@ -83,7 +83,7 @@ RUNBOOKS: dict[str, Runbook] = {
     # The order path notifies through OrdersAtRisk (one parked order was 1 page + 3 tickets: decision 0030).
     "OrderSaga/ExecutionsFailedAlarm": _at_risk("saga-executions.md", "executions-failed", T),
     "OrderSaga/ExecutionsTimedOutAlarm": _at_risk("saga-executions.md", "executions-timed-out", P),
-    "OrderSaga/ExecutionsAbortedAlarm": Runbook("saga-executions.md", "executions-aborted", T),
+    "OrderSaga/ExecutionsAbortedAlarm": _at_risk("saga-executions.md", "executions-aborted", T),
     "OrderSaga/ExecutionThrottledAlarm": Runbook("saga-executions.md", "execution-throttled", T),
     "OrdersQueue/DlqDepthAlarm": _at_risk("orders-queue.md", "dlq-depth", T),
     "OrdersQueue/DlqArrivalsAlarm": _at_risk("orders-queue.md", "dlq-arrivals", P),
