@@ -80,8 +80,16 @@ rehearse: setup $(REHEARSE_STAMP) ## cdk bootstrap + cdk deploy into MiniStack (
 demo: setup ## run the whole pipeline locally on moto and print the orders
 	$(PY) -m harness local run --orders $(ORDERS)
 
-test: setup lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines packages ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator, independent engines, the packages' wheels
+# The single-threaded gates run two at a time (the machine has 2 cores; the pytest gates use both on their own):
+# lint, types and synth first; then the tests; then what reads the synthesized templates (SYNTHED: synth ran).
+test: setup ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator, independent engines, the packages' wheels
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck synth
+	$(MAKE) --no-print-directory unit harness-tests e2e
+	$(MAKE) --no-print-directory -j2 --output-sync=target SYNTHED=1 cfn-lint asl-validate engines packages
 	@echo "all gates passed"
+
+# What reads cdk.out: after `make synth`, or after the synth of the same `make test` (SYNTHED=1).
+SYNTH_FIRST := $(if $(SYNTHED),setup,synth)
 
 lint: setup ## ruff, and the import contracts (import-linter, pyproject.toml [tool.importlinter])
 	$(VENV)/bin/ruff check .
@@ -118,18 +126,18 @@ synth: setup ## cdk synth dev and prod (fails on ResilienceChecks errors and una
 	npx cdk synth --quiet -c stage=$(STAGE)
 	npx cdk synth --quiet -c stage=prod $(PROD_CONTEXT) --output cdk.out.prod
 
-cfn-lint: synth ## cfn-lint on both synthesized templates: 0 errors (warnings are printed)
+cfn-lint: $(SYNTH_FIRST) ## cfn-lint on both synthesized templates: 0 errors (warnings are printed)
 	@for t in cdk.out/$(STACK).template.json cdk.out.prod/OrderPipeline-prod.template.json; do \
 	  $(VENV)/bin/cfn-lint $$t; rc=$$?; \
 	  if [ $$((rc & 2)) -ne 0 ]; then echo "cfn-lint: errors found in $$t"; exit 1; fi; echo "cfn-lint: 0 errors in $$t"; \
 	done
 
-asl-validate: synth ## validate the state machine definition with asl-validator
+asl-validate: $(SYNTH_FIRST) ## validate the state machine definition with asl-validator
 	$(PY) -m tools.export_asl cdk.out $(STACK) .build/asl
 	npx asl-validator --json-path .build/asl/*.asl.json
 
 # One Python process (the emulator's side) and one Node process (both engines), on make synth's cdk.out: docs/engines.md.
-engines: synth ## iam-simulate and aws-local-stepfunctions against the emulator: prints how many checks agreed
+engines: $(SYNTH_FIRST) ## iam-simulate and aws-local-stepfunctions against the emulator: prints how many checks agreed
 	$(PY) -m harness.engines cdk.out cdk.out.prod
 
 engines-record: setup ## re-record the calls a local run makes (harness/engines/recorded_calls.json), after make synth
