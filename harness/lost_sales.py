@@ -218,8 +218,7 @@ def unpaged_lost_sales(
 def run_lost_sales(run: Any, in_alarm: Collection[str]) -> dict[str, Any]:
     """The section for a run that evaluated its alarms (the fault matrix: once, at the end): its pages as the
     local run's report reads them, judged order by order (:func:`order_pages`)."""
-    from harness.pager import pager_section
-    from harness.reporter import composite_page_kinds
+    from harness.pager import composite_page_kinds, pager_section
 
     evaluator = run.alarm_evaluator
     queues = run.deployment.queues

@@ -262,3 +262,15 @@ def pages(actions: AlarmActions | None) -> list[dict[str, Any]]:
         for n in (actions.history if actions else [])
         if n.state in PAGE_STATES
     ]
+
+
+def composite_page_kinds(run: Any, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
+    """Each composite notification's kinds (:func:`harness.notifications.composite_kinds`) of a local run."""
+    evaluator = run.alarm_evaluator
+    if evaluator.composites is None:
+        return {}
+    kind_of = {name: alarm_kind(alarm, dlq_names) for name, alarm in evaluator.alarms.items()}
+    rules = {name: rule.alarms() for name, rule in evaluator.composites.rules.items()}
+    from harness.notifications import composite_kinds
+
+    return composite_kinds(evaluator.transitions, rules, kind_of)

@@ -17,9 +17,9 @@ from harness.hostile import outcomes as hostile_outcomes
 from harness.iam_reasons import explain
 from harness.invariants import check
 from harness.lost_sales import consumer_alarms, lost_sales
-from harness.notifications import composite_kinds, per_incident
+from harness.notifications import per_incident
 from harness.orders import PII_PATTERN
-from harness.pager import alarm_kind, pager_section
+from harness.pager import composite_page_kinds, pager_section
 from harness.report import (
     TERMINAL,
     dlq_depths,
@@ -276,16 +276,6 @@ def _pager_and_notifications(run: RunView, report: dict[str, Any], dlq_names: se
     report["notifications"] = per_incident(
         notices[at_start:], report.get("incidents") or [], report.get("ops_commands") or [], evaluator.started
     )
-
-
-def composite_page_kinds(run: RunView, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
-    """Each composite notification's kinds (:func:`harness.notifications.composite_kinds`)."""
-    evaluator = run.alarm_evaluator
-    if evaluator.composites is None:
-        return {}
-    kind_of = {name: alarm_kind(alarm, dlq_names) for name, alarm in evaluator.alarms.items()}
-    rules = {name: rule.alarms() for name, rule in evaluator.composites.rules.items()}
-    return composite_kinds(evaluator.transitions, rules, kind_of)
 
 
 def cost_report(
