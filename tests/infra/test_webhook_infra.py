@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import order_domain.env as env_names
 from tests.infra.conftest import PROD_CONTEXT, SynthResult, as_list, join_to_string
 
 WEBHOOK_PATH = "/webhooks/provider"
@@ -74,8 +75,8 @@ def test_webhook_secret_created_in_dev_imported_in_prod(dev: SynthResult, prod: 
     assert prod.of_type("AWS::SecretsManager::Secret") == {}
     dev_env = dev.properties(dev.logical_id(dev.stack.webhook.function.function))["Environment"]["Variables"]
     prod_env = prod.properties(prod.logical_id(prod.stack.webhook.function.function))["Environment"]["Variables"]
-    assert dev_env["WEBHOOK_SECRET_ARN"] == {"Ref": secret_id}
-    assert prod_env["WEBHOOK_SECRET_ARN"] == PROD_CONTEXT["webhook_secret_arn"]
+    assert dev_env[env_names.WEBHOOK_SECRET_ARN] == {"Ref": secret_id}
+    assert prod_env[env_names.WEBHOOK_SECRET_ARN] == PROD_CONTEXT["webhook_secret_arn"]
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
