@@ -156,6 +156,17 @@ class ProviderWebhook(TransparentScope):
             request_parameters={f"method.request.header.{SIGNATURE_HEADER}": True},
             request_validator=validator,
         )
+        # Without IAM auth, only an explicit Allow of the resource policy lets a caller in ("An implicit denial or
+        # any explicit denial results in denying the caller":
+        # https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-authorization-flow.html); the
+        # API's HTTPS-only Deny still applies. This route only: the order methods stay IAM-only.
+        api.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.AnyPrincipal()],
+                actions=["execute-api:Invoke"],
+                resources=[f"execute-api:/*/POST{WEBHOOK_PATH}"],
+            )
+        )
         metric = route_server_errors(api, WEBHOOK_PATH, "POST", SERVER_ERRORS_PERIOD)
         self.errors_alarm = cloudwatch.Alarm(
             self,

@@ -129,3 +129,24 @@ def test_webhook_server_errors_alarmed_apart_from_the_order_api(dev: SynthResult
     assert (dimensions["Resource"], dimensions["Method"]) == (WEBHOOK_PATH, "POST")
     assert alarm["AlarmDescription"].startswith("[ticket] ")
     assert "api-server-errors.md#webhook-server-errors" in alarm["AlarmDescription"]
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_webhook_resource_policy_allows_only_the_route_to_anyone(stage: str, request: pytest.FixtureRequest) -> None:
+    """A method without IAM auth is allowed only by an explicit Allow of the API's resource policy ("An implicit
+    denial or any explicit denial results in denying the caller":
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-authorization-flow.html); the HTTPS
+    Deny still applies to it."""
+    synth: SynthResult = request.getfixturevalue(stage)
+    api = synth.properties(synth.logical_id(synth.stack.order_api.api))
+    statements = api["Policy"]["Statement"]
+    allows = [s for s in statements if s["Effect"] == "Allow"]
+    assert allows == [
+        {
+            "Effect": "Allow",
+            "Principal": {"AWS": "*"},
+            "Action": "execute-api:Invoke",
+            "Resource": f"execute-api:/*/POST{WEBHOOK_PATH}",
+        }
+    ]
+    assert any(s["Effect"] == "Deny" and s["Resource"] == "execute-api:/*" for s in statements)
