@@ -120,6 +120,7 @@ PROD_CONTEXT := -c alarm_email=oncall@example.com \
 	-c payment_api_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:payments/api-AbCdEf \
 	-c carrier_api_url=https://api.carrier.example.com/v1 \
 	-c carrier_api_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:carrier/api-AbCdEf \
+	-c webhook_secret_arn=arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook/signing-AbCdEf \
 	-c otel_layer_arn=arn:aws:lambda:us-east-1:615299751070:layer:AWSOpenTelemetryDistroPython:18
 
 synth: setup ## cdk synth dev and prod (fails on ResilienceChecks errors and unacknowledged cdk-nag findings, 3 packs)

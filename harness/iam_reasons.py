@@ -37,12 +37,18 @@ REASONS: tuple[tuple[str, str, str], ...] = (
 )
 #: Principals that a run may not invoke at all; their every grant is then unused by design.
 SCHEDULED_ONLY = ("DlqReplay", "Sweeper")
+#: Invoked by the providers' signed webhook events only (no provider calls the local API): unused in a run.
+WEBHOOK_ONLY = ("ProviderWebhook",)
 
 
 def reason_for(principal: str, action: str, resource: str) -> str | None:
     """The documented reason a grant is kept although this run did not use it, or None."""
     if any(name in principal for name in SCHEDULED_ONLY):
         return "runs on a schedule (and on DLQ alarms); tests/e2e/test_iam.py proves its grants"
+    if any(name in principal for name in WEBHOOK_ONLY):
+        return (
+            "invoked by the providers' signed webhook events only; tests/infra/test_webhook_infra.py bounds its grants"
+        )
     for action_pattern, resource_pattern, reason in REASONS:
         if fnmatchcase(action, action_pattern) and fnmatchcase(resource, resource_pattern):
             return reason

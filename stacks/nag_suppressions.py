@@ -29,7 +29,8 @@ LAMBDA_ASYNC_DLQ = (
     "Serverless::Serverless-LambdaDLQ",
     "A Lambda DeadLetterConfig only catches asynchronous invocations. The saga steps and sandbox "
     "providers are invoked synchronously (Step Functions, which retries and compensates; the steps "
-    "themselves), intake through the SQS event source (failures redrive to the orders DLQ). Sweeper "
+    "themselves), intake through the SQS event source (failures redrive to the orders DLQ), the providers' "
+    "webhook by API Gateway (a 5XX is delivered again by the provider). Sweeper "
     "and DlqReplay are invoked by their EventBridge schedules, which fire again within 5 / 15 "
     "minutes and carry no payload worth keeping; their failures raise the function's Errors alarm.",
 )
@@ -105,6 +106,28 @@ API_CLIENT_CERTIFICATE = (
     "A stage client certificate authenticates API Gateway to HTTP back ends. This API's integrations "
     "are AWS service calls (SQS SendMessage, DynamoDB GetItem) over HTTPS, signed with SigV4 by their "
     "execution roles; there is no HTTP back end to present a certificate to.",
+)
+
+WEBHOOK_SIGNED_NOT_IAM = (
+    ("AwsSolutions::AwsSolutions-APIG4", "AwsSolutions::AwsSolutions-COG4"),
+    "POST /webhooks/provider is called by the payment provider, which cannot sign SigV4 nor hold Cognito "
+    "tokens: every request is authenticated by its Stripe-Signature (HMAC-SHA256 of timestamp.body with the "
+    "endpoint's signing secret, 300 s tolerance, constant-time compare: "
+    "https://docs.stripe.com/webhooks#verify-manually) before anything is read or written. API Gateway "
+    "refuses a request without the header, the route is throttled apart, and the function may only read its "
+    "secret and update orders.",
+)
+WEBHOOK_SECRET_ROTATION = (
+    "AwsSolutions::AwsSolutions-SMG4",
+    "The webhook signing secret is issued by the provider: it is rolled at the provider's dashboard, which "
+    "signs with the old and the new secret for a while (several v1 signatures: "
+    "https://docs.stripe.com/webhooks#verify-manually), and the operator puts both in the secret; a Secrets "
+    "Manager rotation Lambda cannot create a secret the provider signs with.",
+)
+WEBHOOK_SECRET_KEY_IN_DEV = (
+    "PCI.DSS.321::PCI.DSS.321-SecretsManagerUsingKMSKey",
+    "dev only: the stack's placeholder webhook signing secret (a sandbox provider's, no card data) keeps "
+    "Secrets Manager's AWS-managed key; prod imports the operator's secret (webhook_secret_arn, docs/deploy.md).",
 )
 
 #: Runtime parity (tests/infra/test_runtime_parity.py): the functions run the Python the tests and the
@@ -201,3 +224,10 @@ def _acknowledge_api(stack: OrderPipelineStack) -> None:
     _acknowledge([stage], API_CACHE)
     _acknowledge([stage], API_CLIENT_CERTIFICATE)
     _acknowledge([api.post_orders, api.get_order], API_COGNITO)
+    webhook = stack.webhook
+    rule_ids, reason = WEBHOOK_SIGNED_NOT_IAM
+    for rule_id in rule_ids:
+        _acknowledge([webhook.method], (rule_id, reason))  # type: ignore[list-item]
+    if webhook.signing_secret is not None:  # dev's placeholder; prod's secret is the operator's
+        _acknowledge([webhook.signing_secret], WEBHOOK_SECRET_ROTATION)
+        _acknowledge([webhook.signing_secret], WEBHOOK_SECRET_KEY_IN_DEV)

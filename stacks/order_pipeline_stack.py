@@ -49,6 +49,7 @@ from stacks.order_constructs.runbooks import Severity, route_alarms
 from stacks.order_constructs.stage import StageConfig
 from stacks.order_constructs.steps import SagaSteps, SagaStepsProps
 from stacks.order_constructs.sweeper import StuckOrderSweeper, StuckOrderSweeperProps
+from stacks.order_constructs.webhook import WEBHOOK_PATH, ProviderWebhook, ProviderWebhookProps
 
 __all__ = [
     "LAMBDAS_DIR",
@@ -101,6 +102,7 @@ class OrderPipelineStack(StableLogicalIdStack):
         ).queue
         self._saga(stage, defaults)
         self._edges(stage, defaults)
+        self._webhook(stage, defaults)
         self._api(stage)
         self.dashboard = self.monitoring.build_dashboard()
         topics = {Severity.PAGE: self.alarm_topic, Severity.TICKET: self.ticket_topic}
@@ -234,6 +236,21 @@ class OrderPipelineStack(StableLogicalIdStack):
         self.sweep_deferred_alarm = sweeper.deferred_alarm
         self.intake_capacity_figures = intake.capacity_figures
 
+    def _webhook(self, stage: StageConfig, defaults: OrderFunctionDefaults) -> None:
+        """The providers' webhook function and signing secret (its route is added with the API)."""
+        self.webhook = ProviderWebhook(
+            self,
+            "ProviderWebhook",
+            props=ProviderWebhookProps(
+                functions=defaults,
+                orders_table=self.orders_table,
+                needs_attention_queue=self.needs_attention.queue,
+                signing_secret_arn=stage.webhook_secret_arn,
+                removal_policy=stage.removal_policy,
+            ),
+        )
+        self.provider_webhook = self.webhook.function
+
     def _api(self, stage: StageConfig) -> None:
         """The order API in front of the orders queue and table, throttled at what the pipeline sustains."""
         figures = {**self.intake_capacity_figures, "workflow": "STANDARD"}  # the saga is a Standard workflow
@@ -251,13 +268,23 @@ class OrderPipelineStack(StableLogicalIdStack):
                 log_retention=stage.log_retention,
                 log_encryption_key=self.data_key,
                 owns_account_log_role=stage.api_account_log_role,
+                route_throttles=ProviderWebhook.method_throttle(),
+                routes_alarmed_apart=((WEBHOOK_PATH, "POST"),),
             ),
         )
+        self.webhook.add_route(self.order_api.api, self.monitoring)
 
     @property
     def functions(self) -> tuple[PipelineFunction, ...]:
-        """Every function of the stack (intake, the steps, the sandbox providers, sweeper, replay)."""
-        return (self.intake, *self.saga_steps.all, *self.providers.functions, self.sweeper, self.dlq_replay)
+        """Every function of the stack (intake, the steps, the sandbox providers, sweeper, replay, webhook)."""
+        return (
+            self.intake,
+            *self.saga_steps.all,
+            *self.providers.functions,
+            self.sweeper,
+            self.dlq_replay,
+            self.provider_webhook,
+        )
 
     def _outputs(self) -> None:
         TraceQuery(self, "TraceQuery", log_groups=[f.log_group for f in self.functions])

@@ -1,5 +1,7 @@
-"""The providers' webhook endpoint (a Lambda function URL, payload format 2.0): verify, then apply.
+"""The providers' webhook endpoint (``POST /webhooks/provider`` of the order API, a Lambda proxy integration:
+payload format 1.0; a function URL's 2.0 reads the same): verify, then apply.
 
+- a body over :data:`MAX_BODY_BYTES`: **413**, before the secret is read or a signature computed;
 - no valid signature (:func:`order_domain.webhooks.verify`), or not an event of the contract: **400**, nothing
   read or written (a forger learns nothing; the provider's dashboard shows the refusal);
 - a verified event of a type settlement follows: applied to its order (:func:`order_domain.settlement.apply`):
@@ -23,8 +25,10 @@ from order_domain import clock, settlement, webhooks
 from order_domain.attention import NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 
-#: The largest body accepted (a Stripe event is a few kilobytes).
-MAX_BODY_BYTES = 256 * 1024
+#: The largest body accepted: a Stripe event is a few kilobytes (https://docs.stripe.com/api/events/object);
+#: API Gateway's own limit, 10 MB, cannot be lowered
+#: (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-execution-service-limits-table.html).
+MAX_BODY_BYTES = 64 * 1024
 
 
 def _answer(status: int, **body: Any) -> dict[str, Any]:
@@ -57,7 +61,8 @@ class WebhookEndpoint:
         try:
             payload = _raw_body(event)
             if len(payload) > MAX_BODY_BYTES:
-                raise webhooks.SignatureRefused("body too large")
+                self.logger.warning("webhook refused", extra={"error_type": "BodyTooLarge", "bytes": len(payload)})
+                return _answer(413, error="too large")
             headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
             webhooks.verify(payload, headers.get(webhooks.HEADER, ""), self.secrets(), now=clock.now())
             parsed = json.loads(payload)

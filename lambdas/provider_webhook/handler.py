@@ -1,5 +1,5 @@
-"""The providers' webhook (a Lambda function URL): signed events of settlement, refunds, disputes and returned
-parcels, verified and applied to their orders (order_domain.webhook_endpoint)."""
+"""The providers' webhook (``POST /webhooks/provider`` of the order API): signed events of settlement,
+refunds, disputes and returned parcels, verified and applied to their orders (order_domain.webhook_endpoint)."""
 
 from __future__ import annotations
 

@@ -49,6 +49,7 @@ from stacks.order_constructs.api_mapping import (
     load_template,
     method_responses,
     post_values,
+    server_errors_less,
     static_problem,
 )
 from stacks.order_constructs.api_model import draft04_schema, edge_model_schema
@@ -76,6 +77,9 @@ class OrderApiProps:
         stage_name: the deployment stage (the URL's first path segment); default ``v1``.
         order_schema: the body model's schema (draft 7 as intake uses it; converted to draft 4);
             default ``ORDER_SCHEMA``.
+        route_throttles: stage method settings of other routes (``"/webhooks/provider/POST"``).
+        routes_alarmed_apart: ``(path, method)`` of routes whose 5XX another alarm watches: the 5XX alarm
+            reads the stage's less theirs (stacks/order_constructs/webhook.py).
     """
 
     orders_queue: sqs.IQueue
@@ -90,6 +94,8 @@ class OrderApiProps:
     stage_name: str = "v1"
     owns_account_log_role: bool = False
     order_schema: Mapping[str, Any] = field(default_factory=lambda: ORDER_SCHEMA)
+    route_throttles: Mapping[str, apigw.MethodDeploymentOptions] = field(default_factory=dict)
+    routes_alarmed_apart: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_]{1,128}", self.stage_name):
@@ -217,7 +223,8 @@ class OrderApi(TransparentScope):
                 method_options={
                     "/orders/POST": apigw.MethodDeploymentOptions(
                         throttling_rate_limit=throttle.rate_limit, throttling_burst_limit=throttle.burst_limit
-                    )
+                    ),
+                    **props.route_throttles,
                 },
             ),
         )
@@ -374,7 +381,7 @@ class OrderApi(TransparentScope):
         alarm = first_occurrence_alarm(
             self,
             "ApiServerErrorsAlarm",
-            self.api.deployment_stage.metric_server_error(period=Duration.minutes(1), statistic="Sum"),
+            server_errors_less(self.api, props.routes_alarmed_apart, Duration.minutes(1)),
             "the order API answered 5XX: the orders queue or table failed behind it, or its configuration",
             props.alarm_topic,
         )

@@ -15,7 +15,9 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
 
 from lambda_resilience.correlation import MAX_CORRELATION_ID_LENGTH
 from order_domain.model import MAX_BODY_BYTES
@@ -183,3 +185,34 @@ def method_responses(*groups: Mapping[str, tuple[str, ...]]) -> list[apigw.Metho
         for group in groups
         for status, headers in group.items()
     ]
+
+
+def route_server_errors(api: apigw.RestApi, path: str, method: str, period: Duration) -> cloudwatch.Metric:
+    """One method's ``5XXError`` (Sum): API Gateway's per-method dimensions, sent with the stage's detailed
+    metrics (``MetricsEnabled``;
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-metrics-and-dimensions.html)."""
+    return cloudwatch.Metric(
+        namespace="AWS/ApiGateway",
+        metric_name="5XXError",
+        dimensions_map={
+            "ApiName": api.rest_api_name,
+            "Method": method,
+            "Resource": path,
+            "Stage": api.deployment_stage.stage_name,
+        },
+        statistic="Sum",
+        period=period,
+    )
+
+
+def server_errors_less(
+    api: apigw.RestApi, routes: Sequence[tuple[str, str]], period: Duration
+) -> cloudwatch.MathExpression:
+    """The stage's ``5XXError`` less that of ``routes`` (``(path, method)``, each alarmed on its own)."""
+    apart = {f"r{i}": route_server_errors(api, path, method, period) for i, (path, method) in enumerate(routes)}
+    return cloudwatch.MathExpression(
+        expression=" - ".join(["stage", *(f"FILL({name}, 0)" for name in apart)]),
+        using_metrics={"stage": api.deployment_stage.metric_server_error(period=period, statistic="Sum"), **apart},
+        period=period,
+        label="5XX of the order methods",
+    )

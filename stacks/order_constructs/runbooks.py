@@ -102,6 +102,9 @@ RUNBOOKS: dict[str, Runbook] = {
     # A ticket: a deferred order is checked by a later sweep; sustained, reconciliation is under-sized.
     "StuckOrders/SweepDeferredAlarm": Runbook("sweep-deferred.md", "sweep-deferred", T),
     "OrderApi/ApiServerErrorsAlarm": Runbook("api-server-errors.md", "api-server-errors", P),
+    # The providers' webhook: a crash pages (every event refused); its 5XX, retried by the provider, a ticket.
+    "ProviderWebhook/ErrorsAlarm": _errors("provider-webhook"),
+    "ProviderWebhook/WebhookServerErrorsAlarm": Runbook("api-server-errors.md", "webhook-server-errors", T),
 }
 
 

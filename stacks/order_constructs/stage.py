@@ -23,7 +23,7 @@ VALID_STAGES = ("dev", "prod")
 #: The context keys of the HTTPS provider adapters (all four or none).
 PROVIDER_KEYS = ("payment_api_url", "payment_api_secret_arn", "carrier_api_url", "carrier_api_secret_arn")
 #: What ``-c stage=prod`` cannot synthesize without (``otel_layer_arn``: decision 0019).
-PROD_REQUIRED_KEYS = (*PROVIDER_KEYS, "alarm_email", "otel_layer_arn")
+PROD_REQUIRED_KEYS = (*PROVIDER_KEYS, "webhook_secret_arn", "alarm_email", "otel_layer_arn")
 
 #: AWS's OpenTelemetry Lambda layer, one version ARN: ``arn:aws:lambda:<region>:<account>:layer:
 #: AWSOpenTelemetryDistroPython:<version>``. The version is a plain per-region number (look it up
@@ -99,6 +99,9 @@ class StageConfig:
         intake_throttle_backoff: intake requeues a throttled record with a delay and its event source
             gets a MaximumConcurrency (context ``intake_throttle_backoff``, default true); false
             restores the earlier behaviour (a throttle fails the record) to measure the difference.
+        webhook_secret_arn: the Secrets Manager secret of the providers' webhook signing secrets
+            (``{"signing_secrets": ["whsec_..."]}``; context ``webhook_secret_arn``); required in prod.
+            Without it (dev only) the stack creates a placeholder secret.
         api_account_log_role: this stack owns the account's API Gateway CloudWatch logging role
             (``AWS::ApiGateway::Account``, one per account and Region; context ``api_account_log_role``,
             default false). Deploy exactly one stack per account and Region with it, or set the role
@@ -122,6 +125,7 @@ class StageConfig:
     carrier_api_secret_arn: str | None = None
     intake_throttle_backoff: bool = True
     otel_layer_arn: str | None = None
+    webhook_secret_arn: str | None = None
     api_account_log_role: bool = False
     runbook_base_url: str = DEFAULT_RUNBOOK_BASE_URL
 
@@ -135,7 +139,7 @@ class StageConfig:
         for key in ("payment_api_url", "carrier_api_url"):
             if (value := getattr(self, key)) is not None:
                 _check_url(key, value, allow_loopback_http=not self.is_prod)
-        for key in ("payment_api_secret_arn", "carrier_api_secret_arn"):
+        for key in ("payment_api_secret_arn", "carrier_api_secret_arn", "webhook_secret_arn"):
             if (value := getattr(self, key)) is not None:
                 _check_secret_arn(key, value)
         if self.otel_layer_arn is not None and not OTEL_LAYER_ARN.fullmatch(self.otel_layer_arn):
@@ -251,6 +255,7 @@ class StageConfig:
             intake_throttle_backoff=(text("intake_throttle_backoff") or "true").lower()
             not in ("false", "0", "no", "off"),
             otel_layer_arn=text("otel_layer_arn"),
+            webhook_secret_arn=text("webhook_secret_arn"),
             api_account_log_role=(text("api_account_log_role") or "false").lower() in ("true", "1", "yes", "on"),
             runbook_base_url=text("runbook_base_url") or DEFAULT_RUNBOOK_BASE_URL,
         )

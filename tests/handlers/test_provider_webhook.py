@@ -161,3 +161,38 @@ def test_webhooks_endpoint_event_type_not_followed_is_acknowledged(endpoint) -> 
     handle, _ = endpoint
     body = json.dumps({"id": "evt_x", "type": "customer.created", "created": 1, "data": {"object": {}}}).encode()
     assert handle.handle(_signed_now(body))["statusCode"] == 200
+
+
+def _rest_proxy_event(payload: bytes, header: str) -> dict:
+    """API Gateway's REST proxy event (payload format 1.0): the body as text, headers as the provider sent them."""
+    headers = {"Content-Type": "application/json", "Stripe-Signature": header}
+    return {
+        "resource": "/webhooks/provider",
+        "httpMethod": "POST",
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "body": payload.decode(),
+        "isBase64Encoded": False,
+    }
+
+
+def test_webhooks_endpoint_rest_proxy_event_is_verified_on_its_text_body(endpoint) -> None:
+    import time
+
+    handle, _ = endpoint
+    payload = _event("refund.failed", "failed", created=3_000)
+    answer = handle.handle(_rest_proxy_event(payload, _sign(payload, int(time.time()))))
+    assert (answer["statusCode"], json.loads(answer["body"])["result"]) == (200, "parked")
+    assert handle.handle(_rest_proxy_event(payload, _sign(payload, 1)))["statusCode"] == 400
+
+
+def test_webhooks_endpoint_body_over_the_limit_is_413_before_the_secret_is_read() -> None:
+    from order_domain.webhook_endpoint import MAX_BODY_BYTES, WebhookEndpoint
+
+    def no_secret() -> list[str]:
+        raise AssertionError("the secret is read for a body over the limit")
+
+    handle = WebhookEndpoint(None, None, no_secret, logger=_Quiet())  # type: ignore[arg-type]
+    assert MAX_BODY_BYTES == 64 * 1024  # a Stripe event is a few kilobytes
+    payload = b"{" + b" " * MAX_BODY_BYTES + b"}"
+    assert handle.handle(_rest_proxy_event(payload, _sign(payload, 10)))["statusCode"] == 413

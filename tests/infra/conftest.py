@@ -38,11 +38,14 @@ PROVIDER_CONTEXT: dict[str, Any] = {
 }
 #: AWS's OpenTelemetry layer (a well-formed version ARN; the version is per region, decision 0019).
 OTEL_LAYER_ARN = "arn:aws:lambda:us-east-1:615299751070:layer:AWSOpenTelemetryDistroPython:18"
-#: What ``-c stage=prod`` needs: the provider keys, an alarm e-mail and AWS's OpenTelemetry layer.
+#: The providers' webhook signing secret (prod takes it from context; dev creates a placeholder).
+WEBHOOK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook/signing-AbCdEf"
+#: What ``-c stage=prod`` needs: the provider keys, the webhook's secret, an alarm e-mail and AWS's OpenTelemetry layer.
 PROD_CONTEXT: dict[str, Any] = {
     "stage": "prod",
     "alarm_email": "ops@example.com",
     "otel_layer_arn": OTEL_LAYER_ARN,
+    "webhook_secret_arn": WEBHOOK_SECRET_ARN,
     **PROVIDER_CONTEXT,
 }
 

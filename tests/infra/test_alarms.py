@@ -72,7 +72,7 @@ def test_alarms_every_function_has_errors_alarm_on_topic(stage: str, request: py
     by_function = _unexpected_errors_alarms(synth)
     functions = set(synth.of_type("AWS::Lambda::Function"))
     assert set(by_function) == functions
-    assert len(functions) == (12 if stage == "dev" else 10)
+    assert len(functions) == (13 if stage == "dev" else 11)  # with the providers' webhook
     for logical_id, props in by_function.items():
         queries = {q["Id"]: q for q in props["Metrics"]}
         expression = next(q for q in props["Metrics"] if "Expression" in q)
@@ -133,7 +133,8 @@ def test_alarms_every_alarm_acts_on_its_severity_topic(stage: str, request: pyte
     # With the order API's 5XX alarm and the orders queue's oldest-message age; the arrivals alarms of both
     # DLQs and the needs-attention queue, the sweeper's heartbeat and parked orders, one outage alarm per
     # provider (payment, carrier: 0023).
-    assert len(alarms) == (32 if stage == "dev" else 30)  # + SweepDeferred (a ticket)
+    # + SweepDeferred (a ticket), + the providers' webhook's errors and 5XX alarms
+    assert len(alarms) == (34 if stage == "dev" else 32)
     for logical_id, alarm in alarms.items():
         assert synth.notifies(alarm["Properties"]) == _topic(synth, alarm["Properties"]), logical_id
         assert alarm["Properties"].get("ActionsEnabled", True) is not False, logical_id

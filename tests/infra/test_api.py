@@ -37,8 +37,14 @@ CUSTOMER_DATA_NAMES = (set(ORDER_SCHEMA["properties"]) - ORDER_MESSAGE_NON_CUSTO
 
 
 def _methods(synth: SynthResult) -> dict[str, dict[str, Any]]:
-    """``{"POST": properties, "GET": properties}`` of the API's methods."""
-    return {m["Properties"]["HttpMethod"]: m["Properties"] for m in synth.of_type("AWS::ApiGateway::Method").values()}
+    """``{"POST": properties, "GET": properties}`` of the order methods (the webhook route, a Lambda proxy:
+    tests/infra/test_webhook_infra.py)."""
+    methods = synth.of_type("AWS::ApiGateway::Method").values()
+    return {
+        m["Properties"]["HttpMethod"]: m["Properties"]
+        for m in methods
+        if m["Properties"]["Integration"]["Type"] == "AWS"
+    }
 
 
 def _stage(synth: SynthResult) -> dict[str, Any]:
@@ -191,12 +197,15 @@ def test_api_post_requires_idempotency_key_header(dev: SynthResult) -> None:
 
 
 @pytest.mark.parametrize("stage", ["dev", "prod"])
-def test_api_every_method_uses_iam_authorization(stage: str, request: pytest.FixtureRequest) -> None:
+def test_api_every_order_method_uses_iam_authorization(stage: str, request: pytest.FixtureRequest) -> None:
     synth: SynthResult = request.getfixturevalue(stage)
     methods = synth.of_type("AWS::ApiGateway::Method")
-    assert len(methods) == 2  # POST /orders, GET /orders/{id}: no OPTIONS, no proxy
+    webhook = synth.logical_id(synth.stack.webhook.method)
+    assert len(methods) == 3  # POST /orders, GET /orders/{id}, POST /webhooks/provider: no OPTIONS, no proxy
     for logical_id, method in methods.items():
-        assert method["Properties"]["AuthorizationType"] == "AWS_IAM", logical_id
+        # the providers' webhook is authenticated by its HMAC signature (tests/infra/test_webhook_infra.py)
+        wanted = "NONE" if logical_id == webhook else "AWS_IAM"
+        assert method["Properties"]["AuthorizationType"] == wanted, logical_id
 
 
 def test_api_post_integration_responses_map_sqs_statuses(dev: SynthResult) -> None:
@@ -280,9 +289,11 @@ def test_api_throttle_is_what_the_throttle_model_computes(dev: SynthResult) -> N
     rate, burst = api_throttle_for({**dev.stack.intake_capacity_figures, "workflow": "STANDARD"})
     assert (rate, burst) == (300, 1300)  # the StartExecution refill binds (large regions): 300/s, bucket 1,300
     expected = {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
-    for setting in _stage(dev)["MethodSettings"]:
+    settings = [s for s in _stage(dev)["MethodSettings"] if s["ResourcePath"] != "/~1webhooks~1provider"]
+    for setting in settings:
         assert {k: setting[k] for k in expected} == expected, setting
-    assert {s["ResourcePath"] for s in _stage(dev)["MethodSettings"]} == {"/*", "/~1orders"}
+    # the webhook route has its own (tests/infra/test_webhook_infra.py)
+    assert {s["ResourcePath"] for s in settings} == {"/*", "/~1orders"}
 
 
 def test_api_throttle_other_regions_take_their_lower_quotas() -> None:
@@ -334,6 +345,7 @@ def test_api_nag_findings_on_the_api_are_only_the_reviewed_ones(stage: str, requ
                 assert len(finding["reason"]) > 60, finding["ruleName"]
     reviewed = {
         "AwsSolutions-APIG3",
+        "AwsSolutions-APIG4",  # the webhook route: HMAC-signed, not IAM (stacks/nag_suppressions.py)
         "AwsSolutions-COG4",
         "PCI.DSS.321-APIGWAssociatedWithWAF",
         "PCI.DSS.321-APIGWCacheEnabledAndEncrypted",
@@ -363,6 +375,7 @@ def test_api_construct_exposes_its_resources(dev: SynthResult) -> None:
     assert isinstance(api, OrderApi)
     assert dev.logical_id(api.errors_alarm) in dev.of_type("AWS::CloudWatch::Alarm")
     alarm = dev.properties(dev.logical_id(api.errors_alarm))
-    assert alarm["MetricName"] == "5XXError"
-    assert alarm["Period"] == 60  # a 5XX pages within a minute (docs/decisions/0023)
+    stats = [m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m]
+    assert {s["Metric"]["MetricName"] for s in stats} == {"5XXError"}  # the stage's, less the webhook route's
+    assert {s["Period"] for s in stats} == {60}  # a 5XX pages within a minute (docs/decisions/0023)
     assert alarm["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]

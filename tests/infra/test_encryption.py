@@ -53,7 +53,7 @@ def test_encryption_prod_every_log_group_uses_data_key_kept_a_year(prod: SynthRe
         prod.logical_id(prod.stack.order_api.execution_logs),
     }
     assert set(groups) == expected
-    assert len(groups) == 13  # 10 functions (no sandbox) + the state machine + the API's access and execution logs
+    assert len(groups) == 14  # 11 functions (no sandbox) + the state machine + the API's access and execution logs
     for logical_id, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == _data_key_arn(prod), logical_id
         assert group["Properties"]["RetentionInDays"] >= ONE_YEAR_DAYS, logical_id

@@ -25,6 +25,7 @@ SERVICES = {
     "intake": "intake",
     "sweeper": "sweeper",
     "dlq_replay": "dlq-replay",
+    "provider_webhook": "provider-webhook",
 }
 
 #: Powertools idempotency records: put, read back, complete, delete on failure. No Scan, no Query.
@@ -112,6 +113,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             "failures": stack.failures_table,
             "orders_queue": stack.orders_queue.queue,
             "orders_dlq": stack.orders_queue.dlq,
+            "webhook_secret": stack.webhook.signing_secret,
         }.items()
     }
     base = {env_names.IDEMPOTENCY_TABLE_NAME: ref["idempotency"], env_names.ORDERS_TABLE_NAME: ref["orders"]}
@@ -150,6 +152,11 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
             env_names.NEEDS_ATTENTION_QUEUE_URL: ref["needs_attention"],  # it parks and announces
             env_names.PAYMENT_PROVIDER_FUNCTION: ref["payment"],  # it looks the charge and the shipment up
             env_names.CARRIER_FUNCTION: ref["carrier"],
+        },
+        "provider_webhook": {
+            env_names.ORDERS_TABLE_NAME: ref["orders"],
+            env_names.NEEDS_ATTENTION_QUEUE_URL: ref["needs_attention"],  # a late failure is announced
+            env_names.WEBHOOK_SECRET_ARN: ref["webhook_secret"],  # dev's placeholder secret
         },
     }
     for attr, wanted in expected.items():
@@ -303,6 +310,8 @@ def test_dynamodb_grants_name_table_arns_only(dev: SynthResult) -> None:
         ),
         # UpdateItem: each automatic run's record, read back by `ops dlq history`
         ("dlq_replay", {"failures_table": ("dynamodb:GetItem", "dynamodb:UpdateItem")}),
+        # the settlement record (and the park of a late failure): never put or delete the order
+        ("provider_webhook", {"orders_table": DDB_ORDER_STEP}),
         # the sandbox ledger's count_requests() queries the request records
         ("payment_provider", {"ledger_table": (*DDB_TRANSACT, "dynamodb:Query")}),
         # the carrier only puts and reads its own records: it cannot rewrite payment records
@@ -340,18 +349,19 @@ def test_finalize_may_send_to_needs_attention_queue(dev: SynthResult) -> None:
     assert as_list(statement["Resource"]) == [queue_arn]
 
 
-def test_needs_attention_queue_written_only_by_finalize_and_the_sweeper_and_read_by_no_function(
+def test_needs_attention_queue_written_only_by_finalize_the_sweeper_and_the_webhook_and_read_by_no_function(
     dev: SynthResult,
 ) -> None:
     """Humans drain the needs-attention queue: no function role may receive from it. The park
-    (finalize), the saga's last-resort route (its state machine role) and the sweeper (parks,
-    mismatches) send to it."""
+    (finalize), the saga's last-resort route (its state machine role), the sweeper (parks,
+    mismatches) and the providers' webhook (a late failure) send to it."""
     queue_id = dev.logical_id(dev.stack.needs_attention.queue)
     dlq_id = dev.logical_id(dev.stack.needs_attention.dlq)
     senders = {
         dev.logical_id(dev.stack.finalize.role),
         dev.logical_id(dev.stack.sweeper.role),
         dev.logical_id(dev.stack.saga.state_machine.role),
+        dev.logical_id(dev.stack.provider_webhook.role),
     }
     for policy in dev.of_type("AWS::IAM::Policy").values():
         roles = {r["Ref"] for r in policy["Properties"]["Roles"]}

@@ -38,6 +38,7 @@ _LOG_GROUPS = {
     "ReleaseInventoryLogsED58C24D",
     "ReserveInventoryLogs8015C537",
     "ShipOrderLogsFC8C5EE7",
+    "ProviderWebhookLogsCA2D5D86",  # the providers' webhook (issue 40)
     "SweeperLogs964BB71D",
 }
 _COMMON = {
@@ -64,6 +65,8 @@ STATEFUL = {
         "SandboxLedgerTableDCAA2315": "AWS::DynamoDB::Table",
         "SandboxCarrierLogsE84072B2": "AWS::Logs::LogGroup",
         "SandboxPaymentLogs21908F6C": "AWS::Logs::LogGroup",
+        # dev's placeholder webhook signing secret (prod imports the operator's: webhook_secret_arn)
+        "WebhookSigningSecretDD964680": "AWS::SecretsManager::Secret",
         "IntakeFunctionSqsEventSourceOrderPipelinedevOrdersQueue6929C7F9DC0FDD85": "AWS::Lambda::EventSourceMapping",
     },
     "prod": {

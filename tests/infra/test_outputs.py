@@ -30,6 +30,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         present(stack.carrier),
         stack.sweeper,
         stack.dlq_replay,
+        stack.provider_webhook,
     )
     assert _outputs(dev) == {
         "NeedsAttentionQueueUrl": ref(stack.needs_attention.queue),
@@ -56,7 +57,7 @@ def test_outputs_saga_timeout_matches_the_state_machine(dev: SynthResult, saga_d
 
 def test_outputs_same_names_in_prod_but_the_sandbox_ledger(dev: SynthResult, prod: SynthResult) -> None:
     assert set(_outputs(prod)) == set(_outputs(dev)) - {"LedgerTableName"}
-    assert len(prod.stack.functions) == 10
+    assert len(prod.stack.functions) == 11
     assert _outputs(prod)["LogGroupNames"] == {
         "Fn::Join": [",", [{"Ref": prod.logical_id(f.log_group)} for f in prod.stack.functions]]
     }

@@ -17,7 +17,13 @@ from constructs_lib.tables import DataTableProps
 from stacks.order_constructs.order_saga import RetryPolicy
 from stacks.order_constructs.stage import StageConfig
 from stacks.order_pipeline_stack import LAMBDAS_DIR
-from tests.infra.conftest import OTEL_LAYER_ARN, PROD_CONTEXT, PROVIDER_CONTEXT, InlineFunctionFactory
+from tests.infra.conftest import (
+    OTEL_LAYER_ARN,
+    PROD_CONTEXT,
+    PROVIDER_CONTEXT,
+    WEBHOOK_SECRET_ARN,
+    InlineFunctionFactory,
+)
 
 
 @pytest.fixture
@@ -164,7 +170,13 @@ def test_stage_config_bad_alarm_email(email: str) -> None:
 
 
 def test_stage_config_prod_retains_and_protects() -> None:
-    prod = StageConfig(name="prod", alarm_email="ops@example.com", otel_layer_arn=OTEL_LAYER_ARN, **PROVIDER_CONTEXT)
+    prod = StageConfig(
+        name="prod",
+        alarm_email="ops@example.com",
+        otel_layer_arn=OTEL_LAYER_ARN,
+        webhook_secret_arn=WEBHOOK_SECRET_ARN,
+        **PROVIDER_CONTEXT,
+    )
     dev = StageConfig()
     assert (prod.removal_policy, prod.deletion_protection) == (RemovalPolicy.RETAIN, True)
     assert (dev.name, dev.removal_policy, dev.deletion_protection) == ("dev", RemovalPolicy.DESTROY, False)
@@ -175,7 +187,11 @@ def test_stage_config_from_context_defaults_to_dev() -> None:
     assert StageConfig.from_context(App().node).stuck_after_minutes == 130
     app = App(context=PROD_CONTEXT)
     assert StageConfig.from_context(app.node) == StageConfig(
-        name="prod", alarm_email="ops@example.com", otel_layer_arn=OTEL_LAYER_ARN, **PROVIDER_CONTEXT
+        name="prod",
+        alarm_email="ops@example.com",
+        otel_layer_arn=OTEL_LAYER_ARN,
+        webhook_secret_arn=WEBHOOK_SECRET_ARN,
+        **PROVIDER_CONTEXT,
     )
 
 

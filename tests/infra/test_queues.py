@@ -279,6 +279,7 @@ def test_alarms_are_queue_sweeper_function_and_saga_alarms(dev: SynthResult) -> 
         stack.intake.throttles_alarm,
         *stack.saga.alarms.values(),
         stack.order_api.errors_alarm,
+        stack.webhook.errors_alarm,  # the providers' webhook route's 5XX (its function's errors are above)
     }
     assert set(dev.of_type("AWS::CloudWatch::Alarm")) == {dev.logical_id(a) for a in expected}
 

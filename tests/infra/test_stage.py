@@ -65,7 +65,7 @@ def test_stage_config_prod_empty_context_value_counts_as_missing() -> None:
 
 
 def test_stage_config_prod_with_all_keys_has_no_sandbox() -> None:
-    config = StageConfig(name="prod", alarm_email="ops@example.com", otel_layer_arn=OTEL_LAYER_ARN, **PROVIDER_CONTEXT)
+    config = StageConfig(name="prod", **{k: v for k, v in PROD_CONTEXT.items() if k != "stage"})
     assert not config.uses_sandbox
     assert config.payment_api == ProviderEndpoint(
         PROVIDER_CONTEXT["payment_api_url"], PROVIDER_CONTEXT["payment_api_secret_arn"]
@@ -119,6 +119,16 @@ def test_stage_config_dev_accepts_http_to_loopback_only_for_the_local_sandbox() 
 def test_stage_config_secret_arn_must_look_like_a_secret_arn(arn: str) -> None:
     with pytest.raises(ValueError, match="carrier_api_secret_arn must be a Secrets Manager secret ARN"):
         StageConfig(**{**PROVIDER_CONTEXT, "carrier_api_secret_arn": arn})
+
+
+def test_stage_config_webhook_secret_arn_must_look_like_a_secret_arn() -> None:
+    with pytest.raises(ValueError, match="webhook_secret_arn must be a Secrets Manager secret ARN"):
+        StageConfig(webhook_secret_arn="webhook/signing")
+    assert (
+        StageConfig.from_context(App(context=PROD_CONTEXT).node).webhook_secret_arn
+        == PROD_CONTEXT["webhook_secret_arn"]
+    )
+    assert "webhook_secret_arn" in PROD_REQUIRED_KEYS
 
 
 @pytest.mark.parametrize(
@@ -202,7 +212,7 @@ def _staged_asset_dirs(synth: SynthResult) -> list[Path]:
 
 def test_prod_assets_and_layers_contain_no_sandbox_code(prod: SynthResult) -> None:
     dirs = _staged_asset_dirs(prod)
-    assert len(dirs) == 10 + 2  # a code asset per function, the two layers
+    assert len(dirs) == 11 + 2  # a code asset per function (the webhook's too), the two layers
     for directory in dirs:
         for path in directory.rglob("*"):
             assert "sandbox" not in path.relative_to(directory).parts, path
@@ -282,7 +292,15 @@ def test_provider_secrets_readable_only_by_their_functions(stage: str, request: 
         # The sweeper looks charges and shipments up by key to finish, park and reconcile orders.
         PROVIDER_CONTEXT["payment_api_secret_arn"]: {"charge", "refund", "sweeper"},
         PROVIDER_CONTEXT["carrier_api_secret_arn"]: {"ship", "cancel_shipment", "sweeper"},
+        # the webhook's signing secret: its function alone (tests/infra/test_webhook_infra.py)
+        webhook_secret(synth): {"provider_webhook"},
     }
+
+
+def webhook_secret(synth: SynthResult) -> str:
+    """The webhook secret's IAM resource as rendered above: the context ARN, or the created secret's Ref."""
+    secret = synth.stack.webhook.signing_secret
+    return str({"Ref": synth.logical_id(secret)}) if secret is not None else PROD_CONTEXT["webhook_secret_arn"]
 
 
 @pytest.mark.parametrize("stage", ["prod", "dev_https"])
@@ -299,7 +317,7 @@ def test_provider_functions_may_invoke_no_lambda(stage: str, request: pytest.Fix
 
 def test_dev_https_deploys_no_sandbox(dev_https: SynthResult) -> None:
     assert not [k for k in dev_https.resources if "Sandbox" in k]
-    dev_https.template.resource_count_is("AWS::Lambda::Function", 10)
+    dev_https.template.resource_count_is("AWS::Lambda::Function", 11)  # the webhook's included
 
 
 def test_dev_sandbox_functions_get_no_secret_or_https_env(dev: SynthResult) -> None:

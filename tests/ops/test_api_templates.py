@@ -72,7 +72,8 @@ def _templates(dev: SynthResult, method: str) -> dict[str | None, str]:
     (props,) = [
         m["Properties"]
         for m in dev.of_type("AWS::ApiGateway::Method").values()
-        if m["Properties"]["HttpMethod"] == method
+        # the order methods (the providers' webhook is a Lambda proxy, without templates)
+        if m["Properties"]["HttpMethod"] == method and m["Properties"]["Integration"]["Type"] == "AWS"
     ]
     integration = props["Integration"]
     templates: dict[str | None, str] = {"request": join_to_string(integration["RequestTemplates"]["application/json"])}
