@@ -88,9 +88,9 @@ def test_tables_prod_stage_retained_and_protected(prod: SynthResult) -> None:
 
 
 def test_log_groups_follow_stage_removal_policy_and_retention(dev: SynthResult, prod: SynthResult) -> None:
-    # dev: 12 functions (with the two sandbox providers) + the state machine + the API's access and execution
-    # logs; prod: no sandbox
-    for synth, policy, count, days in ((dev, "Delete", 15, 30), (prod, "Retain", 13, 365)):
+    # dev: 13 functions (with the two sandbox providers and the providers' webhook) + the state machine + the API's
+    # access and execution logs; prod: no sandbox
+    for synth, policy, count, days in ((dev, "Delete", 16, 30), (prod, "Retain", 14, 365)):
         groups = synth.of_type("AWS::Logs::LogGroup")
         assert len(groups) == count
         for logical_id, group in groups.items():
