@@ -306,11 +306,16 @@ def compensating(orders: OrderRepository, order_id: str, attempt: int, payload: 
     (decision 0029). The order is read again on that rare path only."""
     requested = payload.get("compensate") is True
     moved = orders.transition(order_id, OrderStatus.COMPENSATING, attempt=attempt, from_parked=requested)
-    if moved == "stale" and not requested:
-        item = orders.find(order_id) or {}
-        if item.get("status") == OrderStatus.NEEDS_ATTENTION.value and int(item.get("payment_attempt", 1)) == attempt:
-            raise OrderParked(f"order {order_id}: attempt {attempt} is parked for an operator; nobody asked to undo it")
+    if moved == "stale" and not requested and parked(orders, order_id, attempt):
+        raise OrderParked(f"order {order_id}: attempt {attempt} is parked for an operator; nobody asked to undo it")
     return moved
+
+
+def parked(orders: OrderRepository, order_id: str, attempt: int) -> bool:
+    """Whether ``attempt`` of the order is parked for an operator (NEEDS_ATTENTION) now: one consistent read, on
+    the rare path of a move that was refused."""
+    item = orders.find(order_id) or {}
+    return item.get("status") == OrderStatus.NEEDS_ATTENTION.value and int(item.get("payment_attempt", 1)) == attempt
 
 
 def _now() -> str:

@@ -7,7 +7,10 @@ Each recorder runs after the step's action on every invocation (a duplicate's ca
 :func:`lambda_resilience.step.step_handler`'s ``record``). Anything but "moved" or "already" (the
 write failed, or another actor moved the order meanwhile) raises, and the handler names it
 ``EffectDoneOutcomeNotWritten``: the definition then records the outcome with its own task (retries,
-then the park), and never compensates an effect that is done.
+then the park), and never compensates an effect that is done. Except a write that finds the order parked
+for its attempt (a retry after a lost answer, once a provider's late change or the sweeper parked the order):
+:class:`OrderParked`, so the execution ends FAILED in ``AlreadyParked`` (decision 0029), not SUCCEEDED through
+the recorder task's failed condition (``OutcomeAlreadyRecorded``) with the order parked.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from lambda_resilience.correlation import current_correlation_id
 from lambda_resilience.exceptions import EffectDoneOutcomeNotWritten
 from lambda_resilience.step import OutcomeRecorder
 from order_domain import clock
-from order_domain.orders import OrderRepository, refused_move
+from order_domain.errors import OrderParked
+from order_domain.orders import OrderRepository, parked, refused_move
 from order_domain.status import OrderStatus
 
 
@@ -31,6 +35,7 @@ def completed_by_ship(orders: OrderRepository) -> OutcomeRecorder:
     def record(payload: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if complete_shipped(orders, order_id, attempt, current_correlation_id()) == "stale":
+            _refuse_if_parked(orders, order_id, attempt)
             raise EffectDoneOutcomeNotWritten(f"order {order_id}: shipped, but the order moved on (not COMPLETED)")
         return {**result, "outcome": OrderStatus.COMPLETED.value}
 
@@ -47,10 +52,18 @@ def compensated_by_release(orders: OrderRepository) -> OutcomeRecorder:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         cid = current_correlation_id()
         if orders.transition(order_id, OrderStatus.COMPENSATED, attempt=attempt, correlation_id=cid) == "stale":
+            _refuse_if_parked(orders, order_id, attempt)
             raise EffectDoneOutcomeNotWritten(f"order {order_id}: released, but the order is not COMPENSATING")
         return {**result, "outcome": OrderStatus.COMPENSATED.value}
 
     return record
+
+
+def _refuse_if_parked(orders: OrderRepository, order_id: str, attempt: int) -> None:
+    """The outcome write found the order parked for this attempt after the effect (module doc): the park stands
+    (announced when it was made); the execution ends in ``AlreadyParked``, the effect kept."""
+    if parked(orders, order_id, attempt):
+        raise OrderParked(f"order {order_id}: attempt {attempt} was parked after its last step's effect")
 
 
 def complete_shipped(orders: OrderRepository, order_id: str, attempt: int, correlation_id: str | None) -> str:

@@ -221,8 +221,14 @@ class Actors:
         self._settle(execution)
 
     def _settle(self, execution: Execution) -> None:
-        """An execution that reached SUCCEEDED or FAILED ends (a repair's lease is then replaced or expires)."""
-        execution.ended()
+        """An execution that reached SUCCEEDED or FAILED ends (a repair's lease is then replaced or expires); what
+        it left is noted (a closed execution's status never changes after: Step Functions redrives only a FAILED,
+        TIMED_OUT or ABORTED one)."""
+        if execution.ended():
+            item = self.world.raw("GetItem", TableName=ORDERS, Key=to_item({"order_id": execution.order_id}))
+            order = item.get("Item", {})
+            status = order.get("status", {}).get("S", "")
+            execution.left = (status, int(order.get("payment_attempt", {}).get("N", "1")))
 
     def _invoke(self, execution: Execution) -> None:
         spec = execution.spec

@@ -12,7 +12,8 @@ Each returns the violations it finds, one line each; :data:`INVARIANTS` names th
 - ``lost_sale``: a valid order (good token, in stock, deliverable) ends COMPENSATED only if it was
   announced (a needs-attention message) or an operator asked for it.
 - ``announced``: every parked (NEEDS_ATTENTION) order has a needs-attention message; an execution that
-  SUCCEEDED left its attempt COMPLETED or COMPENSATED (a success that leaves a parked order is silent).
+  SUCCEEDED left its attempt COMPLETED or COMPENSATED when it closed (a success that leaves a parked order is
+  silent; a park after it closed, a provider's late change, is announced by its own park).
 - ``settled``: a provider's late change (a refund that failed days later) is announced within a day.
 - ``forward_on_compensating``: no forward step's effect on a COMPENSATING order (recorded by the actor).
 """
@@ -146,14 +147,11 @@ def announced(s: Snapshot) -> list[str]:
         if order["status"] == "NEEDS_ATTENTION" and not s.announced(oid):
             found.append(f"announced: {oid} is parked and nobody was told")
     for execution in s.actors.executions.values():
-        item = s.orders.get(execution.order_id)
-        if execution.status != "SUCCEEDED" or item is None:
+        if execution.status != "SUCCEEDED" or execution.left is None:
             continue
-        if int(item.get("payment_attempt", 1)) == execution.attempt and item["status"] not in (
-            "COMPLETED",
-            "COMPENSATED",
-        ):
-            found.append(f"announced: {execution.name} SUCCEEDED but {execution.order_id} is {item['status']}")
+        status, attempt = execution.left  # when it closed: a later park (a provider's late change) is announced
+        if attempt == execution.attempt and status not in ("COMPLETED", "COMPENSATED"):
+            found.append(f"announced: {execution.name} SUCCEEDED but {execution.order_id} is {status}")
     return found
 
 

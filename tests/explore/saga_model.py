@@ -128,6 +128,9 @@ class Execution:
     error: dict[str, Any] | None = None
     started_at: float = 0.0
     history: list[str] = field(default_factory=list)
+    #: The order's status and payment attempt when the execution closed (what it left: ``announced`` judges a
+    #: SUCCEEDED execution by it, not by a later move such as a provider's late change parking the order).
+    left: tuple[str, int] | None = None
 
     @property
     def running(self) -> bool:

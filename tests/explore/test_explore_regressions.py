@@ -126,3 +126,85 @@ def test_explore_regression_late_refund_failure_of_a_replaced_attempt_is_settled
     state.late_refund_failure(index=0)  # attempt 1's refund fails three days later
     state.new_attempt(index=0)  # the customer pays again: attempt 2 replaces attempt 1
     assert broken(state, "money") == []
+
+
+#: make test's budget on merged main: the falsifying sequence Hypothesis printed (rule, arguments).
+LATE_PARK_AFTER_A_REPAIR: tuple[tuple[str, dict[str, object]], ...] = (
+    ("first_order", {"kind": "partial"}),
+    ("repair", {"action": "redrive", "index": 4}),
+    ("repair", {"action": "redrive", "index": 5}),
+    ("clock_jump", {"seconds": 7200}),
+    ("repair", {"action": "compensate", "index": 3}),
+    ("clock_jump", {"seconds": 30}),
+    ("late_refund_failure", {"index": 5}),
+    ("step_cleanly", {"index": 7}),
+    ("repair", {"action": "compensate", "index": 7}),
+    ("repair", {"action": "compensate", "index": 3}),
+    ("sweep", {}),
+    ("late_refund_failure", {"index": 0}),
+    ("repair", {"action": "compensate", "index": 2}),
+    ("clock_jump", {"seconds": 1382400}),
+    ("sweep", {}),
+    ("step", {"fault": "outage", "index": 7}),
+    ("late_refund_failure", {"index": 2}),
+    ("repair", {"action": "redrive", "index": 7}),
+    ("sweep", {}),
+    ("late_refund_failure", {"index": 4}),
+    ("sweep", {}),
+    ("repair", {"action": "redrive", "index": 7}),
+    ("sweep", {}),
+    ("late_refund_failure", {"index": 7}),
+    ("repair", {"action": "compensate", "index": 7}),
+    ("step", {"fault": "crash_before_effect", "index": 4}),  # MarkNeedsAttention: parked (the ChargePayment throttle)
+    ("clock_jump", {"seconds": 259200}),
+    ("repair", {"action": "redrive", "index": 3}),  # the repair's execution: charge (partly), refund, release
+    ("step_cleanly", {"index": 6}),
+    ("step_cleanly", {"index": 6}),
+    ("step_cleanly", {"index": 5}),
+    ("sweep", {}),
+    ("repair", {"action": "redrive", "index": 2}),
+    ("clock_jump", {"seconds": 7200}),
+    ("step", {"fault": "answer_lost", "index": 4}),  # ReleaseInventory records COMPENSATED, its answer lost
+    ("late_refund_failure", {"index": 6}),  # the refund fails at the provider (its webhooks queued)
+    ("sweep", {}),
+    ("step_cleanly", {"index": 2}),  # the retry: the execution ends SUCCEEDED, the order COMPENSATED
+    ("sweep", {}),
+    ("clock_jump", {"seconds": 1382400}),  # the webhooks arrive: refund.failed parks the COMPENSATED order
+)
+
+
+def test_explore_regression_a_late_refund_failure_parks_an_order_whose_repair_had_succeeded() -> None:
+    """make test's budget (50 x 50, derandomized, not shrunk) on merged main: the sequence Hypothesis printed.
+    A partly captured order is parked, redriven by ``ops repair``; the repair's compensations refund it, its
+    ReleaseInventory records COMPENSATED and the execution ends SUCCEEDED (a retry after a lost answer). Days
+    later the refund fails at the provider: its webhook parks the COMPENSATED order (announced). The execution
+    closed SUCCEEDED on a COMPENSATED order; the park came after it closed (a closed execution's status never
+    changes: only FAILED, TIMED_OUT or ABORTED ones can be redriven). ``announced`` judged the closed execution
+    by the order's status now, not by the status it left."""
+    state = SagaExploration()
+    for rule, arguments in LATE_PARK_AFTER_A_REPAIR:
+        getattr(state, rule)(**arguments)
+    assert state.actors.orders["o1"].late_events
+    repair = state.actors.executions["order-o1-attempt-1-repair-0"]
+    assert (repair.status, repair.left) == ("SUCCEEDED", ("COMPENSATED", 1))  # what it left when it closed
+    assert broken(state, "announced") == []
+    assert check(state.actors) == []
+
+
+def test_explore_regression_a_settlement_park_before_the_last_steps_retry_ends_it_already_parked() -> None:
+    """The same race with the webhook first, by hand: ReleaseInventory recorded COMPENSATED and its answer was
+    lost; the refund fails at the provider and its webhook parks the order before Step Functions retries the
+    step. The retry's COMPENSATED write found NEEDS_ATTENTION (``EffectDoneOutcomeNotWritten``), MarkCompensated's
+    condition failed and ``OutcomeAlreadyRecorded`` ended the execution SUCCEEDED on a parked order. Now the
+    outcome write that finds the order parked refuses by name: FAILED in ``AlreadyParked`` (decision 0029)."""
+    state = SagaExploration()
+    state.first_order(kind="partial")
+    _run_out(state, 3)  # reserve, charge (partly captured: PaymentIncomplete), refund
+    state.step(index=0, fault="answer_lost")  # ReleaseInventory records COMPENSATED, its answer lost
+    state.late_refund_failure(index=0)
+    state.clock_jump(seconds=30)  # the webhooks: refund.failed parks the COMPENSATED order (announced)
+    state.run_to_end(index=0)  # the retry
+    (execution,) = state.actors.executions.values()
+    assert (execution.status, execution.history[-1]) == ("FAILED", "ReleaseInventory:OrderParked")
+    assert broken(state, "announced") == []
+    assert check(state.actors) == []

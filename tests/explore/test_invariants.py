@@ -89,5 +89,25 @@ def test_invariants_announced_flags_a_success_that_leaves_the_order_parked(actor
     order_id = actors.place("valid")
     execution = next(iter(actors.executions.values()))
     assert isinstance(execution, Execution)
-    execution.status = "SUCCEEDED"
+    execution.state = "SUCCEEDED"
+    actors._settle(execution)  # it closes SUCCEEDED with the order RECEIVED
     assert check(actors, ONLY["announced"]) == [f"announced: {execution.name} SUCCEEDED but {order_id} is RECEIVED"]
+
+
+def test_invariants_announced_judges_a_success_by_what_it_left_when_it_closed(actors: Actors) -> None:
+    """A park after the execution closed (a provider's late change parks a COMPENSATED order) is announced by
+    its own park: the closed execution's SUCCEEDED cannot change (Step Functions redrives no SUCCEEDED one)."""
+    order_id = actors.place("valid")
+    execution = next(iter(actors.executions.values()))
+    _compensate(actors, order_id)
+    execution.state = "SUCCEEDED"
+    actors._settle(execution)
+    actors.world.raw(
+        "UpdateItem",
+        TableName=ORDERS,
+        Key=to_item({"order_id": order_id}),
+        UpdateExpression="SET #s = :na",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues=to_item({":na": "NEEDS_ATTENTION"}),
+    )
+    assert check(actors, ONLY["announced"]) == [f"announced: {order_id} is parked and nobody was told"]

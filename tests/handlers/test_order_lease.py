@@ -10,6 +10,7 @@ import pytest
 
 import lambda_resilience.aws as aws_clients
 from order_domain import clock, lease
+from order_domain.errors import OrderParked
 from order_domain.status import OrderStatus
 
 from .conftest import LedgerView, NeedsAttentionQueue, Tables
@@ -96,19 +97,26 @@ def test_compensation_of_a_parked_order_runs_only_when_an_operator_asked(
     load, providers, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, requested
 ):
     """The sweeper parked the order while a redrive's execution ran: the redrive's compensations
-    (no ``"compensate": true``) must not refund it; ``ops repair --action compensate`` does."""
+    (no ``"compensate": true``) must not refund it, and refuse by name (``OrderParked``: the definition
+    ends the execution FAILED in ``AlreadyParked``, decision 0029 as amended), not with a "stale" answer
+    that lets the execution end SUCCEEDED on a parked order; ``ops repair --action compensate`` does."""
     order = order_factory()
     seed_order(order, OrderStatus.INVENTORY_RESERVED)
     state = saga_input(order)
     load("charge_payment")(state, lambda_context)
     assert orders.transition(order["order_id"], OrderStatus.NEEDS_ATTENTION, attempt=1) == "moved"
 
-    answer = load("refund_payment")({**state, "compensate": requested}, lambda_context)
+    if requested:
+        answer = load("refund_payment")({**state, "compensate": True}, lambda_context)
+        assert answer["status"] == "refunded"
+    else:
+        with pytest.raises(OrderParked):
+            load("refund_payment")({**state, "compensate": False}, lambda_context)
 
     refunds = [op for op in ledger.ops("payment") if op["action"] == "refund"]
     if requested:
-        assert answer["status"] == "refunded" and len(refunds) == 1
+        assert len(refunds) == 1
         assert orders.get(order["order_id"])["status"] == OrderStatus.COMPENSATING
     else:
-        assert answer["status"] == "stale" and refunds == []
+        assert refunds == []
         assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION

@@ -16,6 +16,7 @@ from botocore.client import BaseClient
 
 from lambda_resilience.exceptions import EffectDoneOutcomeNotWritten
 from lambda_resilience.tracing import EXECUTION_INPUT
+from order_domain.errors import OrderParked
 from order_domain.status import OrderStatus
 
 from .conftest import Died, Inventory, LedgerView, LogCapture, failing_outcome_write, throttled
@@ -94,11 +95,13 @@ def test_ship_order_dies_between_the_parcel_and_the_write_and_its_retry_books_th
     assert orders.get(order["order_id"])["status"] == OrderStatus.COMPLETED.value
 
 
-def test_ship_order_outcome_refused_by_a_parked_order_raises_effect_done_and_leaves_it_parked(
+def test_ship_order_outcome_refused_by_a_parked_order_raises_order_parked_and_leaves_it_parked(
     ship, order_factory, saga_input, seed_order, orders, ledger: LedgerView, lambda_context, logs
 ):
-    """The sweeper (or an operator) moved the order between the parcel and the write: the function
-    says so by name; the order keeps the status the other actor gave it."""
+    """The sweeper parked the order between the parcel and the write: the function says so by name,
+    ``OrderParked`` (the execution ends FAILED in ``AlreadyParked``, decision 0029 as amended; it was
+    ``EffectDoneOutcomeNotWritten``, and MarkCompleted's failed condition ended it SUCCEEDED on a parked
+    order); the order keeps the status the sweeper gave it, the parcel is kept."""
     order = order_factory()
     seed_order(order, OrderStatus.PAYMENT_CHARGED)
     original = BaseClient._make_api_call
@@ -111,7 +114,7 @@ def test_ship_order_outcome_refused_by_a_parked_order_raises_effect_done_and_lea
             orders.transition(order["order_id"], OrderStatus.NEEDS_ATTENTION)
         return original(self, operation, params)
 
-    with mock.patch.object(BaseClient, "_make_api_call", call), pytest.raises(EffectDoneOutcomeNotWritten):
+    with mock.patch.object(BaseClient, "_make_api_call", call), pytest.raises(OrderParked):
         ship(saga_input(order), lambda_context)
 
     assert orders.get(order["order_id"])["status"] == OrderStatus.NEEDS_ATTENTION.value

@@ -78,17 +78,18 @@ def step_handler(
 ) -> Handler:
     """A Lambda handler running ``action`` at most once per ``parse(event).idempotency_key``.
 
-    ``parse`` validates the input (raise a permanent error, e.g. ``InvalidStepInput``, if bad); ``describe`` picks
-    log fields from any input, valid or not (for the failure line). ``record``: the step records the workflow's
-    outcome itself once its action is done (one state transition less than a separate recorder state). It runs on
-    every invocation, a duplicate's cached result included, outside the idempotency record (a crash between the
-    action and the write leaves the action's result cached, and the retry writes); whatever it raises is raised as
+    ``parse`` validates the input (raise a permanent error, e.g. ``InvalidStepInput``, if bad); ``describe`` picks log
+    fields from any input, valid or not (for the failure line). ``record``: the step records the workflow's outcome
+    itself once its action is done (one state transition less than a separate recorder state). It runs on every
+    invocation, a duplicate's cached result included, outside the idempotency record (a crash between the action and the
+    write leaves the action's result cached, and the retry writes); whatever it raises is raised as
     :class:`EffectDoneOutcomeNotWritten` (the effect is done: record the outcome another way, never compensate), its
-    cause chained. ``metrics``: where the failure counts go (flushed after each invocation); default a Powertools
-    ``Metrics`` of the function's environment (``POWERTOOLS_METRICS_NAMESPACE``, ``POWERTOOLS_SERVICE_NAME``, both
-    required: :class:`ConfigurationError` when the handler is built without them). ``preempt(event)``: runs before
-    ``parse`` and the idempotency record; what it raises counts as the step's failure (a :class:`BusinessOutcome`
-    routing the workflow elsewhere: expected, never paged).
+    cause chained, except a :class:`BusinessOutcome`: the recorder's refusal by name, raised as it is (the workflow
+    routes it; expected, never paged). ``metrics``: where the failure counts go (flushed after each invocation); default
+    a Powertools ``Metrics`` of the function's environment (``POWERTOOLS_METRICS_NAMESPACE``,
+    ``POWERTOOLS_SERVICE_NAME``, both required: :class:`ConfigurationError` when the handler is built without them).
+    ``preempt(event)``: runs before ``parse`` and the idempotency record; what it raises counts as the step's failure (a
+    :class:`BusinessOutcome` routing the workflow elsewhere: expected, never paged).
     """
     metrics = metrics if metrics is not None else default_metrics()
 
@@ -144,7 +145,7 @@ def default_metrics() -> Metrics:
 def _recorded(record: OutcomeRecorder, payload: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     try:
         return record(payload, result)
-    except EffectDoneOutcomeNotWritten:
+    except (EffectDoneOutcomeNotWritten, BusinessOutcome):
         raise
     except Exception as exc:
         raise EffectDoneOutcomeNotWritten(f"effect done, outcome not written: {type(exc).__name__}: {exc}") from exc
