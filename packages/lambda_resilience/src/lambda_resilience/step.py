@@ -88,9 +88,7 @@ def step_handler(
     routes it; expected, never paged). ``metrics``: where the failure counts go (flushed after each invocation); default
     a Powertools ``Metrics`` of the function's environment (``POWERTOOLS_METRICS_NAMESPACE``,
     ``POWERTOOLS_SERVICE_NAME``, both required: :class:`ConfigurationError` when the handler is built without them).
-    ``preempt(event)``: runs before ``parse`` and the idempotency record; what it raises counts as the step's failure (a
-    :class:`BusinessOutcome` routing the workflow elsewhere: expected, never paged).
-    """
+    ``preempt(event)``: runs before ``parse`` and the idempotency record; what it raises is the step's failure."""
     metrics = metrics if metrics is not None else default_metrics()
 
     @idempotent
