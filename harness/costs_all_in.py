@@ -51,10 +51,10 @@ GB = 1024**3
 PLATFORM_START_BYTES = 170
 PLATFORM_REPORT_BYTES = 430
 #: Resources of the prod template encrypted under a customer-managed key (tests/infra/test_bill_inputs.py counts them).
-KMS_KEYED_RESOURCES = 14
+KMS_KEYED_RESOURCES = 15  # with the providers' webhook's log group
 KMS_REQUESTS_PER_RESOURCE_PER_MONTH = 2 * 30 * 24 * 12  # one GenerateDataKey + one Decrypt per 5 minutes
-#: Provider API keys in Secrets Manager (payment, carrier).
-SECRETS = 2
+#: Secrets in Secrets Manager: the provider API keys (payment, carrier) and the webhook's signing secret.
+SECRETS = 3
 #: Orders a month that fixed monthly charges are spread over (an assumption: a shop whose Black Friday
 #: peaks at 50,000 orders a minute, the seeds' figure, sells far more than this in a month).
 ORDERS_PER_MONTH = 10_000_000
