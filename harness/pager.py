@@ -67,6 +67,8 @@ def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
             return "function"
         if "TransientFailures" in names:
             return "provider_outage"
+        if "5XXError" in names:  # the API's 5XX less the providers' webhook route's (decision 0031)
+            return "api"
         if names != {"ApproximateNumberOfMessagesVisible"}:
             return "other"
         metric, dims = "ApproximateNumberOfMessagesVisible", {d["Name"]: d["Value"] for d in watched[0]["Dimensions"]}
