@@ -55,7 +55,8 @@ def _entries(item: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [{k: e[k] for k in ENTRY_KEYS if k in e} for e in item.get(name) or [] if isinstance(e, dict)]
 
 
-def _describe(sfn: Any, machine_arn: str, name: str) -> dict[str, Any] | None:
+def describe_execution(sfn: Any, machine_arn: str, name: str) -> dict[str, Any] | None:
+    """The execution named ``name`` of the state machine (DescribeExecution by its ARN: no listing), or None."""
     arn = machine_arn.replace(":stateMachine:", ":execution:", 1) + ":" + name
     try:
         found = sfn.describe_execution(executionArn=arn)
@@ -85,11 +86,11 @@ def executions(target: Target, order_id: str, attempts: int, *, first: int = 1) 
     found: list[dict[str, Any]] = []
     for attempt in range(first, attempts + 1):
         base = execution_name(order_id, attempt)
-        execution = _describe(sfn, machine, base)
+        execution = describe_execution(sfn, machine, base)
         if execution is not None:
             found.append({**execution, "attempt": attempt})
         for k in range(MAX_REPAIRS + 1):
-            repair = _describe(sfn, machine, f"{base}-repair-{k}")
+            repair = describe_execution(sfn, machine, f"{base}-repair-{k}")
             if repair is None and k > 0:
                 break
             if repair is not None:

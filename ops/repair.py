@@ -41,6 +41,7 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 
 from ops.errors import OpsError
+from ops.order_view import describe_execution
 from ops.target import Target, TargetError
 
 Action = Literal["redrive", "compensate"]
@@ -153,19 +154,10 @@ def repair(target: Target, order_id: str, action: Action, *, reason: str | None 
     }
 
 
-def _execution_arn(target: Target, name: str) -> str:
-    return target.output("StateMachineArn").replace(":stateMachine:", ":execution:", 1) + ":" + name
-
-
 def execution_status(target: Target, name: str) -> str | None:
     """The execution's status by its name, or None if there is no such execution."""
-    try:
-        described = target.client("stepfunctions").describe_execution(executionArn=_execution_arn(target, name))
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
-            raise
-        return None
-    return str(described["status"])
+    found = describe_execution(target.client("stepfunctions"), target.output("StateMachineArn"), name)
+    return None if found is None else str(found["status"])
 
 
 def _ended_executions(target: Target, order: dict[str, Any], action: str) -> set[str]:
