@@ -26,6 +26,7 @@ from harness.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
 from local_cloud.calls import outside_the_pipeline
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock
+from local_cloud.driver import run_executions
 from local_cloud.emulator import EmulatorOptions, LocalCloud
 from local_cloud.environment import local_aws
 from local_cloud.moto_state import executes_here
@@ -38,9 +39,6 @@ from sandbox.http_server import serve_sandbox
 
 #: The sandbox ledger, outside the template (it stands for the providers' own records).
 LOCAL_LEDGER_TABLE = "local-sandbox-ledger"
-#: Wall seconds the loop waits at most while executions run and no message is deliverable (it wakes at
-#: once when every running execution waits for simulated time, or one ends: docs/decisions/0026).
-EXECUTION_POLL_SECONDS = 0.25
 #: The event EventBridge sends a scheduled rule's target.
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
 
@@ -193,23 +191,8 @@ class PipelineRun:
         return "due" if step_to == due else "wait"
 
     def run_executions(self) -> None:
-        """While executions run and no message is deliverable: step the clock each time every running
-        execution waits (woken by the clock when a wait begins or an execution ends), until a message or a
-        scheduled run is due, no execution runs, or :data:`EXECUTION_POLL_SECONDS` pass without a step (an
-        execution is working: the loop's next turn polls the queues again, as it did every poll interval)."""
-        deadline = time.monotonic() + EXECUTION_POLL_SECONDS
-        seen_running = bool(running_executions())  # False through a moto server elsewhere: then poll
-        while (left := deadline - time.monotonic()) > 0:
-            seen = self.clock.waits_generation
-            stepped = self.step_waiting_executions()
-            if stepped == "due":
-                return
-            if stepped == "wait":
-                deadline = time.monotonic() + EXECUTION_POLL_SECONDS
-                continue
-            if seen_running and not running_executions():
-                return  # the last one ended: the loop settles
-            self.clock.wait_for_waits(seen, left)
+        """While executions run and no message is deliverable: :func:`local_cloud.driver.run_executions`."""
+        run_executions(self.clock, self.step_waiting_executions)
 
     # -- EventBridge schedules and the passage of time -------------------------------------------
     def schedule(self, prefix: str) -> Scheduled[Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness import pipeline
 from harness.pipeline import PipelineRun
+from local_cloud import driver
 from local_cloud.clock import SimClock
 from local_cloud.schedules import Schedules
 
@@ -61,7 +61,7 @@ def test_drain_slow_but_moving_pipeline_is_not_timed_out() -> None:
 
 def test_drain_stuck_pipeline_times_out_after_the_timeout_without_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     """An execution that never ends and nothing delivered or invoked: TimeoutError, naming the stall."""
-    monkeypatch.setattr(pipeline, "EXECUTION_POLL_SECONDS", 0.01)
+    monkeypatch.setattr(driver, "EXECUTION_POLL_SECONDS", 0.01)
     started = time.monotonic()
     with pytest.raises(TimeoutError, match=r"no progress .* for 0.5 s"):
         _run(busy_for=0.2, timeout=0.5, stuck=True).drain()

@@ -11,6 +11,7 @@ each jump of the clock, as CloudWatch evaluates every minute whatever the app do
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from local_cloud.schedules import Schedules
@@ -23,6 +24,26 @@ if TYPE_CHECKING:
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event"}
 #: Wall seconds the loop waits at most while executions run and no message is deliverable.
 EXECUTION_POLL_SECONDS = 0.25
+
+
+def run_executions(clock: Any, step_waiting: Callable[[], str | None]) -> None:
+    """While executions run and nothing else is due: ``step_waiting()`` steps the clock each time every running
+    execution waits (``"due"``: a message or a scheduled run is due, return; ``"wait"``: stepped, go on), woken by
+    ``clock`` when a wait begins or an execution ends, until none runs or :data:`EXECUTION_POLL_SECONDS` pass
+    without a step (an execution is working: the caller's next turn polls again)."""
+    deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+    seen_running = bool(running_executions())  # False through a moto server elsewhere: then poll
+    while (left := deadline - time.monotonic()) > 0:
+        seen = clock.waits_generation
+        stepped = step_waiting()
+        if stepped == "due":
+            return
+        if stepped == "wait":
+            deadline = time.monotonic() + EXECUTION_POLL_SECONDS
+            continue
+        if seen_running and not running_executions():
+            return  # the last one ended: the loop settles
+        clock.wait_for_waits(seen, left)
 
 
 class Driver:
@@ -82,20 +103,8 @@ class Driver:
         return "due" if step_to == due else "wait"
 
     def run_executions(self) -> None:
-        """While executions run: step the clock whenever all of them wait, for up to a poll interval."""
-        deadline = time.monotonic() + EXECUTION_POLL_SECONDS
-        seen_running = bool(running_executions())
-        while (left := deadline - time.monotonic()) > 0:
-            seen = self.clock.waits_generation
-            stepped = self.step_waiting_executions()
-            if stepped == "due":
-                return
-            if stepped == "wait":
-                deadline = time.monotonic() + EXECUTION_POLL_SECONDS
-                continue
-            if seen_running and not running_executions():
-                return
-            self.clock.wait_for_waits(seen, left)
+        """While executions run: step the clock whenever all of them wait (:func:`run_executions`)."""
+        run_executions(self.clock, self.step_waiting_executions)
 
     def turn(self) -> bool:
         """One step of the loop; False when nothing is left to do (every queue empty, no execution running)."""
