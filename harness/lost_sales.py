@@ -49,6 +49,9 @@ ANNOUNCING_KINDS = (
 OURS = ("infrastructure", "unknown")
 #: Page kinds that announce a parked order (the park's alarms, the sweeper's stuck orders, a failed execution).
 PARK_KINDS = ("needs_attention", "stuck", "executions_failed")
+#: Page kinds that never announce a compensated order: the park's (they announce parked orders), and a failed
+#: execution's (a compensated execution SUCCEEDED, so ``ExecutionsFailed`` never counted it).
+NOT_COMPENSATED_KINDS = ("needs_attention", "stuck", "executions_failed")
 #: How many lost orders the report lists (the counts cover all of them).
 LISTED = 50
 
@@ -126,7 +129,8 @@ def order_pages(
     not a queue consumer's). Parked: a park page at or after the park (the order's ``updated_at``), or a park
     alarm still in ALARM (it paged and never returned to OK, so its incident was open when this order parked).
     Compensated: a page during the order's life (from ``created_at``) of an alarm on the failing step's
-    function, or of an alarm on no function (the saga's executions, a provider outage), never a park page."""
+    function, or of an alarm on no function (a provider outage, the saga's aborted or timed-out executions), never a
+    park page or a failed execution's (a compensated execution SUCCEEDED)."""
     if detail["status"] == "NEEDS_ATTENTION":
         parked_at = _epoch(detail.get("updated_at"))
         hits = [
@@ -139,7 +143,7 @@ def order_pages(
         hits = [
             p
             for p in pages
-            if _kinds(p) - {"needs_attention", "stuck"}  # they announce parked orders, not this one
+            if _kinds(p) - set(NOT_COMPENSATED_KINDS)
             and (since is None or p["at"] >= since)
             and (
                 not _functions(alarms.get(p["alarm"])) or any(f in invoked for f in _functions(alarms.get(p["alarm"])))

@@ -38,7 +38,21 @@ from lambda_resilience.tracing import EXECUTION_INPUT  # the payload field the s
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 from stacks.order_constructs.saga_integrations import last_resort, status_write
 
-__all__ = ["DEFAULT_REFUSED_INPUT_ERRORS", "DEFAULT_TRANSIENT_ERRORS", "OrderSaga", "OrderSagaProps", "RetryPolicy"]
+from stacks.order_constructs.saga_retries import (
+    OUTAGE_ERRORS,
+    default_forward_retry,
+    default_outage_retry,
+    default_throttle_retry,
+)
+
+__all__ = [
+    "OUTAGE_ERRORS",
+    "DEFAULT_REFUSED_INPUT_ERRORS",
+    "DEFAULT_TRANSIENT_ERRORS",
+    "OrderSaga",
+    "OrderSagaProps",
+    "RetryPolicy",
+]
 
 #: Errors worth retrying on forward steps: Lambda service faults and our transient class. Step handlers
 #: re-raise every transient failure as ``TransientStepError`` (lambda_resilience/exceptions.py).
@@ -85,26 +99,6 @@ SHIPPING_UNAVAILABLE = "ShippingUnavailable"
 EFFECT_DONE = "EffectDoneOutcomeNotWritten"
 
 
-def default_forward_retry() -> RetryPolicy:
-    """Forward steps, outcome writes and the park: Step Functions' documented retry of Lambda service
-    errors (IntervalSeconds 2, MaxAttempts 6, BackoffRate 2:
-    https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html), delays
-    capped at 30 s: up to 90 s of backoff, so a throttle burst or a live duplicate invocation (the first
-    one still running, up to the step's 30 s timeout) is waited out rather than compensated."""
-    return RetryPolicy(interval=Duration.seconds(2), backoff_rate=2, max_attempts=6, max_delay=Duration.seconds(30))
-
-
-def default_throttle_retry() -> RetryPolicy:
-    """Forward steps' own retrier for a Lambda throttle (``Lambda.TooManyRequestsException``): Lambda refused
-    the invocation, nothing ran, so the step waits rather than compensating a valid order. Lambda scales each
-    function by 1,000 execution environments every 10 seconds up to the account's concurrency
-    (https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html): a burst is absorbed in seconds; a
-    throttle that lasts is the account's concurrency exhausted for as long as the load stays above it. 1 s
-    doubling to 60 s, 13 retries, FULL jitter: at most 483 s of delays, two minutes waited out in at least 99%
-    of sequences (tests/infra/test_time_budget.py), each refused attempt costing no function time."""
-    return RetryPolicy(interval=Duration.seconds(1), backoff_rate=2, max_attempts=13, max_delay=Duration.seconds(60))
-
-
 @dataclass(frozen=True)
 class OrderSagaProps:
     """Props for :class:`OrderSaga`.
@@ -130,6 +124,8 @@ class OrderSagaProps:
         compensation_retry: retry policy for any error on compensations; default 5 retries, 2 s .. 30 s.
         throttle_retry: the forward steps' own retrier for ``Lambda.TooManyRequestsException``; default
             :func:`default_throttle_retry` (13 retries, 1 s doubling, capped at 60 s).
+        outage_retry: the forward steps' own retrier for :data:`OUTAGE_ERRORS` (a dependency down); default
+            :func:`default_outage_retry` (20 retries, 2 s doubling, capped at 60 s). Past it, the order parks.
         transient_errors: error names retried on forward steps.
         refused_input_errors: error names of the first step that end the execution as failed,
             without compensations (nothing was done).
@@ -165,6 +161,7 @@ class OrderSagaProps:
     forward_retry: RetryPolicy = field(default_factory=default_forward_retry)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     throttle_retry: RetryPolicy = field(default_factory=default_throttle_retry)
+    outage_retry: RetryPolicy = field(default_factory=default_outage_retry)
     transient_errors: Sequence[str] = DEFAULT_TRANSIENT_ERRORS
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
@@ -263,7 +260,11 @@ class OrderSaga(Saga):
                 forward_retry=props.forward_retry,
                 compensation_retry=props.compensation_retry,
                 throttle_retry=props.throttle_retry,
-                park_on=THROTTLE_ERRORS,  # a throttle past its retrier parks, never compensates (0005)
+                outage_retry=props.outage_retry,
+                outage_errors=[e for e in OUTAGE_ERRORS if e in retry_on],
+                # Any transient or unknown error past its retriers parks a valid order for a person, never
+                # compensates it: only a business outcome or an operator's request undoes an order (0005, 0032).
+                park_on=retry_on,
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),

@@ -20,7 +20,7 @@ from harness.orders import make_order
 from harness.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly
-from ops.repair import order_executions
+from ops.repair import order_executions, repair
 
 pytestmark = pytest.mark.e2e
 
@@ -206,42 +206,51 @@ def ship_dies_after_the_parcel(order_id: str) -> Iterator[None]:
         yield
 
 
-def test_saga_ship_outcome_unknown_cancels_the_shipment_before_refunding(pipeline: PipelineRun) -> None:
-    """The carrier shipped but ShipOrder kept dying after it, before its outcome write: CancelShipment
-    recalls the parcel, then the money goes back. Never refunded while shipping; one parcel."""
+def test_saga_ship_outcome_unknown_parks_with_the_parcel_live_then_a_compensate_recalls_it(
+    pipeline: PipelineRun,
+) -> None:
+    """The carrier shipped but ShipOrder kept dying after it, before its outcome write (Sandbox.Timedout): the
+    outage retrier waits, then the order parks with nothing undone (decision 0032: an unknown outcome is a
+    person's call, never a cancelled sale). The operator's compensate repair recalls the parcel first
+    (CancelShipment), then the money goes back. Never refunded while shipping; one parcel."""
     with ship_dies_after_the_parcel("glue-ship"):
         submit_and_drain(pipeline, new_order("glue-ship"), "cid-glue-ship")
-    assert order_item(pipeline, "glue-ship")["status"] == "COMPENSATED"
-    described = only_execution(pipeline, "glue-ship")
-    assert entered(described["executionArn"])[-4:] == [
+    assert order_item(pipeline, "glue-ship")["status"] == "NEEDS_ATTENTION"
+    assert entered(only_execution(pipeline, "glue-ship")["executionArn"])[-3:] == [
         "ShipOrder",
-        "CancelShipment",
-        "RefundPayment",
-        "ReleaseInventory",  # records COMPENSATED itself (decision 0024)
+        "MarkNeedsAttention",
+        "CompensationFailed",
     ]
+    assert {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-ship")} == {
+        "charge": "captured",
+        "ship": "shipped",
+    }
+    result = repair(pipeline.target(), "glue-ship", "compensate", reason="customer cancelled during the outage")
+    pipeline.drain()
+    assert order_item(pipeline, "glue-ship")["status"] == "COMPENSATED"
+    assert entered(result["execution_arn"])[-3:] == ["CancelShipment", "RefundPayment", "ReleaseInventory"]
     ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-ship")}
     assert ops == {"charge": "captured", "ship": "cancelled", "refund": "refunded"}
 
 
 def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRun) -> None:
-    """The same unknown outcome for a parcel already handed over (sandbox country XH): the carrier
-    refuses the cancel, so the order is parked at once, the money kept and the stock not released."""
+    """The same unknown outcome for a parcel already handed over (sandbox country XH), then the operator's
+    compensate repair: the carrier refuses the cancel, so the order is parked again at once, the money kept and
+    the stock not released."""
     with ship_dies_after_the_parcel("glue-gone"):
         submit_and_drain(pipeline, new_order("glue-gone", country="XH"), "cid-glue-gone")
     assert order_item(pipeline, "glue-gone")["status"] == "NEEDS_ATTENTION"
-    described = only_execution(pipeline, "glue-gone")
+    result = repair(pipeline.target(), "glue-gone", "compensate", reason="customer cancelled during the outage")
+    pipeline.drain()
+    assert order_item(pipeline, "glue-gone")["status"] == "NEEDS_ATTENTION"
+    described = boto3.client("stepfunctions").describe_execution(executionArn=result["execution_arn"])
     assert described["status"] == "FAILED" and described["error"] == "CompensationFailed"
-    assert entered(described["executionArn"])[-4:] == [
-        "ShipOrder",
-        "CancelShipment",
-        "MarkNeedsAttention",
-        "CompensationFailed",
-    ]
+    assert entered(result["execution_arn"])[-3:] == ["CancelShipment", "MarkNeedsAttention", "CompensationFailed"]
     ops = {op["action"]: op["status"] for op in ledger_ops(pipeline, "glue-gone")}
     assert ops == {"charge": "captured", "ship": "shipped"}  # no refund of a parcel that ships
-    (message,) = needs_attention(pipeline, "glue-gone")
-    assert "ShipmentNotCancellable" in json.dumps(message["error"])
-    assert message["attribute"] == "cid-glue-gone"
+    messages = needs_attention(pipeline, "glue-gone")
+    assert "ShipmentNotCancellable" in json.dumps(messages[-1]["error"])
+    assert all(m["attribute"] == "cid-glue-gone" for m in messages)
 
 
 def test_saga_execution_stopped_by_an_operator_alarms(pipeline: PipelineRun) -> None:

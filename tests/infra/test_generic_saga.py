@@ -417,3 +417,54 @@ def test_saga_already_parked_on_refuses_what_it_cannot_keep(extra: dict[str, Any
         return _recorders(stack, **extra)
 
     assert message in _refused(make)
+
+
+def test_saga_outage_retry_waits_out_its_errors_after_the_throttle_and_before_the_rest() -> None:
+    """``outage_retry``: the errors meaning "a dependency is down, the item is fine" get a retrier of their own,
+    after the throttle's and ahead of ``forward_retry`` (Step Functions uses the first retrier naming the
+    error), and the execution timeout budgets it (each attempt a whole invocation)."""
+    stack = Stack(App(), "SagaUnderTest")
+    outage = RetryPolicy(interval=Duration.seconds(2), max_attempts=4, max_delay=Duration.seconds(5))
+    props = SagaProps(
+        steps=_steps(stack),
+        forward_retry=RetryPolicy(max_attempts=1),
+        throttle_retry=RetryPolicy(max_attempts=2),
+        outage_retry=outage,
+        outage_errors=("TransientStepError",),
+        timeout_margin=Duration.seconds(0),
+    )
+    Saga(stack, "Saga", props=props)
+    retries = _definition(stack)["States"]["Charge"]["Retry"]
+    assert [r["ErrorEquals"] for r in retries] == [
+        ["Lambda.TooManyRequestsException"],
+        ["TransientStepError"],
+        [e for e in props.retry_on if e not in ("Lambda.TooManyRequestsException", "TransientStepError")],
+    ]
+    assert (retries[1]["IntervalSeconds"], retries[1]["MaxAttempts"], retries[1]["MaxDelaySeconds"]) == (2, 4, 5)
+    without = SagaProps(
+        steps=_steps(Stack(App(), "Other")),
+        forward_retry=RetryPolicy(max_attempts=1),
+        throttle_retry=RetryPolicy(max_attempts=2),
+        timeout_margin=Duration.seconds(0),
+    )
+    # Three forward steps, each: 4 more whole attempts (22 s each) and delays of 2 + 4 + 5 + 5 s.
+    assert budget_seconds(props) - budget_seconds(without) == 3 * (4 * 22 + 16)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"outage_errors": ("TransientStepError",)}, "outage_errors needs an outage_retry"),
+        ({"outage_retry": RetryPolicy()}, "outage_retry needs outage_errors"),
+        ({"outage_retry": RetryPolicy(), "outage_errors": ("States.ALL",)}, "outage_errors cannot be States.ALL"),
+        (
+            {"outage_retry": RetryPolicy(), "outage_errors": ("Lambda.TooManyRequestsException",)},
+            "outage_errors repeat the throttle retrier's",
+        ),
+        ({"outage_retry": RetryPolicy(), "outage_errors": ("Declined",)}, "outage_errors must be among retry_on"),
+    ],
+)
+def test_saga_outage_retry_refuses_what_it_cannot_keep(extra: dict[str, Any], message: str) -> None:
+    stack = Stack(App(), "SagaUnderTest")
+    with pytest.raises(ValueError, match=message):
+        Saga(stack, "Saga", props=SagaProps(steps=_steps(stack), throttle_retry=RetryPolicy(), **extra))

@@ -36,7 +36,7 @@ def test_outputs_reference_the_stack_resources(dev: SynthResult) -> None:
         "NeedsAttentionQueueUrl": ref(stack.needs_attention.queue),
         "NeedsAttentionDlqUrl": ref(stack.needs_attention.dlq),
         "InventoryTableName": ref(stack.inventory_table),
-        "SagaTimeoutSeconds": "4413",
+        "SagaTimeoutSeconds": "9819",
         "FailuresTableName": ref(stack.failures_table),
         "LogGroupNames": {"Fn::Join": [",", [ref(f.log_group) for f in functions]]},
         "OrdersQueueUrl": ref(stack.orders_queue.queue),

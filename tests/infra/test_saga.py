@@ -21,7 +21,13 @@ from constructs_lib.saga.tasks import THROTTLE_ERRORS
 from lambda_resilience.tracing import traceparent_from_payload
 from order_domain.status import OrderStatus, sources_of
 from order_domain.step import step_payload
-from stacks.order_constructs.order_saga import DEFAULT_TRANSIENT_ERRORS, OrderSaga, OrderSagaProps, RetryPolicy
+from stacks.order_constructs.order_saga import (
+    DEFAULT_TRANSIENT_ERRORS,
+    OUTAGE_ERRORS,
+    OrderSaga,
+    OrderSagaProps,
+    RetryPolicy,
+)
 from tests.infra.conftest import InlineFunctionFactory, SynthResult, as_list, join_to_string, placeholder_target
 
 FORWARD = ("ReserveInventory", "ChargePayment", "ShipOrder")
@@ -251,7 +257,7 @@ def test_saga_reserve_failure_releases_inventory(saga_definition: dict[str, Any]
         ALREADY_PARKED,
         (["UnknownOrder", "InvalidStepInput", "StaleAttempt"], "InputRefused"),
         (["CompensationRequested"], "CancelShipment"),
-        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),  # a throttle parks, never compensates
+        (list(DEFAULT_TRANSIENT_ERRORS), "MarkNeedsAttention"),  # a throttle, an outage park, never compensate
         (["States.ALL"], "ReleaseInventory"),
     ]
     assert saga_definition["States"]["InputRefused"]["Type"] == "Fail"
@@ -262,7 +268,7 @@ def test_saga_charge_declined_releases_and_unknown_refunds(saga_definition: dict
     assert _catches(saga_definition["States"]["ChargePayment"]) == [
         ALREADY_PARKED,
         (["PaymentDeclined"], "ReleaseInventory"),
-        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),
+        (list(DEFAULT_TRANSIENT_ERRORS), "MarkNeedsAttention"),
         (["States.ALL"], "RefundPayment"),
     ]
 
@@ -274,7 +280,7 @@ def test_saga_ship_failure_cancels_the_shipment_unless_the_carrier_rejected_it(s
         (["ShippingUnavailable"], "RefundPayment"),
         # the parcel is booked, its outcome write failed: record it, never cancel (decision 0024)
         (["EffectDoneOutcomeNotWritten"], "MarkCompleted"),
-        (["Lambda.TooManyRequestsException"], "MarkNeedsAttention"),
+        (list(DEFAULT_TRANSIENT_ERRORS), "MarkNeedsAttention"),
         (["States.ALL"], "CancelShipment"),
     ]
     cancel = saga_definition["States"]["CancelShipment"]
@@ -298,12 +304,17 @@ def test_saga_shipment_not_cancellable_parks_at_once_without_refund(saga_definit
 
 def test_saga_forward_throttle_past_its_retries_parks_without_compensating(saga_definition: dict[str, Any]) -> None:
     """A throttle is waited out, not compensated (issue 40): a forward step still throttled after its throttle
-    retrier parks the order (NEEDS_ATTENTION, paged through ParkedOrders) with nothing undone, for an operator to
-    finish (``ops repair --action redrive``) once capacity is back; never a valid order cancelled silently."""
+    retrier (or failing on any transient error after its retriers, decision 0032) parks the order
+    (NEEDS_ATTENTION, paged through ParkedOrders) with nothing undone, for an operator to finish
+    (``ops repair --action redrive``) once capacity is back; never a valid order cancelled silently."""
     states = saga_definition["States"]
     for name in FORWARD:
         catches = _catches(states[name])
-        assert catches[-2:] == [(list(THROTTLE_ERRORS), "MarkNeedsAttention"), (["States.ALL"], catches[-1][1])], name
+        assert set(THROTTLE_ERRORS) <= set(catches[-2][0]), name
+        assert catches[-2:] == [
+            (list(DEFAULT_TRANSIENT_ERRORS), "MarkNeedsAttention"),
+            (["States.ALL"], catches[-1][1]),
+        ]
         throttle = states[name]["Catch"][-2]
         assert throttle["ResultPath"] == "$.compensation_error", name  # the path the park reads
 
@@ -380,15 +391,14 @@ def test_saga_parked_order_reports_the_refund_error(saga_definition: dict[str, A
 
 def test_saga_forward_steps_retry_only_transient_errors(saga_definition: dict[str, Any]) -> None:
     for name in (*FORWARD, "MarkNeedsAttention"):
-        *throttle, retry = saga_definition["States"][name]["Retry"]
-        if name in FORWARD:  # a throttle first, on its own retrier (issue 40; tests/infra/test_time_budget.py)
-            assert [r["ErrorEquals"] for r in throttle] == [list(THROTTLE_ERRORS)], name
+        *waits, retry = saga_definition["States"][name]["Retry"]
+        if name in FORWARD:  # a throttle, then an outage, on retriers of their own (issue 40; test_time_budget.py)
+            assert [r["ErrorEquals"] for r in waits] == [list(THROTTLE_ERRORS), list(OUTAGE_ERRORS)], name
         else:
-            assert throttle == [], name
-        assert [e for t in throttle for e in t["ErrorEquals"]] + retry["ErrorEquals"] == [
-            *THROTTLE_ERRORS[: len(throttle)],
-            *[e for e in DEFAULT_TRANSIENT_ERRORS if not throttle or e not in THROTTLE_ERRORS],
-        ], name
+            assert waits == [], name
+        waited = [e for t in waits for e in t["ErrorEquals"]]
+        assert sorted(waited + retry["ErrorEquals"]) == sorted(DEFAULT_TRANSIENT_ERRORS), name
+        assert not set(waited) & set(retry["ErrorEquals"]), name
         assert "States.ALL" not in retry["ErrorEquals"], name
         assert retry["JitterStrategy"] == "FULL", name
         # Step Functions' documented retry of Lambda service errors (order_saga.default_forward_retry)
@@ -491,18 +501,27 @@ def test_saga_timeout_is_the_construct_budget(dev: SynthResult, saga_definition:
         interval=Duration.seconds(1), max_attempts=13, max_delay=Duration.seconds(60)
     ).worst_case_seconds(0, 2)
     assert throttle == 14 * 2 + 1 + 2 + 4 + 8 + 16 + 32 + 7 * 60
-    budget = 3 * (forward + throttle) + 3 * compensation + outcome_write + forward + outcome_write + 60
-    assert budget == 4413
+    # Each forward step's own outage retrier (issue 40): 20 more whole attempts, 2 s doubling to 60 s.
+    outage = (
+        RetryPolicy(interval=Duration.seconds(2), max_attempts=20, max_delay=Duration.seconds(60)).worst_case_seconds(
+            30, 12
+        )
+        - lambda_attempt
+    )  # its first attempt is the forward retrier's
+    assert outage == 20 * lambda_attempt + 2 + 4 + 8 + 16 + 32 + 15 * 60
+    budget = 3 * (forward + throttle + outage) + 3 * compensation + outcome_write + forward + outcome_write + 60
+    assert budget == 9819
     assert saga_definition["TimeoutSeconds"] == budget
     assert dev.stack.saga.timeout.to_seconds() == budget
 
 
 def test_saga_timeout_covers_worst_case_path(dev: SynthResult, saga_definition: dict[str, Any]) -> None:
     worst = worst_case_execution_seconds(saga_definition, _function_timeouts(dev.template.to_json()))
-    # Reserve, Charge, Ship (384 s each, plus 509 s of throttle retries: 483 s of delays, 13 x 2 s), CancelShipment,
+    # Reserve, Charge, Ship (384 s each, plus 509 s of throttle retries: 483 s of delays, 13 x 2 s, plus 1,802 s of
+    # outage retries: 962 s of delays, 20 x 42 s), CancelShipment,
     # RefundPayment, ReleaseInventory (312 s each), MarkCompensated failing (174 s), MarkNeedsAttention failing (384 s),
     # NotifyNeedsAttention (174 s).
-    assert worst == 3 * (384 + 509) + 3 * 312 + 174 + 384 + 174
+    assert worst == 3 * (384 + 509 + 1802) + 3 * 312 + 174 + 384 + 174
     assert saga_definition["TimeoutSeconds"] >= worst + 60
 
 

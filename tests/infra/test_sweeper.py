@@ -63,7 +63,7 @@ def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
     assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
-    assert "130 minutes" in props["AlarmDescription"]
+    assert "220 minutes" in props["AlarmDescription"]
 
 
 def test_stuck_orders_alarm_watches_the_metric_the_sweeper_emits(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
@@ -86,7 +86,7 @@ def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: 
     stack = dev.stack
     payment, carrier = present(stack.payment_provider), present(stack.carrier)
     assert sweeper_env[env_names.ORDERS_TABLE_NAME] == {"Ref": dev.logical_id(stack.orders_table)}
-    assert sweeper_env[env_names.STUCK_AFTER_SECONDS] == "7800"
+    assert sweeper_env[env_names.STUCK_AFTER_SECONDS] == "13200"
     assert sweeper_env[env_names.RECONCILE_WINDOW_SECONDS] == "900"
     assert sweeper_env[env_names.STATE_MACHINE_ARN] == {"Ref": dev.logical_id(stack.saga.state_machine)}
     assert sweeper_env[env_names.NEEDS_ATTENTION_QUEUE_URL] == {"Ref": dev.logical_id(stack.needs_attention.queue)}
@@ -154,15 +154,15 @@ def dev_45(tmp_path_factory: pytest.TempPathFactory) -> SynthResult:
     return synth_pipeline(
         tmp_path_factory.mktemp("cdk-dev-45"),
         stage="dev",
-        stuck_after_minutes="140",  # as `cdk synth -c stuck_after_minutes=140` passes it
+        stuck_after_minutes="230",  # as `cdk synth -c stuck_after_minutes=230` passes it
     )
 
 
 def test_sweeper_stuck_after_minutes_context_sets_threshold(dev_45: SynthResult) -> None:
     env = dev_45.properties(dev_45.logical_id(dev_45.stack.sweeper.function))["Environment"]["Variables"]
-    assert env[env_names.STUCK_AFTER_SECONDS] == str(140 * 60)
+    assert env[env_names.STUCK_AFTER_SECONDS] == str(230 * 60)
     alarm = dev_45.properties(dev_45.logical_id(dev_45.stack.stuck_alarm))
-    assert "140 minutes" in alarm["AlarmDescription"]
+    assert "230 minutes" in alarm["AlarmDescription"]
     assert int(env[env_names.STUCK_AFTER_SECONDS]) > dev_45.stack.saga.timeout.to_seconds()
 
 

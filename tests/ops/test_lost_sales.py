@@ -100,6 +100,19 @@ def test_lost_sales_compensated_order_paged_only_by_an_alarm_on_its_failing_func
     assert lost_sales(SUBMITTED, details, [(arn, events)], [park], alarms=alarms)["unpaged"] == 1
 
 
+def test_lost_sales_compensated_order_is_not_paged_by_failed_executions() -> None:
+    """A compensated execution SUCCEEDED: ``ExecutionsFailed`` (an alarm on no function) never counted it, so its
+    page announces some other order; a provider outage's page (also on no function) does name the incident."""
+    arn, events = _history(OK["order_id"], "ChargePayment", "TransientStepError")
+    details = _details("COMPENSATED")
+    failed = {**_page(kind="executions_failed"), "alarm": "ExecutionsFailed"}
+    section = lost_sales(SUBMITTED, details, [(arn, events)], [failed], alarms={"ExecutionsFailed": {}})
+    assert section["unpaged"] == 1 and CHECKS[INVARIANT]({"lost_sales": section})
+    outage = {**_page(kind="provider_outage"), "alarm": "PaymentOutage"}
+    section = lost_sales(SUBMITTED, details, [(arn, events)], [outage], alarms={"PaymentOutage": {}})
+    assert section["unpaged"] == 0
+
+
 def test_lost_sales_undelivered_page_pages_nobody() -> None:
     histories = [_history(OK["order_id"], "ShipOrder", "States.Timeout")]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[_page(delivered=False)])

@@ -20,6 +20,17 @@ def _throttle_worst(props: SagaProps, task: SagaTask, latency: float) -> float:
     return props.throttle_retry.worst_case_seconds(0.0, latency)
 
 
+def _outage_worst(props: SagaProps, task: SagaTask, where: str, latency: float) -> float:
+    """A forward task's outage retrier at its worst: every attempt a whole invocation (it ran, and failed or
+    timed out). Zero without the retrier or one of its errors to retry."""
+    retry_on = task.retry_on if task.retry_on is not None else props.retry_on
+    if props.outage_retry is None or not set(props.outage_errors) & set(retry_on):
+        return 0.0
+    return props.outage_retry.worst_case_seconds(task.attempt_seconds(where), task.init_seconds() + latency) - (
+        task.attempt_seconds(where) + task.init_seconds() + latency
+    )  # its first attempt is the step's own, counted once above
+
+
 def budget_seconds(props: SagaProps) -> float:
     """The execution timeout: the longest path with every attempt of every task timing out.
 
@@ -34,6 +45,7 @@ def budget_seconds(props: SagaProps) -> float:
     for step in props.steps:
         total += _task_worst(step.retry or props.forward_retry, step.forward, step.name, latency)
         total += _throttle_worst(props, step.forward, latency)
+        total += _outage_worst(props, step.forward, step.name, latency)
         if step.compensation is not None:
             policy = step.compensation_retry or props.compensation_retry
             total += _task_worst(policy, step.compensation, step.undo_name, latency)

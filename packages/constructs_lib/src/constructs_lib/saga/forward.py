@@ -21,7 +21,8 @@ def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed
         task = step.forward.build(states.scope, step.name, result_path=step.result_path or f"$.{step.name}")
         states.states[step.name] = task
         retry_on = step.forward.retry_on if step.forward.retry_on is not None else props.retry_on
-        apply_retries(task, step.retry or props.forward_retry, retry_on, props.throttle_retry)
+        outage = (props.outage_retry, props.outage_errors) if props.outage_retry is not None else None
+        apply_retries(task, step.retry or props.forward_retry, retry_on, props.throttle_retry, outage)
         states.catch_already_parked(task, props.error_path)
         if i == 0 and props.refused_input_errors:
             refused = sfn.Fail(

@@ -116,6 +116,12 @@ class SagaProps:
         compensation_retry: retry policy of compensations, for any error; default 5 retries, 2 s .. 30 s.
         throttle_retry: the forward steps' own retrier for a Lambda throttle (:data:`THROTTLE_ERRORS` among
             their ``retry_on``), budgeted on its own; default none (``forward_retry`` retries it).
+        outage_retry, outage_errors: the forward steps' retrier for errors meaning "a dependency the step calls
+            is down, nothing is wrong with the item" (e.g. the step middleware's ``TransientStepError``, a
+            function timed out waiting on a provider), after the throttle's retrier and ahead of
+            ``forward_retry``; budgeted on its own (each attempt a whole invocation). The errors must be among
+            ``retry_on``; name them in ``park_on`` too, so an outage that outlasts the retrier parks the item
+            rather than undoing it. Default none (``forward_retry`` retries them).
         park_on: errors of any forward step that, once its retries are exhausted, park the saga at once
             without compensating (a throttle that outlasted its retrier: nothing is wrong with the item, the
             capacity is short, so an operator finishes it later rather than the saga undoing a valid one).
@@ -178,6 +184,8 @@ class SagaProps:
     forward_retry: RetryPolicy = field(default_factory=RetryPolicy)
     compensation_retry: RetryPolicy = field(default_factory=default_compensation_retry)
     throttle_retry: RetryPolicy | None = None
+    outage_retry: RetryPolicy | None = None
+    outage_errors: Sequence[str] = ()
     park_on: Sequence[str] = ()
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = ()

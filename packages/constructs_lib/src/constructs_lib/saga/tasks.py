@@ -119,12 +119,24 @@ class RetryPolicy:
         )
 
 
-def apply_retries(task: TaskState, policy: RetryPolicy, errors: Sequence[str], throttle: RetryPolicy | None) -> None:
+def apply_retries(
+    task: TaskState,
+    policy: RetryPolicy,
+    errors: Sequence[str],
+    throttle: RetryPolicy | None,
+    outage: tuple[RetryPolicy, Sequence[str]] | None = None,
+) -> None:
     """``policy`` on ``errors``; with ``throttle``, the :data:`THROTTLE_ERRORS` among them get that retrier
-    instead, first (Step Functions uses the first retrier whose ErrorEquals names the error)."""
+    instead, first; with ``outage`` (a policy and its errors), those errors get that retrier next (Step
+    Functions uses the first retrier whose ErrorEquals names the error)."""
     waited = [e for e in THROTTLE_ERRORS if e in errors] if throttle is not None else []
     if throttle is not None and waited:
         throttle.apply(task, waited)
+    if outage is not None:
+        outage_policy, outage_errors = outage
+        down = [e for e in outage_errors if e in errors and e not in waited]
+        outage_policy.apply(task, down)
+        waited += down
     policy.apply(task, [e for e in errors if e not in waited])
 
 

@@ -4,7 +4,7 @@ promise are refused with a :class:`ValueError` naming the step or recorder."""
 from __future__ import annotations
 
 from constructs_lib.saga.props import SagaProps, SagaRecorder, SagaStep
-from constructs_lib.saga.tasks import STATES_ALL
+from constructs_lib.saga.tasks import STATES_ALL, THROTTLE_ERRORS
 
 
 def _check_path(where: str, path: str) -> None:
@@ -37,6 +37,7 @@ def validate(props: SagaProps) -> None:
             names.append(_checked_recorder(recorder))
     _check_fallbacks(props)
     _check_already_parked(props)
+    _check_outage(props)
     names += [props.park_error, props.refused_state_name, props.compensated_state_name]
     if props.already_parked_on:
         names.append(props.already_parked_state_name)
@@ -117,6 +118,24 @@ def _check_already_parked(props: SagaProps) -> None:
         others += list(recorder.fallback_on) if recorder is not None else []
     if held & set(others):
         raise ValueError(f"errors {sorted(held & set(others))} are given two meanings (already_parked_on)")
+
+
+def _check_outage(props: SagaProps) -> None:
+    """``outage_retry`` and ``outage_errors``: both or neither; named errors the forward steps retry, not the
+    throttle retrier's."""
+    errors = set(props.outage_errors)
+    if props.outage_retry is None:
+        if errors:
+            raise ValueError("outage_errors needs an outage_retry (the retrier that waits them out)")
+        return
+    if not errors:
+        raise ValueError("outage_retry needs outage_errors (the errors it waits out)")
+    if STATES_ALL in errors:
+        raise ValueError("outage_errors cannot be States.ALL (a business error would be retried)")
+    if props.throttle_retry is not None and errors & set(THROTTLE_ERRORS):
+        raise ValueError(f"outage_errors repeat the throttle retrier's {sorted(errors & set(THROTTLE_ERRORS))}")
+    if errors - set(props.retry_on):
+        raise ValueError(f"outage_errors must be among retry_on; not: {sorted(errors - set(props.retry_on))}")
 
 
 def _check_fallbacks(props: SagaProps) -> None:
