@@ -24,7 +24,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from constructs_lib.generic_saga import (
-    THROTTLE_ERRORS,
     LambdaTask,
     RetryPolicy,
     Saga,
@@ -37,7 +36,6 @@ from constructs_lib.monitoring import Monitoring
 from lambda_resilience.tracing import EXECUTION_INPUT  # the payload field the step handlers read the input by
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
 from stacks.order_constructs.saga_integrations import last_resort, status_write
-
 from stacks.order_constructs.saga_retries import (
     OUTAGE_ERRORS,
     default_forward_retry,
@@ -46,9 +44,9 @@ from stacks.order_constructs.saga_retries import (
 )
 
 __all__ = [
-    "OUTAGE_ERRORS",
     "DEFAULT_REFUSED_INPUT_ERRORS",
     "DEFAULT_TRANSIENT_ERRORS",
+    "OUTAGE_ERRORS",
     "OrderSaga",
     "OrderSagaProps",
     "RetryPolicy",
