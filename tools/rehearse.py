@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tools.rehearse_incident import check_one_notification, rule_children
 from tools.rehearse_template import create_composite_alarms, describe_set_aside, set_aside_unsupported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +40,8 @@ BOOTSTRAP_TIMEOUT = 180.0
 DEPLOY_TIMEOUT = 300.0
 SMOKE_TIMEOUT = 300.0
 STOP_TIMEOUT = 10.0
+#: The CDK CLI without notices (it would fetch them from the internet: https://docs.aws.amazon.com/cdk/v2/guide/cli.html#cli-notices).
+CDK = ["npx", "--no-install", "cdk", "--no-notices"]
 #: Settings that would send the CDK CLI or boto3 elsewhere than the local endpoint.
 _REDIRECTING_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
 
@@ -67,6 +70,9 @@ def local_environment(endpoint: str) -> dict[str, str]:
         NO_PROXY=no_proxy,
         no_proxy=no_proxy,
         CDK_DISABLE_VERSION_CHECK="1",
+        # The CLI's telemetry otherwise resolves and posts to cdk-cli-telemetry.us-east-1.api.aws (seen with strace
+        # on 2026-11-28; https://docs.aws.amazon.com/cdk/v2/guide/cli-telemetry.html).
+        CDK_DISABLE_CLI_TELEMETRY="1",
     )
     return env
 
@@ -185,8 +191,8 @@ def _client(endpoint: str, service: str) -> Any:
     )
 
 
-def create_set_aside(endpoint: str, aside: dict[str, dict[str, Any]]) -> float:
-    """Create, through MiniStack's API, the composite alarms set aside at synth; its wall time."""
+def create_set_aside(endpoint: str, aside: dict[str, dict[str, Any]]) -> tuple[float, list[str]]:
+    """Create, through MiniStack's API, the composite alarms set aside at synth; its wall time, their names."""
     started = time.monotonic()
     pages = _client(endpoint, "cloudformation").get_paginator("list_stack_resources").paginate(StackName=STACK)
     physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for p in pages for r in p["StackResourceSummaries"]}
@@ -195,6 +201,28 @@ def create_set_aside(endpoint: str, aside: dict[str, dict[str, Any]]) -> float:
     except (ValueError, KeyError) as exc:
         raise StepFailed(f"composite alarms: {exc!r}") from None
     print(f"rehearse: composite alarms created with PutCompositeAlarm: {', '.join(created) or 'none'}", flush=True)
+    return time.monotonic() - started, created
+
+
+def check_incidents(endpoint: str, composites: list[str]) -> float:
+    """Each composite alarm notifies once for two of its children in ALARM (:mod:`tools.rehearse_incident`);
+    its wall time, or StepFailed naming the alarms heard."""
+    import boto3
+
+    from ops.target import Target
+
+    started = time.monotonic()
+    session = boto3.session.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION)
+    target = Target({}, REGION, endpoint_url=endpoint, _session=session)
+    stack = target.client("cloudformation").describe_stacks(StackName=STACK)["Stacks"][0]
+    target = Target({o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}, REGION, None, endpoint, session)
+    for name in composites:
+        found = target.client("cloudwatch").describe_alarms(AlarmNames=[name], AlarmTypes=["CompositeAlarm"])
+        children = rule_children(found["CompositeAlarms"][0]["AlarmRule"])
+        expected, observed = check_one_notification(target, name, children)
+        print(f"rehearse: one incident ({', '.join(children[:2])} in ALARM), notifications heard: {observed}")
+        if observed != expected:
+            raise StepFailed(f"one incident, one notification: {name}: expected {expected}, heard {observed}")
     return time.monotonic() - started
 
 
@@ -219,7 +247,7 @@ def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
     times = {"start MiniStack": time.monotonic() - started}
     print(f"rehearse: MiniStack up at {endpoint} in {times['start MiniStack']:.1f} s (log: {log_path})", flush=True)
     env = local_environment(endpoint)
-    npx = ["npx", "--no-install", "cdk"]
+    npx = CDK
     try:
         account = "000000000000"  # MiniStack's default account (MINISTACK_ACCOUNT_ID)
         times["cdk bootstrap"] = run_step(
@@ -232,7 +260,7 @@ def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
             env,
             DEPLOY_TIMEOUT,
         )
-        times["composite alarms"] = create_set_aside(endpoint, aside)
+        times["composite alarms"], composites = create_set_aside(endpoint, aside)
         # --no-api: MiniStack 1.5.33 deploys the order API but its own mapping-template engine is a subset of
         # Velocity: tried on 2026-11-24, it returned the request template's #set/#if directives as text and
         # answered 400 to a valid order. The API's templates are checked on Velocity proper (airspeed) by
@@ -244,6 +272,7 @@ def rehearse(ministack: Path, port: int | None = None) -> dict[str, float]:
         # classification, checked on the deployed code); MiniStack evaluates no alarm, so it pages nobody here.
         smoke.append("--dead-letter")
         times["ops smoke"] = run_step("ops smoke", smoke, env, SMOKE_TIMEOUT)
+        times["one notification"] = check_incidents(endpoint, composites)  # after the smoke: it forces alarms
     except StepFailed as exc:
         raise StepFailed(f"{exc} (MiniStack log: {log_path})") from None
     finally:

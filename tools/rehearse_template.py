@@ -100,7 +100,7 @@ def create_composite_alarms(
     aside: Mapping[str, Mapping[str, Any]], physical: Mapping[str, str], cloudwatch: Any
 ) -> list[str]:
     """PutCompositeAlarm for each composite alarm set aside, with the deployed stack's names and ARNs
-    (``physical``: logical ID to physical ID); the logical IDs created."""
+    (``physical``: logical ID to physical ID); the names of the alarms created."""
 
     def alarm_arn(name: str) -> str:
         found = cloudwatch.describe_alarms(AlarmNames=[name])
@@ -110,8 +110,9 @@ def create_composite_alarms(
         return str(alarms[0]["AlarmArn"])
 
     created = []
-    for logical_id, resource in sorted(aside.items()):
+    for _, resource in sorted(aside.items()):
         if resource["Type"] == COMPOSITE_ALARM:
-            cloudwatch.put_composite_alarm(**resolve(resource["Properties"], physical, alarm_arn))
-            created.append(logical_id)
+            properties = resolve(resource["Properties"], physical, alarm_arn)
+            cloudwatch.put_composite_alarm(**properties)
+            created.append(str(properties["AlarmName"]))
     return created
