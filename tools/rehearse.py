@@ -38,7 +38,7 @@ STACK = "OrderPipeline-dev"
 HOST = "127.0.0.1"
 REGION = "us-east-1"
 #: Bounded waits (seconds). Measured on 2 cores shared with other work (2026-11-28, load average 15 to 38):
-#: bootstrap 30 to 65 s, synth 33 to 72 s, deploy 10 to 13 s, smoke 57 to 112 s; 164 to 278 s in all.
+#: bootstrap 30 to 80 s, synth 33 to 72 s, deploy 10 to 17 s, smoke 57 to 112 s; 164 to 285 s in all.
 START_TIMEOUT = 60.0
 BOOTSTRAP_TIMEOUT = 180.0
 DEPLOY_TIMEOUT = 300.0
