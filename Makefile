@@ -21,6 +21,8 @@ ORDERS ?= 20
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
+# No call leaves the machine: the CDK CLI's telemetry would (tools/rehearse.py).
+export CDK_DISABLE_CLI_TELEMETRY := 1
 
 .PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs drill clean
 

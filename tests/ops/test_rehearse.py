@@ -23,6 +23,17 @@ def test_rehearse_environment_points_everything_at_the_endpoint(monkeypatch: pyt
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
 
 
+def test_rehearse_environment_keeps_the_cdk_cli_from_calling_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CDK CLI looks up its telemetry endpoint (cdk-cli-telemetry.us-east-1.api.aws; strace, 2026-11-28) and
+    fetches notices unless told not to: no call may leave the machine."""
+    monkeypatch.delenv("CDK_DISABLE_CLI_TELEMETRY", raising=False)
+    env = rehearse.local_environment("http://127.0.0.1:4599")
+    assert env["CDK_DISABLE_CLI_TELEMETRY"] == "1"
+    assert env["CDK_DISABLE_VERSION_CHECK"] == "1"
+    assert rehearse.CDK[:3] == ["npx", "--no-install", "cdk"]
+    assert "--no-notices" in rehearse.CDK
+
+
 def test_rehearse_start_failure_names_the_step_and_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rehearse, "REHEARSE_DIR", tmp_path)
     broken = tmp_path / "ministack"
