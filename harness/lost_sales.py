@@ -27,8 +27,12 @@ from local_cloud.histories import execution_histories
 INVARIANT = "no_lost_sale_unless_paged"
 #: Statuses that lose the sale.
 LOST_STATUSES = ("COMPENSATED", "NEEDS_ATTENTION")
-#: Errors that mean an operator asked for the compensation (``ops repair --action compensate``).
-OPERATOR_ERRORS = ("CompensationRequested",)
+#: An execution ends ABORTED only through StopExecution, an operator's (or a tool's) act
+#: (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StopExecution.html).
+ABORTED = "ExecutionAborted"
+#: Errors that mean an operator asked for the compensation (``ops repair --action compensate``), or stopped the
+#: order's execution (:data:`ABORTED`).
+OPERATOR_ERRORS = ("CompensationRequested", ABORTED)
 #: A provider's or the stock's decision (lambdas/order_domain/errors.py, BusinessOutcome): never ours. A valid order
 #: of a run never meets one; the fault matrix injects them on valid orders to reach the compensations.
 BUSINESS_ERRORS = ("PaymentDeclined", "PaymentIncomplete", "ShippingUnavailable", "InsufficientStock")
@@ -74,16 +78,25 @@ def first_failure(events: Sequence[dict[str, Any]]) -> tuple[str | None, str | N
 def _order_failure(
     order_id: str, histories: Iterable[tuple[str, list[dict[str, Any]]]]
 ) -> tuple[str | None, str | None, str]:
-    """(error, state, what the state invoked) of the order's first task error (any attempt or repair, in history
+    """(error, state, what the state invoked): ``ExecutionAborted`` where an execution was stopped, else the order's
+    first task error (any attempt or repair, in history
     order); the last part is the text of the failing state's scheduled-event details (its function's name)."""
     marker = f":order-{order_id}-attempt-"
-    for arn, events in histories:
-        if marker not in arn:
-            continue
+    mine = [(arn, events) for arn, events in histories if marker in arn]
+    for _arn, events in mine:  # a stop decides the order's fate, whatever the execution retried before it
+        if any(event.get("type") == ABORTED for event in events):
+            return ABORTED, _last_state(events), ""
+    for _arn, events in mine:
         error, state = first_failure(events)
         if error:
             return error, state, _invoked(events, state)
     return None, None, ""
+
+
+def _last_state(events: Sequence[dict[str, Any]]) -> str | None:
+    """The last state an execution entered."""
+    names = [e["stateEnteredEventDetails"].get("name") for e in events if e.get("stateEnteredEventDetails")]
+    return names[-1] if names else None
 
 
 def _invoked(events: Sequence[dict[str, Any]], state: str | None) -> str:
@@ -206,6 +219,7 @@ def lost_sales(
         "valid": len(valid),
         "lost": len(orders),
         "infrastructure": sum(o["cause"] == "infrastructure" for o in orders),
+        "operator": sum(o["cause"] == "operator" for o in orders),
         "unpaged": sum(not o["paged"] for o in ours),
         "paged_by": sorted({str(p["alarm"]) for p in announcing}),
         "orders": orders[:LISTED],
@@ -251,5 +265,7 @@ def lost_sales_line(section: dict[str, Any]) -> str:
     """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.lost_sales)."""
     line = f"lost sales: {section['lost']} of {section['valid']} valid orders"
     if section["lost"]:
-        line += f" ({section['infrastructure']} to our infrastructure, {section['unpaged']} nobody was paged for)"
+        by_operator = f", {section['operator']} by an operator" if section.get("operator") else ""
+        ours = f"{section['infrastructure']} to our infrastructure{by_operator}"
+        line += f" ({ours}, {section['unpaged']} nobody was paged for)"
     return line

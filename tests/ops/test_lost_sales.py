@@ -139,6 +139,17 @@ def test_lost_sales_operator_compensation_is_reported_not_a_violation() -> None:
     assert section["infrastructure"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
 
 
+def test_lost_sales_execution_stopped_by_an_operator_is_the_operators_call() -> None:
+    """An execution ends ABORTED only by StopExecution (an operator's or a tool's): the parked order that follows
+    is the operator's call, whatever task error the execution retried before the stop."""
+    arn, events = _history(OK["order_id"], "ReserveInventory", "TransientStepError")
+    events[-1] = {"type": "ExecutionAborted"}
+    section = lost_sales(SUBMITTED, _details("NEEDS_ATTENTION"), [(arn, events)], pages=[])
+    (lost,) = section["orders"]
+    assert (lost["cause"], lost["error"]) == ("operator", "ExecutionAborted")
+    assert section["infrastructure"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
+
+
 def test_lost_sales_without_a_history_is_an_unexplained_violation() -> None:
     section = lost_sales(SUBMITTED, _details("NEEDS_ATTENTION"), [], pages=[])
     assert section["orders"][0]["cause"] == "unknown" and section["unpaged"] == 1
