@@ -139,8 +139,8 @@ def spawn_pinned(cmd: list[str], cpu: int | None, **popen: Any) -> subprocess.Po
     themselves many thousand times a second; left free, the kernel spreads them over both cores and each
     handoff crosses cores (and waits on the other shard's thread). Pinned, a 2,000-order chaos run on 2
     cores took 95 to 105 s against 125 to 131 s, each shard's CPU time 86 to 97 s against 102 to 116 s
-    (docs/results.md). The runner's calling thread is pinned for the fork only (a child inherits its
-    parent thread's affinity, and so do all the threads it starts), then put back."""
+    (2026-11-25, in ``git log -p docs/results.md``). The runner's calling thread is pinned for the fork only
+    (a child inherits its parent thread's affinity, and so do all the threads it starts), then put back."""
     if cpu is None:
         return subprocess.Popen(cmd, **popen)
     before = os.sched_getaffinity(0)

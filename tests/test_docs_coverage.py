@@ -58,9 +58,9 @@ OLD_README_SECTIONS = (
         "packages/lambda_resilience/README.md",
         "Powertools through its public API only",
     ),
-    Section("## What it survives", "docs/results.md"),
-    Section("## Black Friday: AWS's quotas in the local run (`make spike`)", "docs/results.md"),
-    Section("## Middleware benchmark (`make bench`)", "docs/results.md"),
+    Section("## What it survives", "docs/results.md", "#make-chaos-what-it-survives"),
+    Section("## Black Friday: AWS's quotas in the local run (`make spike`)", "docs/local-run.md"),
+    Section("## Middleware benchmark (`make bench`)", "docs/results.md", "#make-bench"),
 )
 
 #: Passages of the old README that were sections in all but heading (a bold lead) and now live in a
@@ -93,10 +93,10 @@ OLD_README_PASSAGES = (
         "created at import on purpose",
     ),
     Section("**Dead-letter discipline.**", "docs/design.md", "**Dead-letter discipline.**"),
-    Section("**Speed (met: under 150 s).**", "docs/results.md", "**Speed ("),
-    Section("**Similitude.**", "docs/results.md", "**Similitude.**"),
-    Section("**Capacity from the template**", "docs/results.md", "**Capacity from the template**"),
-    Section("**Cost per order**", "docs/results.md", "**Cost per order**"),
+    Section("**Speed (met: under 150 s).**", "docs/results.md", "#make-chaos-what-it-survives"),
+    Section("**Similitude.**", "docs/local-run.md", "**Similitude.**"),
+    Section("**Capacity from the template**", "docs/local-run.md", "**Capacity from the template.**"),
+    Section("**Cost per order**", "docs/results.md", "#make-bench"),
 )
 
 DECISIONS = ROOT / "docs" / "decisions"

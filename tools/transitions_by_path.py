@@ -4,7 +4,7 @@
 ``tools.bench.BUSINESS_MIX``) and prints, for each sequence of states entered, how many executions took it
 and what each cost as Step Functions bills it (every state entered plus every retry:
 ``local_cloud.histories.billed_transitions_per_execution``). The mean is the bench's
-``state_transitions_per_order_mix``. docs/results.md's transitions-per-outcome table comes from it.
+``state_transitions_per_order_mix``. docs/results.md's transitions per outcome path (``make bench``) come from it.
 """
 
 from __future__ import annotations
