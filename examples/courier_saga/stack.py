@@ -129,7 +129,6 @@ class CourierSagaStack(Stack):
                     already_recorded_on=("DynamoDB.ConditionalCheckFailedException",),
                 ),
                 parked=SagaRecorder("RecordNeedsAttention", record_outcome(self.table, "NEEDS_ATTENTION")),
-                refused_input_errors=("InvalidStepInput",),
                 compensation_retry=RetryPolicy(interval=Duration.seconds(1), max_attempts=2),
                 alarm_topic=oncall,
                 alarm_label="courier saga",

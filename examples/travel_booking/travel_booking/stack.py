@@ -86,7 +86,6 @@ class TravelBookingStack(Stack):
                         skip_compensation_on=("CardDeclined",),
                     ),
                 ],
-                refused_input_errors=("InvalidStepInput",),
                 alarm_topic=oncall,
                 alarm_label="travel booking",
             ),
