@@ -104,7 +104,7 @@ class TravelBookingStack(Stack):
             "Intake",
             props=PipelineFunctionProps(
                 code_dir=FUNCTIONS_DIR,
-                handler="intake.handler",
+                handler="booking_intake.handler",
                 service_name="intake",
                 metrics_namespace=NAMESPACE,
                 timeout=Duration.seconds(10),
