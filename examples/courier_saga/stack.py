@@ -1,9 +1,13 @@
-"""The courier saga's stack: a deliveries table, seven tiny functions, and the generic saga.
+"""The courier saga's stack: a deliveries table, seven step functions on the middleware, and the generic saga
+on its default retries, with outcome recorders and a park.
 
 Reserve a parcel slot -> charge the customer -> book a courier -> notify the customer.
 Compensations: release the slot, refund, cancel the courier (notify has none: it is last). A
 declined card skips the refund. The outcome (DELIVERED / CANCELLED / NEEDS_ATTENTION) is written by
-a direct DynamoDB UpdateItem, conditional so that a repeat never overwrites it.
+a direct DynamoDB UpdateItem (``record_outcome``: this example's, not the library's), conditional so that
+a repeat never overwrites it. Where ``examples/travel_booking`` shows the installed packages and the local
+run on the generic command, this one shows the saga's recorders, a compensation that keeps failing (the park)
+and a ``ServiceTask``.
 """
 
 from __future__ import annotations
@@ -11,16 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
+from aws_cdk.aws_lambda import IFunction
 from constructs import Construct
 
+from constructs_lib.function import PipelineFunction, PipelineFunctionProps
 from constructs_lib.generic_saga import (
     DYNAMODB_TRANSIENT_ERRORS,
-    LAMBDA_SERVICE_ERRORS,
     LambdaTask,
     RetryPolicy,
     Saga,
@@ -29,9 +34,13 @@ from constructs_lib.generic_saga import (
     SagaStep,
     ServiceTask,
 )
+from constructs_lib.layers import PythonPackagesLayer, PythonPackagesLayerProps
+from constructs_lib.tables import DataTable, DataTableProps, IdempotencyTable
 
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
 FUNCTION_TIMEOUT = Duration.seconds(10)
+NAMESPACE = "CourierSaga"
+ACTIONS = ("reserve", "release", "charge", "refund", "book_courier", "cancel_courier", "notify")
 
 
 def record_outcome(table: dynamodb.ITable, outcome: str) -> ServiceTask:
@@ -61,27 +70,30 @@ class CourierSagaStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.table = dynamodb.Table(
-            self,
-            "Deliveries",
-            partition_key=dynamodb.Attribute(name="delivery_id", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            removal_policy=RemovalPolicy.DESTROY,
+        oncall = sns.Topic(self, "Oncall")
+        self.table = DataTable(self, "Deliveries", props=DataTableProps(partition_key="delivery_id")).table
+        idempotency = IdempotencyTable(self, "Idempotency").table
+        middleware = PythonPackagesLayer(
+            self, "Middleware", props=PythonPackagesLayerProps(distributions=["lambda-resilience"])
         )
-        code = lambda_.Code.from_asset(str(HANDLERS_DIR))
-        self.functions: dict[str, lambda_.Function] = {}
-        for action in ("reserve", "release", "charge", "refund", "book_courier", "cancel_courier", "notify"):
-            fn = lambda_.Function(
+        self.functions: dict[str, IFunction] = {}
+        for action in ACTIONS:
+            fn = PipelineFunction(
                 self,
                 "".join(part.title() for part in action.split("_")),
-                runtime=lambda_.Runtime.PYTHON_3_12,
-                architecture=lambda_.Architecture.ARM_64,
-                handler=f"steps.{action}",
-                code=code,
-                timeout=FUNCTION_TIMEOUT,
-                environment={"TABLE_NAME": self.table.table_name},
-            )
+                props=PipelineFunctionProps(
+                    code_dir=HANDLERS_DIR,
+                    handler=f"steps.{action}",
+                    service_name=action.replace("_", "-"),
+                    metrics_namespace=NAMESPACE,
+                    timeout=FUNCTION_TIMEOUT,
+                    layers=[middleware.layer],
+                    environment={"TABLE_NAME": self.table.table_name, "IDEMPOTENCY_TABLE": idempotency.table_name},
+                    alarm_topic=oncall,
+                ),
+            ).function
             self.table.grant(fn, "dynamodb:UpdateItem")
+            idempotency.grant_read_write_data(fn)
             self.functions[action] = fn
         f = self.functions
 
@@ -117,9 +129,8 @@ class CourierSagaStack(Stack):
                     already_recorded_on=("DynamoDB.ConditionalCheckFailedException",),
                 ),
                 parked=SagaRecorder("RecordNeedsAttention", record_outcome(self.table, "NEEDS_ATTENTION")),
-                retry_on=LAMBDA_SERVICE_ERRORS,
-                refused_input_errors=("InvalidDelivery",),
                 compensation_retry=RetryPolicy(interval=Duration.seconds(1), max_attempts=2),
+                alarm_topic=oncall,
                 alarm_label="courier saga",
             ),
         )

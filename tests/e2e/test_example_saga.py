@@ -12,7 +12,11 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_cdk import Aspects, Stack
+from aws_cdk.assertions import Annotations, Match
 
+from constructs_lib.checks import ResilienceChecks
+from constructs_lib.function import DEFAULT_RUNTIME
 from harness.run import local_aws
 from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
@@ -26,13 +30,21 @@ FORWARD = ["ReserveSlot", "ChargeCustomer", "BookCourier", "NotifyCustomer"]
 
 
 @pytest.fixture(scope="module")
-def example_assembly(tmp_path_factory: pytest.TempPathFactory) -> CloudAssembly:
+def example_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Stack, CloudAssembly]:
     from examples.courier_saga.app import STACK_NAME, build_app
 
     outdir = tmp_path_factory.mktemp("courier.out")
     # Asset metadata (the CLI sets it) tells the emulator where each function's code was staged.
-    build_app(context={"aws:cdk:enable-asset-metadata": True}, outdir=str(outdir)).synth()
-    return CloudAssembly(outdir, STACK_NAME)
+    app = build_app(context={"aws:cdk:enable-asset-metadata": True}, outdir=str(outdir))
+    app.synth()
+    stack = app.node.find_child(STACK_NAME)
+    assert isinstance(stack, Stack)
+    return stack, CloudAssembly(outdir, STACK_NAME)
+
+
+@pytest.fixture(scope="module")
+def example_assembly(example_app: tuple[Stack, CloudAssembly]) -> CloudAssembly:
+    return example_app[1]
 
 
 @dataclass
@@ -47,7 +59,7 @@ class Courier:
 
     @property
     def table(self) -> str:
-        (name,) = self.deployment.tables.values()
+        (name,) = (name for logical_id, name in self.deployment.tables.items() if logical_id.startswith("Deliveries"))
         return name
 
     def run(self, name: str, execution_input: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -90,6 +102,22 @@ def test_example_saga_synthesizes_seven_functions_and_one_state_machine(example_
     (machine,) = example_assembly.resources("AWS::StepFunctions::StateMachine")
     assert machine.properties["StateMachineType"] == "STANDARD"
     assert (EXAMPLE_DIR / "handlers" / "steps.py").is_file()
+
+
+def test_example_saga_synth_passes_resilience_checks_on_the_library_defaults(
+    example_app: tuple[Stack, CloudAssembly],
+) -> None:
+    """The example a team copies is on the defaults: checks on, the middleware's layer, the runtime's Python."""
+    stack, assembly = example_app
+    assert any(isinstance(aspect, ResilienceChecks) for aspect in Aspects.of(stack).all)
+    assert Annotations.from_stack(stack).find_error("*", Match.any_value()) == []
+    functions = list(assembly.resources("AWS::Lambda::Function"))
+    assert {f.properties["Runtime"] for f in functions} == {DEFAULT_RUNTIME.name}
+    assert all(f.properties.get("Layers") for f in functions)  # the middleware's layer
+    template = json.dumps(assembly.template)
+    # Every function's errors alarm subtracts the business outcomes the middleware counts.
+    assert template.count("FILL(expected, 0)") == len(functions)
+    assert "PYTHON_3_12" not in (EXAMPLE_DIR / "stack.py").read_text()
 
 
 def test_example_saga_happy_path_delivers(courier: Courier) -> None:
@@ -173,7 +201,10 @@ def test_example_saga_input_without_delivery_is_refused_with_no_side_effect(cour
 
 def test_example_saga_repeat_never_overwrites_the_recorded_outcome(courier: Courier) -> None:
     courier.run("first", {"delivery_id": "d-repeat"})
-    described, entered = courier.run("again-failing", {"delivery_id": "d-repeat", "fail": {"charge": "CardDeclined"}})
+    # Attempt 2 (each step is idempotent per delivery, action and attempt: a repeat of attempt 1 would replay its
+    # results), whose card is declined: its cancellation finds the outcome recorded.
+    again = {"delivery_id": "d-repeat", "attempt": 2, "fail": {"charge": "CardDeclined"}}
+    described, entered = courier.run("again-failing", again)
     assert described["status"] == "SUCCEEDED"
     assert entered[-2:] == ["RecordCancelled", "OutcomeAlreadyRecorded"]
     delivery = courier.delivery("d-repeat")

@@ -387,6 +387,24 @@ def test_saga_default_retries_cover_what_the_step_middleware_raises() -> None:
         assert "Lambda.TooManyRequestsException" in retried, name
 
 
+def test_saga_default_refuses_the_input_the_step_middleware_rejects() -> None:
+    """With default props, the first step's ``InvalidStepInput`` (what ``step_handler`` raises when ``parse``
+    rejects the input) ends the execution at once as refused: not the catch-all, which would run every
+    compensation with the same input (each failing, retried for minutes) and park."""
+    from lambda_resilience.exceptions import InvalidStepInput
+
+    stack = Stack(App(), "SagaUnderTest")
+    Saga(stack, "Saga", props=SagaProps(steps=_steps(stack)))
+    states = _definition(stack)["States"]
+    refused = [c for c in states["Reserve"]["Catch"] if InvalidStepInput.__name__ in c["ErrorEquals"]]
+    assert [c["Next"] for c in refused] == ["InputRefused"]
+    assert states["InputRefused"]["Type"] == "Fail"
+    assert all(
+        "Catch" not in states[n] or not any(InvalidStepInput.__name__ in c["ErrorEquals"] for c in states[n]["Catch"])
+        for n in ("Charge", "Notify")
+    )
+
+
 def test_saga_already_parked_on_fails_at_once_from_every_step_and_compensation() -> None:
     """``already_parked_on``: the item is parked (announced) outside the execution; every forward task and
     compensation catches it first and the execution fails at once, never retried, never compensated or parked."""

@@ -31,17 +31,18 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_travel_app_synth_alarms_every_function_on_unexpected_errors_only(assembly: Path) -> None:
     template = Template.from_json(json.loads((assembly / f"{STACK_NAME}.template.json").read_text()))
-    template.resource_count_is("AWS::Lambda::Function", 6)
+    template.resource_count_is("AWS::Lambda::Function", 7)  # six steps and the intake
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     expected = [a for a in alarms.values() if "ExpectedErrors" in json.dumps(a["Properties"].get("Metrics", []))]
-    assert len(expected) == 6  # Errors - ExpectedErrors, one per function
+    assert len(expected) == 7  # Errors - ExpectedErrors, one per function
     staged = {f"{p.parent.name}/{p.name}" for p in assembly.rglob("lambda_resilience/*.py")}
     assert "lambda_resilience/step.py" in staged  # the middleware's layer ...
     assert "lambda_resilience/testing.py" not in staged  # ... without its test helpers
 
 
-def _run(assembly: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    status = main(["run", "--assembly", str(assembly), "--stack", STACK_NAME, "--expect-no-pages", *args])
+def _run(assembly: Path, capsys: pytest.CaptureFixture[str], *args: str, pages: bool = False) -> tuple[int, Any]:
+    expect = [] if pages else ["--expect-no-pages"]
+    status = main(["run", "--assembly", str(assembly), "--stack", STACK_NAME, *expect, *args])
     return status, json.loads(capsys.readouterr().out)
 
 
@@ -69,3 +70,33 @@ def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
 
 
 # --8<-- [end:local-run]
+
+
+def test_travel_app_local_run_sqs_requests_start_one_execution_per_booking(
+    assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the intake's queue (``BookingRequests``: the ResilientQueue's construct ID names its queue): a
+    request delivered twice starts one execution; the declined card pages nobody; the throttled steps are retried."""
+    ok = json.dumps({"booking_id": "b-1", "card": OK_CARD})
+    declined = json.dumps({"booking_id": "b-2", "card": DECLINED_CARD})
+    sends = [arg for body in (ok, declined, ok) for arg in ("--send", f"BookingRequests={body}")]
+    status, report = _run(assembly, capsys, *sends, "--throttle", "Bookings=11")
+    assert status == 0 and report["pages"] == [] and report["alarms_in_alarm"] == [], report
+    by_name = {e["name"]: e for e in report["executions"]}
+    assert sorted(by_name) == ["booking-b-1", "booking-b-2"]  # the duplicate started nothing
+    assert by_name["booking-b-1"]["status"] == by_name["booking-b-2"]["status"] == "SUCCEEDED"
+    assert by_name["booking-b-2"]["task_failures"][-1] == "CardDeclined"
+    assert "TransientStepError" in by_name["booking-b-1"]["task_failures"] + by_name["booking-b-2"]["task_failures"]
+    assert all(depth == 0 for depth in report["queues"].values())
+
+
+def test_travel_app_local_run_malformed_request_is_dead_lettered_at_once(
+    assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, report = _run(assembly, capsys, "--send", "BookingRequests=not json", pages=True)
+    assert status == 0 and report["executions"] == []
+    assert {k: v for k, v in report["invocations"].items() if "Intake" in k} != {}
+    assert sum(v for k, v in report["invocations"].items() if "Intake" in k) == 1  # its first receive, no retry
+    dlq = {k: v for k, v in report["queues"].items() if "Dlq" in k}
+    assert list(dlq.values()) == [1]
+    assert [p["alarm"] for p in report["pages"]] and all("Dlq" in p["alarm"] for p in report["pages"])

@@ -58,7 +58,14 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
         environment={"TABLE": table.table_name},
     )
     table.grant_write_data(fn)
-    queue = sqs.Queue(stack, "Inbox", visibility_timeout=Duration.seconds(60))
+    # A dead-letter queue whose ID starts with its queue's (as constructs_lib's ResilientQueue names them).
+    dlq = sqs.Queue(stack, "InboxDlq")
+    queue = sqs.Queue(
+        stack,
+        "Inbox",
+        visibility_timeout=Duration.seconds(60),
+        dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=3, queue=dlq),
+    )
     fn.add_event_source(sources.SqsEventSource(queue))
     write = tasks.LambdaInvoke(stack, "Write", lambda_function=fn)
     sfn.StateMachine(stack, "Flow", definition_body=sfn.DefinitionBody.from_chainable(write))
@@ -113,6 +120,20 @@ def test_cli_run_drives_queues_functions_and_state_machines(assembly: Path, caps
     assert sum(report["invocations"].values()) == 2
     assert all(depth == 0 for depth in report["queues"].values())
     assert report["pages"] == []
+
+
+def test_cli_run_send_to_a_prefix_matching_a_queue_and_its_dlq_reaches_the_queue(
+    assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``Inbox`` is a prefix of the queue's logical ID and of its DLQ's: the message goes to the queue (a DLQ is
+    no intake); the DLQ is reached by its own name."""
+    args = ["--send", "Inbox=to-the-queue", "--send", "InboxDlq=to-the-dlq"]
+    status = main(["run", "--assembly", str(assembly), "--stack", STACK, *args])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0, report
+    assert sum(report["invocations"].values()) == 1  # the queue's message, consumed
+    depths = {name.removeprefix("InboxDlq") != name: depth for name, depth in report["queues"].items()}
+    assert depths == {True: 1, False: 0}, report["queues"]
 
 
 @pytest.mark.parametrize("throttled", [1, 11])

@@ -47,6 +47,7 @@ from constructs_lib.saga.forward import build_forward
 from constructs_lib.saga.park import SagaStates
 from constructs_lib.saga.props import SagaProps, SagaRecorder, SagaStep
 from constructs_lib.saga.tasks import (
+    DEFAULT_REFUSED_INPUT_ERRORS,
     DEFAULT_RETRY_ON,
     DYNAMODB_TRANSIENT_ERRORS,
     LAMBDA_INIT_SECONDS,
@@ -65,6 +66,7 @@ from constructs_lib.saga.tasks import (
 from constructs_lib.saga.validation import validate
 
 __all__ = [
+    "DEFAULT_REFUSED_INPUT_ERRORS",
     "DEFAULT_RETRY_ON",
     "DYNAMODB_TRANSIENT_ERRORS",
     "LAMBDA_INIT_SECONDS",

@@ -5,7 +5,7 @@ state machines, inject throttles, drive it until it settles, and report what hap
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,15 +35,17 @@ def open_assembly(outdir: Path, stack: str) -> CloudAssembly:
     raise UsageError(f"no stack '{stack}' in the cloud assembly at {outdir} (its stacks: {known})")
 
 
-def pick(kind: str, name: str, known: Mapping[str, str]) -> str:
+def pick(kind: str, name: str, known: Mapping[str, str], secondary: Collection[str] = ()) -> str:
     """The physical name or ARN of the resource ``name`` names: its logical ID, a prefix of it (the construct's ID,
-    before the CDK's hash), or its physical name."""
+    before the CDK's hash), or its physical name. A prefix matching several, all but one ``secondary`` (logical
+    IDs: e.g. dead-letter queues, whose construct IDs start with their queue's), names that one."""
     if name in known:
         return known[name]
-    matches = {known[k] for k in known if k.startswith(name)}
-    matches |= {v for v in known.values() if v.rsplit(":", 1)[-1] == name}
-    if len(matches) == 1:
-        return matches.pop()
+    prefixed = [k for k in known if k.startswith(name)]
+    matches = {known[k] for k in prefixed} | {v for v in known.values() if v.rsplit(":", 1)[-1] == name}
+    primary = {known[k] for k in prefixed if k not in secondary}
+    if len(matches) == 1 or len(primary) == 1:
+        return (matches if len(matches) == 1 else primary).pop()
     found, names = "several" if matches else "none", ", ".join(sorted(known))
     raise UsageError(f"--{kind} {name}: {found} of the stack's {kind} targets match (known: {names})")
 
@@ -99,7 +101,8 @@ def start_all(plan: RunPlan, cloud: Any) -> list[str]:
     deployment = cloud.deployment
     urls = {logical: q["url"] for logical, q in deployment.queues.items()}
     for queue, body in plan.send:
-        aws("sqs").send_message(QueueUrl=pick("send", queue, urls), MessageBody=body)
+        # A ResilientQueue "Jobs" is JobsQueue... and JobsDlq...: "Jobs" names the queue, "JobsDlq" its DLQ.
+        aws("sqs").send_message(QueueUrl=pick("send", queue, urls, deployment.dlq_ids), MessageBody=body)
     arns = []
     for number, (machine, text) in enumerate(plan.start, start=1):
         arn = pick("start", machine, deployment.state_machines)

@@ -14,6 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 
 from constructs_lib.saga.tasks import (
+    DEFAULT_REFUSED_INPUT_ERRORS,
     DEFAULT_RETRY_ON,
     STATE_LATENCY_SECONDS,
     RetryPolicy,
@@ -131,7 +132,8 @@ class SagaProps:
             ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
             business errors).
         refused_input_errors: errors of the first step meaning "the input names nothing to act on":
-            the execution fails at once (state ``refused_state_name``); default none.
+            the execution fails at once (state ``refused_state_name``); default
+            :data:`DEFAULT_REFUSED_INPUT_ERRORS` (the step middleware's ``InvalidStepInput``).
         compensate_all_on: errors of the first step that skip the forward steps and run every
             compensation (an operator's "undo everything" entry, without a routing Choice state);
             default none.
@@ -188,7 +190,7 @@ class SagaProps:
     outage_errors: Sequence[str] = ()
     park_on: Sequence[str] = ()
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
-    refused_input_errors: Sequence[str] = ()
+    refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     compensate_all_on: Sequence[str] = ()
     already_parked_on: Sequence[str] = ()
     error_path: str = "$.error"

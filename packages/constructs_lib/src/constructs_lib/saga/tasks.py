@@ -35,6 +35,11 @@ MIDDLEWARE_STEP_ERRORS: tuple[str, ...] = ("TransientStepError", "UnknownStepErr
 #: transient or unknown (business errors keep their own names and are never in it).
 DEFAULT_RETRY_ON: tuple[str, ...] = (*LAMBDA_SERVICE_ERRORS, *MIDDLEWARE_STEP_ERRORS)
 
+#: The saga's default ``refused_input_errors``: what the step middleware raises when the step's ``parse``
+#: rejects the execution input (``InvalidStepInput``). Refused at the first step, the execution fails at once;
+#: left to the catch-all, every compensation would get the same input, fail, be retried, and park.
+DEFAULT_REFUSED_INPUT_ERRORS: tuple[str, ...] = ("InvalidStepInput",)
+
 #: Throttling and server errors of a direct DynamoDB integration: ``DynamoDB.<ErrorName>``, with the
 #: ``Exception`` suffix even where DynamoDB's own name lacks it
 #: (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html); the unsuffixed
