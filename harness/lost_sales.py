@@ -35,7 +35,15 @@ ABORTED = "ExecutionAborted"
 OPERATOR_ERRORS = ("CompensationRequested", ABORTED)
 #: A provider's or the stock's decision (lambdas/order_domain/errors.py, BusinessOutcome): never ours. A valid order
 #: of a run never meets one; the fault matrix injects them on valid orders to reach the compensations.
-BUSINESS_ERRORS = ("PaymentDeclined", "PaymentIncomplete", "ShippingUnavailable", "InsufficientStock")
+#: ``FaultMatrix.Route`` (harness.fault_cells.ROUTE_ERROR) is the matrix's own lever to take a wildcard catch and
+#: reach a compensation's cell: a cell's setup, injected like those outcomes, never a loss of ours.
+BUSINESS_ERRORS = (
+    "PaymentDeclined",
+    "PaymentIncomplete",
+    "ShippingUnavailable",
+    "InsufficientStock",
+    "FaultMatrix.Route",
+)
 #: Page kinds (harness.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the saga's
 #: executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
 ANNOUNCING_KINDS = (
@@ -222,7 +230,8 @@ def lost_sales(
         "operator": sum(o["cause"] == "operator" for o in orders),
         "unpaged": sum(not o["paged"] for o in ours),
         "paged_by": sorted({str(p["alarm"]) for p in announcing}),
-        "orders": orders[:LISTED],
+        # The ones nobody was paged for first: they are what a failing --check is about.
+        "orders": sorted(orders, key=lambda o: o["paged"] or o["cause"] not in OURS)[:LISTED],
     }
 
 

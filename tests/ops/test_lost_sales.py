@@ -186,6 +186,16 @@ def test_lost_sales_business_outcome_injected_on_a_valid_order_is_no_violation()
     assert section["unpaged"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
 
 
+def test_lost_sales_fault_matrix_route_is_a_cells_setup_not_a_loss() -> None:
+    """``FaultMatrix.Route``: the matrix's lever to take a wildcard catch (to reach a compensation's fault cell),
+    injected like a business outcome on a valid order: no loss of ours, no page expected."""
+    from harness.fault_cells import ROUTE_ERROR
+
+    histories = [_history(OK["order_id"], "ShipOrder", ROUTE_ERROR)]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    assert section["orders"][0]["cause"] == "business" and section["unpaged"] == 0
+
+
 def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any, capsys: Any) -> None:
     """``make faults`` fails on a lost sale nobody was paged for, even with every cell's outcome judged sound."""
     import harness.fault_matrix as matrix
