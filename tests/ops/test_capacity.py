@@ -12,6 +12,7 @@ import pytest
 from harness.capacity import REQUEUE_MAX_SECONDS, api_throttle, load_template, predict, template_figures
 from local_cloud.limits import LARGE_REGIONS as EMULATOR_LARGE_REGIONS
 from local_cloud.limits import Quotas
+from stacks.order_constructs.intake import INTAKE_MAX_CONCURRENCY
 from stacks.order_constructs.throttle import LARGE_REGIONS, ServiceQuotas
 from tests.infra.conftest import synth_pipeline
 
@@ -73,13 +74,17 @@ def test_capacity_api_throttle_of_the_template_is_what_ops_capacity_computes(dev
     emulator's quotas."""
     figures = template_figures(load_template(dev_assembly))
     expected = dict(zip(("rate_per_second", "burst"), api_throttle(Quotas(), figures), strict=True))
-    assert predict(1.0, 1, Quotas(), figures)["api_throttle"] == expected == {"rate_per_second": 300, "burst": 1300}
+    # intake's derived MaximumConcurrency (stacks/order_constructs/intake_sizing.py) binds before the
+    # StartExecution refill: the API takes what intake's batches serve, a second of it as its bucket.
+    served = min(300, INTAKE_MAX_CONCURRENCY * figures["batch_size"])
+    throttle = predict(1.0, 1, Quotas(), figures)["api_throttle"]
+    assert throttle == expected == {"rate_per_second": served, "burst": served}
     template = json.loads((dev_assembly / "OrderPipeline-dev.template.json").read_text())
     (stage,) = (r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage")
     for setting in stage["MethodSettings"]:
         if setting["ResourcePath"] == "/~1webhooks~1provider":  # the providers' webhook: its own limit
             continue
-        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (300, 1300), setting
+        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (served, served), setting
 
 
 def test_capacity_drain_ends_with_the_largest_of_the_last_requeued_delays() -> None:
