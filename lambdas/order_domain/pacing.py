@@ -37,17 +37,15 @@ class Pacer:
         self.taken = 0
 
     def take(self) -> None:
-        """Wait for a token, then take it."""
-        while True:
-            with self._lock:
-                now = self._clock()
-                self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate)
-                self._at = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    self.taken += 1
-                    return
-                wait = (1 - self._tokens) / self.rate
+        """Take a token, waiting until it is due (a token not there yet is reserved: the bucket goes below
+        zero and the caller sleeps until it would have refilled, so later callers queue behind it)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate) - 1
+            self._at = now
+            self.taken += 1
+            wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
+        if wait > 0:
             self._sleep(wait)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 import order_domain.env as env_names
 from order_domain import reconcile_sizing, seed_load
 from order_domain.reconcile_sizing import CAPACITY, size_reconciliation
@@ -39,7 +41,8 @@ def test_reconcile_sizing_uses_the_stacks_schedule_and_timeout() -> None:
     """The figures are the deployed sweeper's: a sweep ends before the next starts."""
     assert SWEEP_RATE.to_seconds() == reconcile_sizing.SWEEP_SECONDS
     assert SWEEPER_TIMEOUT.to_seconds() == reconcile_sizing.SWEEPER_TIMEOUT_SECONDS < reconcile_sizing.SWEEP_SECONDS
-    assert size_reconciliation(timeout_seconds=120).reads_per_sweep < CAPACITY.reconcile_per_sweep  # the old 2 min
+    with pytest.raises(ValueError, match="cannot reconcile"):  # the old 2-minute sweep: 1,375 lookups at most
+        size_reconciliation(timeout_seconds=120)
 
 
 def test_reconcile_sizing_states_the_peaks_drain_and_the_limit_the_window_needs() -> None:
