@@ -289,7 +289,8 @@ def test_api_throttle_is_what_the_throttle_model_computes(dev: SynthResult) -> N
     rate, burst = api_throttle_for({**dev.stack.intake_capacity_figures, "workflow": "STANDARD"})
     # intake's derived MaximumConcurrency binds (stacks/order_constructs/intake_sizing.py): its batches serve
     # fewer than the StartExecution refill (300/s), and the bucket is one second of that
-    served = dev.stack.intake_capacity_figures["maximum_concurrency"] * dev.stack.intake_capacity_figures["batch_size"]
+    figures = dev.stack.intake_capacity_figures
+    served = int(figures["maximum_concurrency"] or 0) * int(figures["batch_size"] or 0)
     assert served < 300
     assert (rate, burst) == (served, served)
     expected = {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}

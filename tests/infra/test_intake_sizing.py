@@ -7,9 +7,6 @@ from typing import Any
 
 import pytest
 
-from harness.capacity import format_capacity, predict, template_figures
-from local_cloud.limits import Quotas
-from local_cloud.template import CloudAssembly
 from order_domain import seed_load
 from order_domain.settings.intake import THROTTLE_MAX_DELAY_SECONDS, THROTTLE_MAX_REQUEUES
 from stacks.order_constructs.intake_sizing import (
@@ -28,7 +25,20 @@ from tests.infra.conftest import SynthResult
 
 @pytest.fixture(scope="module")
 def figures(dev: SynthResult) -> dict[str, Any]:
-    return template_figures(CloudAssembly(dev.outdir, dev.stack.stack_name))
+    """Intake's figures as its construct reports them (``ops capacity`` reads the same from the template:
+    tests/ops/test_capacity.py)."""
+    return dict(dev.stack.intake_capacity_figures)
+
+
+def _happy_path_tasks(definition: dict[str, Any]) -> list[str]:
+    """The Task states an order enters when nothing fails (StartAt, then each Next)."""
+    states, name, tasks = definition["States"], definition["StartAt"], []
+    while name is not None:
+        state = states[name]
+        if state["Type"] == "Task":
+            tasks.append(name)
+        name = None if state.get("End") else state.get("Next")
+    return tasks
 
 
 def test_intake_sizing_leaves_the_saga_its_share_at_the_seeds_peak(figures: dict[str, Any]) -> None:
@@ -54,8 +64,8 @@ def test_intake_sizing_takes_what_the_account_leaves(figures: dict[str, Any]) ->
     assert sizing.scale_up_seconds <= 10
 
 
-def test_intake_sizing_counts_the_templates_saga_steps(figures: dict[str, Any]) -> None:
-    assert figures["tasks_per_order"] == SAGA_TASKS
+def test_intake_sizing_counts_the_templates_saga_steps(saga_definition: dict[str, Any]) -> None:
+    assert len(_happy_path_tasks(saga_definition)) == SAGA_TASKS
     assert STEP_SECONDS >= BATCH_SECONDS  # a step is not assumed faster than an intake batch
 
 
@@ -76,12 +86,3 @@ def test_intake_sizing_requeues_to_outlast_counts_half_delays() -> None:
     assert requeues_to_outlast(2) == 1  # a 5 s ceiling: at least int(2.5) s
     assert requeues_to_outlast(37) == 4  # 2 + 5 + 10 + 20
     assert requeues_to_outlast(37.5) == 5
-
-
-def test_intake_sizing_shown_by_capacity(figures: dict[str, Any]) -> None:
-    """``python -m harness capacity --rate 50000/min --minutes 5`` shows intake's sizing."""
-    p = predict(seed_load.peak_per_second(), seed_load.PEAK_MINUTES, Quotas(), figures)
-    assert p["intake_sizing"]["maximum_concurrency"] == figures["maximum_concurrency"]
-    text = format_capacity(p)
-    assert f"MaximumConcurrency {figures['maximum_concurrency']}" in text
-    assert f"{THROTTLE_MAX_REQUEUES} requeues" in text
