@@ -220,6 +220,7 @@ class StuckOrderSweeper(TransparentScope):
             "needs-attention queue, naming the order)",
             topic,
         )
+        _keep_state_through_missing_data(self.parked_alarm)
         self.deferred_alarm = self._deferred_alarm(props)
         monitoring = props.functions.monitoring
         monitoring.add_alarms(
@@ -237,3 +238,14 @@ class StuckOrderSweeper(TransparentScope):
                 label="orders",
             )
         )
+
+
+def _keep_state_through_missing_data(alarm: cloudwatch.Alarm) -> None:
+    """``TreatMissingData: ignore`` for a level of the orders the sweeper publishes (ParkedOrders): the orders stay
+    parked while the sweeper does not run, and "the current alarm state is maintained"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data).
+    Not breaching moved it, and OrdersAtRisk, to OK during a stop, and the first sweep after it notified again;
+    the heartbeat pages for the stop (issue 41)."""
+    cfn = alarm.node.default_child
+    assert isinstance(cfn, cloudwatch.CfnAlarm)
+    cfn.treat_missing_data = "ignore"

@@ -3,11 +3,9 @@ poll of it, and the SweepDeferred alarm (a ticket, with its runbook)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from stacks.order_constructs.sweeper import SWEEP_RATE
+from tests.infra.alarm_replay import alarm_notifications
 from tests.infra.conftest import SynthResult
 
 
@@ -42,48 +40,6 @@ def test_settlement_sweep_deferred_alarm_is_a_ticket_with_a_runbook(dev: SynthRe
     assert "Runbook: docs/runbooks/sweep-deferred.md#sweep-deferred" in props["AlarmDescription"]
 
 
-class _Tickets:
-    """The alarm's notifications: (new state, simulated time)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, float]] = []
-
-    def execute(self, alarm: dict[str, Any], old: str, new: str, reason: str, at: float | None = None) -> list[Any]:
-        if new == "ALARM":
-            self.sent.append((new, at or 0.0))
-        return []
-
-
-def _deferred_tickets(dev: SynthResult, deferred_per_sweep: list[int]) -> list[tuple[str, float]]:
-    """The SweepDeferred alarm as synthesized, evaluated each minute while one sweep every 5 minutes
-    publishes each value of ``deferred_per_sweep`` (the sweeper publishes 0 when it deferred nothing)."""
-    from local_cloud.alarms import AlarmEvaluator
-    from local_cloud.capture import LineCapture
-    from local_cloud.clock import SimClock
-    from local_cloud.environment import local_aws
-    from local_cloud.metrics import MetricStore, metric_key
-
-    props = dict(dev.properties(dev.logical_id(dev.stack.sweep_deferred_alarm)))
-    alarm = {**{k: v for k, v in props.items() if not isinstance(v, (dict, list)) or k == "Dimensions"}}
-    alarm["AlarmName"] = "deferred"
-    clock = SimClock()
-    with local_aws(clock):
-        import boto3
-
-        boto3.client("cloudwatch", region_name="us-east-1").put_metric_alarm(
-            **{k: v for k, v in alarm.items() if k != "AlarmDescription"}
-        )
-        store, tickets = MetricStore({}, [], LineCapture(), clock), _Tickets()
-        evaluator = AlarmEvaluator({"deferred": alarm}, {}, LineCapture(), tickets, store=store, clock=clock)  # type: ignore[arg-type]
-        key = metric_key(alarm["Namespace"], "SweepDeferred", alarm["Dimensions"])
-        for value in deferred_per_sweep:
-            store.add(key, clock.now(), float(value))
-            for _ in range(int(SWEEP_RATE.to_minutes())):
-                clock.advance(60)
-                evaluator.evaluate()
-    return tickets.sent
-
-
 @pytest.mark.parametrize(
     ("sweeps", "tickets"),
     [
@@ -96,4 +52,5 @@ def _deferred_tickets(dev: SynthResult, deferred_per_sweep: list[int]) -> list[t
 def test_settlement_sweep_deferred_alarm_tickets_sustained_deferral_once(
     dev: SynthResult, sweeps: list[int], tickets: int
 ) -> None:
-    assert len(_deferred_tickets(dev, sweeps)) == tickets
+    props = dev.properties(dev.logical_id(dev.stack.sweep_deferred_alarm))
+    assert len(alarm_notifications(props, "SweepDeferred", sweeps)) == tickets
