@@ -35,8 +35,9 @@ PARKED_ORDERS_METRIC = "ParkedOrders"
 SWEEP_DEFERRED_METRIC = "SweepDeferred"
 #: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
 SWEEP_RECONCILE_WINDOW_SECONDS = 900
-#: SweepDeferred tickets when every sweep of this long deferred orders: two reconcile windows (six sweeps).
-SWEEP_DEFERRED_SUSTAINED = Duration.seconds(2 * SWEEP_RECONCILE_WINDOW_SECONDS)
+#: SweepDeferred tickets when every sweep of this many heartbeat windows (two sweeps each) deferred orders: three
+#: windows, 30 minutes, two reconcile windows. M out of N with M = N: a missing window (a fresh deploy) is no breach.
+SWEEP_DEFERRED_WINDOWS = 3
 #: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
 #: the rest to the next sweep (every 5 minutes).
 SWEEPER_TIMEOUT = Duration.minutes(2)
@@ -160,24 +161,29 @@ class StuckOrderSweeper(TransparentScope):
         props.providers.connect_carrier(self.function)
 
     def _deferred_alarm(self, props: StuckOrderSweeperProps) -> cloudwatch.Alarm:
-        """A ticket (runbooks.py) when *every* sweep of :data:`SWEEP_DEFERRED_SUSTAINED` deferred orders
-        (``Minimum`` of ``SweepDeferred`` > 0; each sweep publishes it, 0 included). One deferral is no incident:
-        the next sweep takes the oldest first, and a burst (``make chaos``'s first drain: 2, 27, 257, 164, then
-        0) is caught up within a reconcile window; ``Maximum`` > 0 ticketed it, a notification nobody acts on.
-        Deferral that outlasts two windows is the capacity problem the runbook is for, ticketed once for as
-        long as it lasts. A stopped sweeper publishes nothing: missing data is the heartbeat's page."""
-        metric = _sweeper_metric(
-            props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Minimum", period=SWEEP_DEFERRED_SUSTAINED
-        )
-        return first_occurrence_alarm(
+        """A ticket (runbooks.py) when *every* sweep of :data:`SWEEP_DEFERRED_WINDOWS` heartbeat windows deferred
+        orders: ``Minimum`` of ``SweepDeferred`` > 0 in 3 of 3 periods (each sweep publishes it, 0 included;
+        "M out of N": https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html).
+        One deferral is no incident: the next sweep takes the oldest first, and a burst (``make chaos``'s first
+        drain: 2, 27, 257, 164, then 0; or 40 at the first sweep after a deploy) is caught up within a reconcile
+        window; ``Maximum`` > 0 ticketed it, a notification nobody acts on. Deferral that outlasts two windows is
+        the capacity problem the runbook is for, ticketed once for as long as it lasts. A stopped sweeper
+        publishes nothing (missing, not breaching): that is the heartbeat's page."""
+        window = props.heartbeat_window
+        metric = _sweeper_metric(props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Minimum", period=window)
+        alarm = first_occurrence_alarm(
             self,
             "SweepDeferredAlarm",
             metric,
-            f"every sweep of the last {int(SWEEP_DEFERRED_SUSTAINED.to_minutes())} minutes left orders to a later "
-            "sweep (no time or reconciliation capacity left): terminal orders leave the reconcile window "
+            f"every sweep of the last {int(window.to_minutes()) * SWEEP_DEFERRED_WINDOWS} minutes left orders to a "
+            "later sweep (no time or reconciliation capacity left): terminal orders leave the reconcile window "
             "unchecked and unsettled effects are polled late",
             props.functions.alarm_topic,
         )
+        cfn = alarm.node.default_child
+        assert isinstance(cfn, cloudwatch.CfnAlarm)
+        cfn.evaluation_periods = cfn.datapoints_to_alarm = SWEEP_DEFERRED_WINDOWS
+        return alarm
 
     def _alarms(self, props: StuckOrderSweeperProps) -> None:
         topic, ns = props.functions.alarm_topic, props.functions.metrics_namespace

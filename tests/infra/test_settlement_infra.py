@@ -33,7 +33,14 @@ def test_settlement_sweep_deferred_alarm_is_a_ticket_with_a_runbook(dev: SynthRe
     assert props["Threshold"] == 0 and props["ComparisonOperator"] == "GreaterThanThreshold"
     # Sustained only: every sweep of half an hour (two reconcile windows) deferred something (Minimum > 0);
     # one burst the next sweeps catch up with is not an incident (make chaos ticketed one: issue 41).
-    assert props["Statistic"] == "Minimum" and props["Period"] == 1800 and props["EvaluationPeriods"] == 1
+    # Three 10-minute periods of two sweeps each, all three breaching: a fresh deploy's first periods are missing,
+    # not breaching, so a burst at the first sweep is no ticket either.
+    assert (props["Statistic"], props["Period"], props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (
+        "Minimum",
+        600,
+        3,
+        3,
+    )
     assert props["TreatMissingData"] == "notBreaching"  # a stopped sweeper is the heartbeat's page
     assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.ticket_topic)}]
     assert props["AlarmDescription"].startswith("[ticket]")
@@ -44,10 +51,11 @@ def test_settlement_sweep_deferred_alarm_is_a_ticket_with_a_runbook(dev: SynthRe
     ("sweeps", "tickets"),
     [
         ([0] * 3 + [2, 27, 257, 164] + [0] * 20, 0),  # make chaos's first drain: four sweeps, then caught up
+        ([40, 12] + [0] * 20, 0),  # the burst at the first sweeps after the deploy (make chaos CHAOS_ORDERS=500)
         ([0] * 3 + [50] * 30 + [0] * 10, 1),  # deferral in every sweep for 2.5 hours: one ticket
         ([0] * 3 + [50] * 8 + [0] + [50] * 8, 2),  # two sustained stretches, an hour apart: two
     ],
-    ids=["a-burst-caught-up", "sustained", "sustained-twice"],
+    ids=["a-burst-caught-up", "a-burst-at-the-first-sweep", "sustained", "sustained-twice"],
 )
 def test_settlement_sweep_deferred_alarm_tickets_sustained_deferral_once(
     dev: SynthResult, sweeps: list[int], tickets: int
