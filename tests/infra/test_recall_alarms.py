@@ -11,7 +11,6 @@ from aws_cdk.assertions import Template
 
 from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
 from stacks.order_constructs.sweeper import StuckOrderSweeperProps
-from tests.infra.alarm_replay import alarm_notifications
 from tests.infra.conftest import SynthResult
 
 
@@ -99,13 +98,3 @@ def test_sweeper_props_reject_a_heartbeat_window_shorter_than_two_sweeps() -> No
             stuck_after_minutes=60,
             heartbeat_window=Duration.minutes(5),
         )
-
-
-def test_recall_alarms_parked_orders_notify_once_across_a_stopped_sweeper(dev: SynthResult) -> None:
-    """Orders parked, then the sweeper stops for 25 minutes and resumes, the orders still parked: one
-    notification. Missing data treated as not breaching moved ParkedOrders (and OrdersAtRisk) to OK while the
-    sweeper published nothing, and the first sweep after the restart notified again (tests/e2e/test_incidents.py:
-    a stopped sweeper's heartbeat page and a second OrdersAtRisk page)."""
-    props = dev.properties(dev.logical_id(dev.stack.parked_alarm))
-    runs: list[float | None] = [0, 0, 3, 3, 3, None, None, None, None, None, 3, 3, 3]
-    assert len(alarm_notifications(props, "ParkedOrders", runs)) == 1

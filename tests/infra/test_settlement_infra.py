@@ -3,9 +3,6 @@ poll of it, and the SweepDeferred alarm (a ticket, with its runbook)."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.infra.alarm_replay import alarm_notifications
 from tests.infra.conftest import SynthResult
 
 
@@ -45,20 +42,3 @@ def test_settlement_sweep_deferred_alarm_is_a_ticket_with_a_runbook(dev: SynthRe
     assert props["AlarmActions"] == [{"Ref": dev.logical_id(dev.stack.ticket_topic)}]
     assert props["AlarmDescription"].startswith("[ticket]")
     assert "Runbook: docs/runbooks/sweep-deferred.md#sweep-deferred" in props["AlarmDescription"]
-
-
-@pytest.mark.parametrize(
-    ("sweeps", "tickets"),
-    [
-        ([0] * 3 + [2, 27, 257, 164] + [0] * 20, 0),  # make chaos's first drain: four sweeps, then caught up
-        ([40, 12] + [0] * 20, 0),  # the burst at the first sweeps after the deploy (make chaos CHAOS_ORDERS=500)
-        ([0] * 3 + [50] * 30 + [0] * 10, 1),  # deferral in every sweep for 2.5 hours: one ticket
-        ([0] * 3 + [50] * 8 + [0] + [50] * 8, 2),  # two sustained stretches, an hour apart: two
-    ],
-    ids=["a-burst-caught-up", "a-burst-at-the-first-sweep", "sustained", "sustained-twice"],
-)
-def test_settlement_sweep_deferred_alarm_tickets_sustained_deferral_once(
-    dev: SynthResult, sweeps: list[int], tickets: int
-) -> None:
-    props = dev.properties(dev.logical_id(dev.stack.sweep_deferred_alarm))
-    assert len(alarm_notifications(props, "SweepDeferred", sweeps)) == tickets

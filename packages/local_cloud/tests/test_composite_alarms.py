@@ -164,10 +164,10 @@ def test_composite_alarms_a_caught_up_evaluation_replays_the_children_in_time_or
             alarms,
             {},
             LineCapture(),
-            notices,
+            notices,  # type: ignore[arg-type]
             store=store,
             clock=clock,
-            composites=composites,  # type: ignore[arg-type]
+            composites=composites,
         )
         evaluator.evaluate()
         clock.advance(60 - clock.now() % 60 + 10)

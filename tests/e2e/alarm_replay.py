@@ -1,5 +1,6 @@
-"""One synthesized alarm evaluated by the emulator as CloudWatch would, minute by minute, while a scheduled
-emitter (the sweeper, every 5 minutes) publishes one datapoint per run, or nothing (None: it did not run)."""
+"""One synthesized alarm (its template properties) evaluated by the emulator as CloudWatch would, minute by
+minute, while a scheduled emitter (the sweeper, every 5 minutes) publishes one datapoint per run, or nothing
+(None: it did not run)."""
 
 from __future__ import annotations
 
