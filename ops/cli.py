@@ -160,6 +160,9 @@ def _add_dlq_parser(commands: Any) -> None:
     dlq_replay.add_argument("--force", action="store_true", help="also replay permanent failures")
     _wait_argument(dlq_replay)
     _target_arguments(dlq_replay)
+    from ops.dlq_discard import add_parser as add_discard_parser
+
+    add_discard_parser(dlq_commands, _target_arguments, _wait_argument)
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -291,13 +294,22 @@ def main(argv: Sequence[str] | None = None, *, target: Any = None) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace, given: Any = None) -> int:
-    from ops.target import Target
-
+def _check_dlq_request(args: argparse.Namespace) -> None:
+    """Refuse a DLQ replay or discard that is a mistake, before any AWS call."""
     if args.command == "dlq" and args.dlq_command == "replay":
         from ops.dlq import check_replay_request
 
         check_replay_request(args.queue, args.category, force=args.force, dry_run=args.dry_run)
+    if args.command == "dlq" and args.dlq_command == "discard":
+        from ops.dlq_discard import check_discard_request
+
+        check_discard_request(args.queue, args.reason)
+
+
+def _run(args: argparse.Namespace, given: Any = None) -> int:
+    from ops.target import Target
+
+    _check_dlq_request(args)
     if args.command == "trace" and not args.correlation_id.strip():
         raise UsageError("a correlation ID is required")
     target = given or Target.from_stack(
@@ -363,6 +375,14 @@ def _dlq(target: Any, args: argparse.Namespace) -> int:
     if args.dlq_command == "history":
         runs = history(target, args.hours)
         print(json.dumps(runs, indent=2) if args.json else format_history(runs))
+        return 0
+    if args.dlq_command == "discard":
+        from ops.dlq_discard import discard
+
+        done = discard(
+            target, args.queue, args.message_id, reason=args.reason, force=args.force, wait_seconds=args.wait_seconds
+        )
+        print(json.dumps(done, indent=2))
         return 0
     report = replay_queue(
         target,

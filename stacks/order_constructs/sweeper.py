@@ -173,11 +173,16 @@ class StuckOrderSweeper(TransparentScope):
         props.providers.connect_carrier(self.function)
 
     def _deferred_alarm(self, props: StuckOrderSweeperProps) -> cloudwatch.Alarm:
-        """``SweepDeferred`` > 0 in every period for longer than :func:`deferral_grace_seconds` (the seeds' peak
-        defers that long and then drains): a ticket (runbooks.py), the next sweep takes the oldest first."""
+        """A ticket (runbooks.py) when *every* sweep deferred orders for longer than :func:`deferral_grace_seconds`
+        (the seeds' peak defers that long and then drains): ``Minimum`` of ``SweepDeferred`` > 0 (each sweep publishes
+        it, 0 included) in N of N periods ("M out of N":
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html). One deferral, or a
+        burst the next sweeps catch up with (``make chaos``'s first drain: 2, 27, 257, 164, then 0), is no ticket:
+        the next sweep takes the oldest first. A stopped sweeper publishes nothing (missing, not breaching): that is
+        the heartbeat's page."""
         window = props.heartbeat_window
         periods = math.ceil(deferral_grace_seconds() / window.to_seconds()) + 1
-        metric = _sweeper_metric(props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Maximum", period=window)
+        metric = _sweeper_metric(props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Minimum", period=window)
         alarm = cloudwatch.Alarm(
             self,
             "SweepDeferredAlarm",
@@ -236,6 +241,7 @@ class StuckOrderSweeper(TransparentScope):
             "needs-attention queue, naming the order)",
             topic,
         )
+        _keep_state_through_missing_data(self.parked_alarm)
         self.deferred_alarm = self._deferred_alarm(props)
         monitoring = props.functions.monitoring
         monitoring.add_alarms(
@@ -253,3 +259,14 @@ class StuckOrderSweeper(TransparentScope):
                 label="orders",
             )
         )
+
+
+def _keep_state_through_missing_data(alarm: cloudwatch.Alarm) -> None:
+    """``TreatMissingData: ignore`` for a level of the orders the sweeper publishes (ParkedOrders): the orders stay
+    parked while the sweeper does not run, and "the current alarm state is maintained"
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data).
+    Not breaching moved it, and OrdersAtRisk, to OK during a stop, and the first sweep after it notified again;
+    the heartbeat pages for the stop (issue 41)."""
+    cfn = alarm.node.default_child
+    assert isinstance(cfn, cloudwatch.CfnAlarm)
+    cfn.treat_missing_data = "ignore"

@@ -68,6 +68,7 @@ def test_recall_alarms_of_the_pipeline(dev: SynthResult) -> None:
     assert heartbeat["InsufficientDataActions"] == heartbeat["AlarmActions"] != []
     parked = alarms[dev.logical_id(stack.parked_alarm)]["Properties"]
     assert (parked["MetricName"], parked["Statistic"], parked["Threshold"]) == ("ParkedOrders", "Maximum", 0)
+    assert parked["TreatMissingData"] == "ignore"  # a stopped sweeper publishes nothing: the orders are still parked
     # One outage alarm per provider: the carrier failing during a payment outage pages although the
     # payment outage alarm is already in ALARM (tests/e2e/test_outage_alarms.py).
     by_alarm = []

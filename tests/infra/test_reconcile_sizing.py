@@ -59,7 +59,7 @@ def test_reconcile_sizing_deferral_alarms_only_past_the_peaks_deferral(dev: Synt
     legitimately defers (its orders becoming terminal, then the window): one deferring sweep is not a ticket."""
     props = dev.properties(dev.logical_id(dev.stack.sweep_deferred_alarm))
     period = props["Period"]
-    assert props["MetricName"] == "SweepDeferred" and props["Statistic"] == "Maximum"
+    assert props["MetricName"] == "SweepDeferred" and props["Statistic"] == "Minimum"
     assert props["EvaluationPeriods"] == props["DatapointsToAlarm"]
     assert (props["EvaluationPeriods"] - 1) * period >= deferral_grace_seconds() > 1800
     assert props["TreatMissingData"] == "notBreaching"

@@ -110,3 +110,72 @@ def test_composite_alarms_of_composites_settle_in_one_evaluation() -> None:
     composites = Composites(definitions, {"a"})
     composites.evaluate({"a": "ALARM"})
     assert composites.states == {"outer": "ALARM", "inner": "ALARM"}
+
+
+def _errors_alarm(name: str) -> dict[str, Any]:
+    """Sum of ``Errors`` > 0 over one minute, missing data not breaching (a function's errors alarm)."""
+    return {
+        "AlarmName": name,
+        "Namespace": "App",
+        "MetricName": "Errors",
+        "Dimensions": [{"Name": "fn", "Value": name}],
+        "Statistic": "Sum",
+        "Period": 60,
+        "EvaluationPeriods": 1,
+        "Threshold": 0.0,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+
+
+class _Notices:
+    """The alarm actions as a log: (alarm, new state, simulated time) of each transition."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, float]] = []
+
+    def execute(self, alarm: dict[str, Any], old: str, new: str, reason: str, at: float | None = None) -> list[Any]:
+        self.sent.append((alarm["AlarmName"], new, at or 0.0))
+        return []
+
+
+def test_composite_alarms_a_caught_up_evaluation_replays_the_children_in_time_order() -> None:
+    """Two children in ALARM in the same minute, both OK the minute after, read in one evaluation after the
+    clock jumped (the local run skips idle time): CloudWatch evaluated them minute by minute, so the composite
+    went ALARM once and OK once. Replayed child by child, it went ALARM, OK, then ALARM again *at the same
+    minute* when the second child's replay started over from that minute (three pages for one incident in
+    ``make chaos``)."""
+    from local_cloud.alarms import AlarmEvaluator
+    from local_cloud.capture import LineCapture
+    from local_cloud.clock import SimClock
+    from local_cloud.environment import local_aws
+    from local_cloud.metrics import MetricStore, metric_key
+
+    clock = SimClock()
+    with local_aws(clock):
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        alarms = {name: _errors_alarm(name) for name in ("a", "b")}
+        for props in alarms.values():
+            cloudwatch.put_metric_alarm(**props)
+        notices = _Notices()
+        store = MetricStore({}, [], LineCapture(), clock)
+        composites = Composites({"c": {"AlarmName": "c", "AlarmRule": "ALARM(a) OR ALARM(b)"}}, alarms)
+        evaluator = AlarmEvaluator(
+            alarms,
+            {},
+            LineCapture(),
+            notices,  # type: ignore[arg-type]
+            store=store,
+            clock=clock,
+            composites=composites,
+        )
+        evaluator.evaluate()
+        clock.advance(60 - clock.now() % 60 + 10)
+        for name in alarms:
+            store.add(metric_key("App", "Errors", {"fn": name}), clock.now(), 1.0)
+        clock.advance(5 * 60)
+        evaluator.evaluate()
+    composite = [(new, at) for name, new, at in notices.sent if name == "c"]
+    assert [new for new, _ in composite] == ["OK", "ALARM", "OK"], composite
+    times = [at for _, at in composite]
+    assert times == sorted(times), composite

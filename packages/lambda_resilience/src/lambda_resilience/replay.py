@@ -26,7 +26,7 @@ from lambda_resilience.dlq import (
 )
 from lambda_resilience.receive import DEFAULT_WAIT_SECONDS, ReadEnd, receive_each
 
-__all__ = ["MAX_AUTOMATIC_REPLAYS", "DlqMessage", "ReplayReport", "list_dlq", "peek", "replay", "summarize"]
+__all__ = ["MAX_AUTOMATIC_REPLAYS", "DlqMessage", "ReplayReport", "hold", "list_dlq", "peek", "replay", "summarize"]
 
 
 @dataclass
@@ -188,6 +188,29 @@ def peek(
     finally:
         _release(client, dlq_url, held)
     return held
+
+
+def hold(
+    client: Callable[[str], Any],
+    dlq_url: str,
+    failures_table: str | None,
+    message_id: str,
+    *,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
+) -> DlqMessage | None:
+    """The DLQ's message ``message_id``, received and held (hidden for :data:`LOOK_VISIBILITY_SECONDS`, its
+    receipt handle current: the caller deletes it or lets it come back), or None when a read to the queue's end
+    did not find it. Every other message received on the way is made visible again at once."""
+    others: list[DlqMessage] = []
+    try:
+        for batch in _receive_batches(client, dlq_url, failures_table, LOOK_VISIBILITY_SECONDS, wait_seconds):
+            found = next((m for m in batch if m.message_id == message_id), None)
+            others.extend(m for m in batch if m is not found)
+            if found is not None:
+                return found
+    finally:
+        _release(client, dlq_url, others)
+    return None
 
 
 def describe(message: DlqMessage) -> dict[str, Any]:

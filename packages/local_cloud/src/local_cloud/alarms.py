@@ -318,6 +318,19 @@ class AlarmEvaluator:
             self.store.add(metric_key(*DEPTH, {"QueueName": queue}), now, depths[queue])
         return depths
 
+    def _replay(self, now: float) -> list[tuple[float, int, str]]:
+        """Every alarm's evaluation instants since the last call, in time order across the alarms (then the
+        template's order): CloudWatch evaluates each alarm every minute, so a composite reads its children as
+        they were at each minute. Replayed one alarm after the other, a composite went ALARM, OK and ALARM again
+        at the same minute when the next child's replay started over from it. Gauges are read now only."""
+        instants: list[tuple[float, int, str]] = []
+        for order, (name, alarm) in enumerate(self.alarms.items()):
+            if (alarm.get("Namespace"), alarm.get("MetricName")) in (DEPTH, AGE):
+                instants.append((now, order, name))
+            else:
+                instants.extend((at, order, name) for at in self._boundaries(name, float(alarm["Period"]), now))
+        return sorted(instants)
+
     def _evaluate(self) -> list[str]:
         now = self.clock.now() if self.clock else 0.0
         self.adopt_set_states(now)
@@ -325,7 +338,8 @@ class AlarmEvaluator:
         self.store.refresh()
         self._periods = {}
         depths = self._sample_depths(now)
-        for name, alarm in self.alarms.items():
+        for at, _, name in self._replay(now):
+            alarm = self.alarms[name]
             metric = (alarm.get("Namespace"), alarm.get("MetricName"))
             if metric in (DEPTH, AGE):
                 # A gauge, sampled now: SQS reports the queue's current value each minute.
@@ -333,8 +347,8 @@ class AlarmEvaluator:
                 value = depths.get(queue) if metric == DEPTH else self.oldest_age(alarm, now)
                 self.transition(name, *self._state_of(name, alarm, [value]), now)
             else:
-                for at in self._boundaries(name, float(alarm["Period"]), now):
-                    self.transition(name, *self._state_at(name, alarm, at), at)
+                self.transition(name, *self._state_at(name, alarm, at), at)
+        for name in self.alarms:
             self.evaluated_at[name] = now
         states = {**self.states, **self.composite_states()}
         return sorted(name for name, state in states.items() if state == "ALARM")
