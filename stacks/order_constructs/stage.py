@@ -74,8 +74,8 @@ def _check_secret_arn(key: str, value: str) -> None:
 #: failed 10 s Init phase and 2 s of Step Functions latency, plus each forward step's throttle retrier at
 #: its worst, 511 s, and its outage retrier at its worst, 1,802 s: issue 40) plus intake's start delay under a
 #: sustained StartExecution throttle (31 requeues of at most 60 s, then 5 receives of 180 s: 2,760 s = 46 min,
-#: stacks/order_constructs/intake_sizing.py): 209.7 min, rounded up to 210. StuckOrderSweeperProps refuses a threshold at or below that sum
-#: (stacks/order_constructs/sweeper.py).
+#: stacks/order_constructs/intake_sizing.py): 209.7 min, rounded up to 210. StuckOrderSweeperProps refuses a
+#: threshold at or below that sum (stacks/order_constructs/sweeper.py).
 DEFAULT_STUCK_AFTER_MINUTES = 210
 
 
