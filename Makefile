@@ -87,7 +87,7 @@ demo: setup ## run the whole pipeline locally on moto and print the orders
 test: setup ## every gate: lint, types, product + harness + e2e tests, synth (+cdk-nag), cfn-lint, asl-validator, independent engines, the packages' wheels
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck synth
 	$(MAKE) --no-print-directory unit harness-tests e2e
-	$(MAKE) --no-print-directory -j2 --output-sync=target SYNTHED=1 cfn-lint asl-validate engines packages
+	$(MAKE) --no-print-directory -j2 --output-sync=target SYNTHED=1 cfn-lint asl-validate engines packages-example
 	@echo "all gates passed"
 
 # What reads cdk.out: after `make synth`, or after the synth of the same `make test` (SYNTHED=1).
