@@ -131,6 +131,16 @@ def test_registry_only_speed_patches_can_be_switched_off(monkeypatch: pytest.Mon
         emulator.enabled("no_such_patch")
 
 
+def test_registry_speed_switches_off_every_speed_patch_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One switch runs the emulator without its speed-only patches (to measure what they save)."""
+    monkeypatch.setenv(emulator.DISABLE_ENV, "speed")
+    speed = [p.name for p in emulator.PATCHES if p.kind == "speed"]
+    assert speed and not any(emulator.enabled(name) for name in speed)
+    assert all(emulator.enabled(p.name) for p in emulator.PATCHES if p.kind != "speed")
+    monkeypatch.delenv(emulator.DISABLE_ENV)
+    assert all(emulator.enabled(p.name) for p in emulator.PATCHES)  # default: every patch on
+
+
 # -- correctness -------------------------------------------------------------------------------------
 def test_canary_atomic_dynamodb_serialises_moto_item_writes(aws: None) -> None:
     """16 threads race one conditional put: exactly one wins (moto alone can let two through)."""

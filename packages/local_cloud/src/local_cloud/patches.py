@@ -9,7 +9,8 @@ patches third-party code of its own (fault injection of its scenarios) keeps its
 :class:`Patch` entries and renders the table of both with :func:`markdown_rows`.
 
 Speed patches can be switched off to measure them again, e.g.
-``OPS_LOCAL_DISABLE_PATCHES=asl_parse_cache,url_dispatch_cache`` in the environment.
+``OPS_LOCAL_DISABLE_PATCHES=asl_parse_cache,url_dispatch_cache`` in the environment, or all of them at once
+with ``OPS_LOCAL_DISABLE_PATCHES=speed`` (unset: every patch on).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from local_cloud.patches_fidelity import FIDELITY_REGISTRY
 from local_cloud.patches_speed import SPEED_REGISTRY
 
 __all__ = [
+    "ALL_SPEED",
     "DISABLE_ENV",
     "PATCHES",
     "Kind",
@@ -41,8 +43,10 @@ __all__ = [
 
 PATCHES: tuple[Patch, ...] = FIDELITY_REGISTRY + SPEED_REGISTRY
 
-#: Environment variable naming speed patches to leave off (comma-separated ``Patch.name``).
+#: Environment variable naming speed patches to leave off (comma-separated ``Patch.name``; ``speed``: all of them).
 DISABLE_ENV = "OPS_LOCAL_DISABLE_PATCHES"
+#: The value of :data:`DISABLE_ENV` (alone or in the list) that leaves every speed patch off.
+ALL_SPEED = "speed"
 
 
 def by_name(name: str) -> Patch:
@@ -56,7 +60,7 @@ def enabled(name: str) -> bool:
     """Whether the speed patch ``name`` applies (only speed patches can be switched off)."""
     patch = by_name(name)
     disabled = {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
-    return patch.kind != "speed" or patch.name not in disabled
+    return patch.kind != "speed" or not ({patch.name, ALL_SPEED} & disabled)
 
 
 def targets(patch: Patch) -> list[tuple[str, str]]:
