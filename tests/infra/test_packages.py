@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from tests.infra.conftest import REPO_ROOT
-from tools import doc_snippets
 
 PACKAGES = ("constructs_lib", "lambda_resilience", "local_cloud", "iam_conditions")
 #: What only this repository has: its docs ('docs/', not a URL's), its make targets ('make <target>' for any target
@@ -57,30 +56,6 @@ def test_packages_repository_words_are_found_where_they_name_this_repository() -
     assert all(REPOSITORY_WORDS.search(line) for line in named)
     fine = ["https://docs.aws.amazon.com/cdk/api/v2/docs/x", "make the emulator faster", "thread_stacks.reserve"]
     assert not any(REPOSITORY_WORDS.search(line) for line in fine)
-
-
-def test_packages_docs_show_the_code_of_their_runnable_files() -> None:
-    """Each included block names a file and a section that exist, and holds that section's code now: a reader on
-    GitHub or on an index's project page sees the code (no docs build renders an include), and it is the code
-    ruff, mypy and the example's tests check. ``python -m tools.doc_snippets`` rewrites them."""
-    included = [(doc, *found) for doc in doc_snippets.DOCS for found in doc_snippets.blocks(doc.read_text())]
-    assert len(included) >= 5
-    stale = [
-        str(doc.relative_to(REPO_ROOT))
-        for doc in doc_snippets.DOCS
-        if doc_snippets.render(doc.read_text()) != doc.read_text()
-    ]
-    assert not stale, f"code blocks differing from their files (run python -m tools.doc_snippets): {stale}"
-    assert all(len(doc_snippets.section(path, name).splitlines()) > 3 for _, path, name in included)
-
-
-def test_packages_doc_snippets_refuse_a_missing_file_or_section(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text("x = 0\n    # --8<-- [start:s]\n    y = 1\n    # --8<-- [end:s]\n")
-    assert doc_snippets.section("app.py", "s", tmp_path) == "y = 1\n"
-    with pytest.raises(doc_snippets.SnippetError, match="no such file"):
-        doc_snippets.section("gone.py", "s", tmp_path)
-    with pytest.raises(doc_snippets.SnippetError, match="no single section 'other'"):
-        doc_snippets.render('<!-- --8<-- "app.py:other" -->\n```{.python}\n```\n', tmp_path)
 
 
 def test_packages_constructs_lib_is_no_longer_at_the_root() -> None:
