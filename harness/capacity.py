@@ -25,7 +25,6 @@ import order_domain.env as env_names
 from harness.costs import PerOrder, dollars_per_million_orders
 from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
-from stacks.order_constructs.intake_sizing import sizing_of
 from stacks.order_constructs.throttle import (
     BATCH_SECONDS,
     api_throttle,
@@ -148,8 +147,6 @@ def predict(
         "usd_per_hour": round(rate * 3600 / 1e6 * usd[key], 2),
         "usd_assumptions": "per-order units estimated from the template; prices from harness/costs.py",
         "quota_increases_to_remove_backlog": increases,
-        # What intake may take of the account's concurrency at these quotas (stacks/order_constructs/intake_sizing.py).
-        "intake_sizing": _intake_sizing(quotas, figures),
     }
 
 
@@ -202,27 +199,5 @@ def format_capacity(p: dict[str, Any]) -> str:
         f"cost at this rate: ${p['usd_per_hour']:,.2f}/hour ({p['usd_assumptions']})",
         "quota increases that remove the backlog: "
         + (", ".join(f"{k} >= {v:,}" for k, v in p["quota_increases_to_remove_backlog"].items()) or "none needed"),
-        _intake_line(p["intake_sizing"], p["template"].get("maximum_concurrency")),
     ]
     return "\n".join(lines)
-
-
-def _intake_sizing(quotas: Quotas, figures: dict[str, Any]) -> dict[str, Any] | None:
-    """Intake's sizing at ``quotas``; None when the account's concurrency leaves intake nothing (a scaled run)."""
-    try:
-        return sizing_of(quotas, figures).as_dict()
-    except ValueError:
-        return None
-
-
-def _intake_line(s: dict[str, Any] | None, deployed: int | None) -> str:
-    """Intake's derived MaximumConcurrency and requeues, and the template's."""
-    if s is None:
-        return f"intake sized: the account's concurrency leaves intake nothing (template: {deployed})"
-    return (
-        f"intake sized: MaximumConcurrency {s['maximum_concurrency']} (template: {deployed}) = what the account's "
-        f"{s['account_concurrency']:,g} leaves after the saga's steps ({s['saga_concurrency']:,g} at "
-        f"{s['starts_per_second']:,g} starts/s), the webhook ({s['webhook_concurrency']:,g}) and the scheduled "
-        f"functions ({s['scheduled_concurrency']}); {s['requeues']} requeues outlast {s['throttle_seconds']:,g} s "
-        f"of StartExecution throttling; Lambda scales a step to its share in {s['scale_up_seconds']:g} s"
-    )

@@ -77,6 +77,9 @@ class Reconciliation:
         pending = [a for a in attempts_of(item) if a not in reconciled_attempts(item)]
         if not pending:
             return
+        if len(result.reconciled) >= self.reconcile_max_orders:
+            result.deferred.append(order_id)  # this sweep's lookups are spent: the next sweep
+            return
         findings_by_attempt: dict[str, list[str]] = {}
         for attempt in pending:
             ended = status if attempt == current else OrderStatus.COMPENSATED

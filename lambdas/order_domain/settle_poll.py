@@ -26,14 +26,12 @@ from order_domain import clock, settlement
 from order_domain.attention import NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import RefundLookup
-from order_domain.reconcile_sizing import CAPACITY
 
 #: The refund step's business key (order_domain.payments.REFUND).
 REFUND_KEY = "refund-payment"
 #: Orders polled per sweep: each costs one strongly consistent read, one provider lookup per pending refund
-#: and one write; what the provider's read budget leaves after reconciliation (order_domain.reconcile_sizing,
-#: docs/providers.md#settlement).
-POLL_MAX_ORDERS = CAPACITY.poll_per_sweep
+#: and one write (figures: docs/providers.md#settlement).
+POLL_MAX_ORDERS = 400
 #: Stop taking orders when less than this much of the invocation is left.
 RESERVE_SECONDS = 10.0
 

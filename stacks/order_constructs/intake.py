@@ -15,20 +15,17 @@ from constructs_lib.queue import ResilientQueue, ResilientQueueProps
 from order_domain.settings.intake import ORDERS_MAX_RECEIVE_COUNT
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, grant_items, grant_queue
-from stacks.order_constructs.intake_sizing import size_intake
 from stacks.order_constructs.message_sizes import ORDERS_QUEUE_MAX_MESSAGE_BYTES
 from stacks.order_constructs.needs_attention import dlq_alarm_text
-from stacks.order_constructs.throttle import ServiceQuotas
 
 INTAKE_TIMEOUT = Duration.seconds(30)
+#: Intake's event source MaximumConcurrency (with the throttle backoff): StartExecution refills at
+#: 300/s; at 10 records a batch and ~1 s a batch intake needs ~30 concurrent batches to use all of
+#: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
+#: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
+INTAKE_MAX_CONCURRENCY = 100
 #: Records per intake invocation (the event source mapping's BatchSize).
 INTAKE_BATCH_SIZE = 10
-#: Intake's event source MaximumConcurrency (with the throttle backoff), derived from Lambda's documented
-#: scaling, the StartExecution refill and what the saga's steps, the webhook and the scheduled functions need
-#: of the account's concurrency (stacks/order_constructs/intake_sizing.py: 24 with AWS's defaults, where 100
-#: let the saga's steps ask 1,252 of 1,000 at the seeds' peak). Without a cap the mapping ramps to 1,000 and
-#: takes the whole account's concurrency from the saga's own functions (TooManyRequestsException).
-INTAKE_MAX_CONCURRENCY = size_intake(ServiceQuotas(), INTAKE_BATCH_SIZE).max_concurrency
 #: Page when the oldest order waits longer than this (a stalled or starved intake). Above the
 #: sweeper-free backlog of a normal day, below the stuck-order threshold (35 min, decision 0005).
 ORDERS_MAX_MESSAGE_AGE = Duration.minutes(10)

@@ -3,7 +3,6 @@ terminal ones with the providers' records (lambdas/order_domain/sweeper.py); it 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from aws_cdk import Duration
@@ -21,15 +20,10 @@ import order_domain.env as env
 from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope, keep_rule_permission_id
-from order_domain import seed_load
-from order_domain.reconcile_sizing import RECONCILE_WINDOW_SECONDS, SWEEP_SECONDS, SWEEPER_TIMEOUT_SECONDS
 from stacks.order_constructs.data import BY_STATUS_INDEX, UNSETTLED_INDEX
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_ORDER_STEP, grant_index_query, grant_items, grant_queue
-from stacks.order_constructs.intake import INTAKE_BATCH_SIZE
-from stacks.order_constructs.intake_sizing import size_intake
 from stacks.order_constructs.providers import OrderProviders
-from stacks.order_constructs.throttle import ServiceQuotas
 
 #: Metrics the sweeper emits (lambdas/sweeper/handler.py) under service=sweeper.
 STUCK_ORDERS_METRIC = "StuckOrders"
@@ -40,25 +34,19 @@ PARKED_ORDERS_METRIC = "ParkedOrders"
 #: Orders a sweep had no time or capacity for (left to the next sweep): a ticket, before they leave the window.
 SWEEP_DEFERRED_METRIC = "SweepDeferred"
 #: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
-SWEEP_RECONCILE_WINDOW_SECONDS = RECONCILE_WINDOW_SECONDS
-#: A sweep makes provider lookups per order, paced below the provider's read limit; it works until 10 s
-#: before its timeout, which ends before the next sweep starts (order_domain.reconcile_sizing), and leaves
+SWEEP_RECONCILE_WINDOW_SECONDS = 900
+#: SweepDeferred tickets when every sweep of this many heartbeat windows (two sweeps each) deferred orders: three
+#: windows, 30 minutes, two reconcile windows. M out of N with M = N: a missing window (a fresh deploy) is no breach.
+SWEEP_DEFERRED_WINDOWS = 3
+#: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
 #: the rest to the next sweep (every 5 minutes).
-SWEEPER_TIMEOUT = Duration.seconds(SWEEPER_TIMEOUT_SECONDS)
-SWEEP_RATE = Duration.seconds(SWEEP_SECONDS)
+SWEEPER_TIMEOUT = Duration.minutes(2)
+SWEEP_RATE = Duration.minutes(5)
 
 
 #: The heartbeat and parked-orders alarms' period: two sweeps, so every aligned period holds a run
 #: whatever the schedule's offset (docs/decisions/0023).
 DEFAULT_HEARTBEAT_WINDOW = Duration.minutes(10)
-
-
-def deferral_grace_seconds() -> float:
-    """How long a sweep may legitimately leave orders to the next at the seeds' peak: while the peak's orders
-    become terminal (at the rate intake starts them: stacks/order_constructs/intake_sizing.py) and then stay in
-    the reconcile window. Deferrals in every period for longer are a backlog that is not draining."""
-    starts = size_intake(ServiceQuotas(), INTAKE_BATCH_SIZE).starts_per_second
-    return seed_load.peak_orders() / starts + SWEEP_RECONCILE_WINDOW_SECONDS
 
 
 def _sweeper_metric(
@@ -173,31 +161,28 @@ class StuckOrderSweeper(TransparentScope):
         props.providers.connect_carrier(self.function)
 
     def _deferred_alarm(self, props: StuckOrderSweeperProps) -> cloudwatch.Alarm:
-        """A ticket (runbooks.py) when *every* sweep deferred orders for longer than :func:`deferral_grace_seconds`
-        (the seeds' peak defers that long and then drains): ``Minimum`` of ``SweepDeferred`` > 0 (each sweep publishes
-        it, 0 included) in N of N periods ("M out of N":
-        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html). One deferral, or a
-        burst the next sweeps catch up with (``make chaos``'s first drain: 2, 27, 257, 164, then 0), is no ticket:
-        the next sweep takes the oldest first. A stopped sweeper publishes nothing (missing, not breaching): that is
-        the heartbeat's page."""
+        """A ticket (runbooks.py) when *every* sweep of :data:`SWEEP_DEFERRED_WINDOWS` heartbeat windows deferred
+        orders: ``Minimum`` of ``SweepDeferred`` > 0 in 3 of 3 periods (each sweep publishes it, 0 included;
+        "M out of N": https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html).
+        One deferral is no incident: the next sweep takes the oldest first, and a burst (``make chaos``'s first
+        drain: 2, 27, 257, 164, then 0; or 40 at the first sweep after a deploy) is caught up within a reconcile
+        window; ``Maximum`` > 0 ticketed it, a notification nobody acts on. Deferral that outlasts two windows is
+        the capacity problem the runbook is for, ticketed once for as long as it lasts. A stopped sweeper
+        publishes nothing (missing, not breaching): that is the heartbeat's page."""
         window = props.heartbeat_window
-        periods = math.ceil(deferral_grace_seconds() / window.to_seconds()) + 1
         metric = _sweeper_metric(props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Minimum", period=window)
-        alarm = cloudwatch.Alarm(
+        alarm = first_occurrence_alarm(
             self,
             "SweepDeferredAlarm",
-            alarm_description=f"the sweeper left orders to a later sweep in every period for "
-            f"{periods * window.to_minutes()} minutes, longer than the seeds' peak does (no time or reconciliation "
-            "capacity left): the backlog is not draining, terminal orders leave the reconcile window unchecked and "
-            "unsettled effects are polled late",
-            metric=metric,
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=periods,
-            datapoints_to_alarm=periods,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            metric,
+            f"every sweep of the last {int(window.to_minutes()) * SWEEP_DEFERRED_WINDOWS} minutes left orders to a "
+            "later sweep (no time or reconciliation capacity left): terminal orders leave the reconcile window "
+            "unchecked and unsettled effects are polled late",
+            props.functions.alarm_topic,
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(props.functions.alarm_topic))
+        cfn = alarm.node.default_child
+        assert isinstance(cfn, cloudwatch.CfnAlarm)
+        cfn.evaluation_periods = cfn.datapoints_to_alarm = SWEEP_DEFERRED_WINDOWS
         return alarm
 
     def _alarms(self, props: StuckOrderSweeperProps) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 
@@ -458,24 +457,3 @@ def test_sweeper_publishes_heartbeat_and_parked_orders_gauge(sweeper, seed_aged,
     assert _values(blob["SweeperRuns"]) == [1]
     assert _values(blob["ParkedOrders"]) == [2]
     assert blob["service"] == "sweeper"
-
-
-def test_sweeper_reconciles_orders_a_few_at_once_with_the_one_at_a_time_result(
-    load, providers, order_factory, seed_order, tables: Tables, lambda_context, logs: LogCapture
-):
-    """Against HTTPS providers the sweeper reconciles ``CAPACITY.workers`` orders at once
-    (order_domain.reconcile_sizing); the result is the one-at-a-time result, every order checked once."""
-    sweeper = load("sweeper")
-    inspect.unwrap(sweeper).__globals__["sweeper"].workers = 4
-    seeded = []
-    for _ in range(9):
-        order = order_factory()
-        seed_order(order, OrderStatus.COMPLETED)
-        seeded.append(order["order_id"])
-
-    first = sweeper(SCHEDULED_EVENT, lambda_context)
-    second = sweeper(SCHEDULED_EVENT, lambda_context)
-
-    assert first["reconciled"] == sorted(seeded) and first["deferred"] == [] and first["errors"] == []
-    assert second["reconciled"] == []  # each attempt checked once
-    assert logs.metric_total("SweepDeferred") == 0

@@ -9,19 +9,9 @@ from typing import Any
 
 import pytest
 
-from harness.capacity import (
-    REQUEUE_MAX_SECONDS,
-    api_throttle,
-    format_capacity,
-    load_template,
-    predict,
-    template_figures,
-)
+from harness.capacity import REQUEUE_MAX_SECONDS, api_throttle, load_template, predict, template_figures
 from local_cloud.limits import LARGE_REGIONS as EMULATOR_LARGE_REGIONS
 from local_cloud.limits import Quotas
-from order_domain.settings.intake import THROTTLE_MAX_REQUEUES
-from stacks.order_constructs.intake import INTAKE_MAX_CONCURRENCY
-from stacks.order_constructs.intake_sizing import SAGA_TASKS
 from stacks.order_constructs.throttle import LARGE_REGIONS, ServiceQuotas
 from tests.infra.conftest import synth_pipeline
 
@@ -83,17 +73,13 @@ def test_capacity_api_throttle_of_the_template_is_what_ops_capacity_computes(dev
     emulator's quotas."""
     figures = template_figures(load_template(dev_assembly))
     expected = dict(zip(("rate_per_second", "burst"), api_throttle(Quotas(), figures), strict=True))
-    # intake's derived MaximumConcurrency (stacks/order_constructs/intake_sizing.py) binds before the
-    # StartExecution refill: the API takes what intake's batches serve, a second of it as its bucket.
-    served = min(300, INTAKE_MAX_CONCURRENCY * figures["batch_size"])
-    throttle = predict(1.0, 1, Quotas(), figures)["api_throttle"]
-    assert throttle == expected == {"rate_per_second": served, "burst": served}
+    assert predict(1.0, 1, Quotas(), figures)["api_throttle"] == expected == {"rate_per_second": 300, "burst": 1300}
     template = json.loads((dev_assembly / "OrderPipeline-dev.template.json").read_text())
     (stage,) = (r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage")
     for setting in stage["MethodSettings"]:
         if setting["ResourcePath"] == "/~1webhooks~1provider":  # the providers' webhook: its own limit
             continue
-        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (served, served), setting
+        assert (setting["ThrottlingRateLimit"], setting["ThrottlingBurstLimit"]) == (300, 1300), setting
 
 
 def test_capacity_drain_ends_with_the_largest_of_the_last_requeued_delays() -> None:
@@ -111,15 +97,3 @@ def test_capacity_drain_ends_with_the_largest_of_the_last_requeued_delays() -> N
     assert largest > 0.95 * REQUEUE_MAX_SECONDS  # not the mean delay (3/4 of the cap)
     without = predict(1.0, 4, quotas, {**figures(4), "throttle_requeue": False}, baseline=0.005)
     assert without["predicted_drain_seconds"] == pytest.approx(fluid, abs=0.1)
-
-
-def test_capacity_shows_intakes_sizing(dev_assembly: Path) -> None:
-    """``python -m harness capacity --rate 50000/min --minutes 5`` shows intake's derived concurrency and requeues
-    (stacks/order_constructs/intake_sizing.py), equal to the template's."""
-    figures = template_figures(load_template(dev_assembly))
-    p = predict(PEAK, 5, Quotas(), figures)
-    assert p["intake_sizing"]["maximum_concurrency"] == figures["maximum_concurrency"] == INTAKE_MAX_CONCURRENCY
-    assert figures["tasks_per_order"] == SAGA_TASKS
-    text = format_capacity(p)
-    assert f"MaximumConcurrency {figures['maximum_concurrency']}" in text
-    assert f"{THROTTLE_MAX_REQUEUES} requeues" in text

@@ -14,11 +14,9 @@ from order_domain.settings import (
 ORDERS_MAX_RECEIVE_COUNT = 5
 #: Intake's requeues of a record whose StartExecution is throttled (lambda_resilience.backoff), and
 #: their largest delay (SQS allows 900 s). The order is RECEIVED and untouched meanwhile: the stuck
-#: threshold budgets this (stacks/order_constructs/sweeper.py). 31: the fewest whose shortest delays (equal
-#: jitter: half of 5 s doubling to 60 s) outlast StartExecution refusing for the seeds' Black Friday and the
-#: drain of its backlog at the refill, 829 s in the large regions (stacks/order_constructs/intake_sizing.py
-#: derives it; tests/infra/test_intake_sizing.py keeps this equal: the function cannot import the stack).
-THROTTLE_MAX_REQUEUES = 31
+#: threshold budgets this (stacks/order_constructs/sweeper.py), so 40 x 60 s, not 100 (40 still outlasts
+#: the 1:100 Black Friday backlog of `make spike`, about 10 minutes, with room to spare).
+THROTTLE_MAX_REQUEUES = 40
 THROTTLE_MAX_DELAY_SECONDS = 60
 
 
