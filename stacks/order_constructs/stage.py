@@ -73,10 +73,10 @@ def _check_secret_arn(key: str, value: str) -> None:
 #: forward attempt retried as AWS advises for Lambda service errors, 6 times, each Lambda attempt with a
 #: failed 10 s Init phase and 2 s of Step Functions latency, plus each forward step's throttle retrier at
 #: its worst, 511 s, and its outage retrier at its worst, 1,802 s: issue 40) plus intake's start delay under a
-#: sustained StartExecution throttle (31 requeues of at most 60 s, then 5 receives of 180 s: 2,760 s = 46 min,
-#: stacks/order_constructs/intake_sizing.py): 209.7 min, rounded up to 210. StuckOrderSweeperProps refuses a
-#: threshold at or below that sum (stacks/order_constructs/sweeper.py).
-DEFAULT_STUCK_AFTER_MINUTES = 210
+#: sustained StartExecution throttle (40 requeues of at most 60 s, then 5 receives of 180 s: 3,300 s = 55 min):
+#: 218.7 min, rounded up to 220. StuckOrderSweeperProps refuses a threshold at or below that sum
+#: (stacks/order_constructs/sweeper.py).
+DEFAULT_STUCK_AFTER_MINUTES = 220
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,8 @@ class StageConfig:
         name: ``dev`` (default) or ``prod``.
         alarm_email: e-mail subscribed to the alarm topic (context ``alarm_email``); required in prod.
         stuck_after_minutes: an order in a non-terminal status for longer than this is stuck
-            (context ``stuck_after_minutes``, default 210: above the saga's execution timeout of 9,819 s
-            plus intake's start delay of 2,760 s,
+            (context ``stuck_after_minutes``, default 220: above the saga's execution timeout of 9,819 s
+            plus intake's start delay of 3,300 s,
             so an order whose saga is still retrying is never reported; StuckOrderSweeperProps checks this).
         payment_api_url, payment_api_secret_arn, carrier_api_url, carrier_api_secret_arn: the
             real providers (context keys of the same names). All four or none; required in prod.

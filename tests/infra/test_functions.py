@@ -146,7 +146,7 @@ def test_functions_environment_wired_to_resources(dev: SynthResult) -> None:
         },
         "sweeper": {
             env_names.ORDERS_TABLE_NAME: ref["orders"],
-            env_names.STUCK_AFTER_SECONDS: "12600",  # 210 minutes (the default stuck_after_minutes)
+            env_names.STUCK_AFTER_SECONDS: "13200",  # 220 minutes (the default stuck_after_minutes)
             env_names.RECONCILE_WINDOW_SECONDS: "900",
             env_names.STATE_MACHINE_ARN: ref["machine"],  # which orders still have a running execution
             env_names.NEEDS_ATTENTION_QUEUE_URL: ref["needs_attention"],  # it parks and announces

@@ -184,7 +184,7 @@ def test_stage_config_prod_retains_and_protects() -> None:
 
 def test_stage_config_from_context_defaults_to_dev() -> None:
     assert StageConfig.from_context(App().node) == StageConfig(name="dev", alarm_email=None)
-    assert StageConfig.from_context(App().node).stuck_after_minutes == 210
+    assert StageConfig.from_context(App().node).stuck_after_minutes == 220
     app = App(context=PROD_CONTEXT)
     assert StageConfig.from_context(app.node) == StageConfig(
         name="prod",

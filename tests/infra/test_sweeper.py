@@ -63,7 +63,7 @@ def test_stuck_orders_alarm_fires_on_any_stuck_order(dev: SynthResult) -> None:
     assert props["ComparisonOperator"] == "GreaterThanThreshold"
     assert props["TreatMissingData"] == "notBreaching"
     assert dev.notifies(props) == [{"Ref": dev.logical_id(dev.stack.alarm_topic)}]
-    assert "210 minutes" in props["AlarmDescription"]
+    assert "220 minutes" in props["AlarmDescription"]
 
 
 def test_stuck_orders_alarm_watches_the_metric_the_sweeper_emits(dev: SynthResult, sweeper_env: dict[str, str]) -> None:
@@ -86,7 +86,7 @@ def test_sweeper_environment_and_no_other_grants(dev: SynthResult, sweeper_env: 
     stack = dev.stack
     payment, carrier = present(stack.payment_provider), present(stack.carrier)
     assert sweeper_env[env_names.ORDERS_TABLE_NAME] == {"Ref": dev.logical_id(stack.orders_table)}
-    assert sweeper_env[env_names.STUCK_AFTER_SECONDS] == "12600"
+    assert sweeper_env[env_names.STUCK_AFTER_SECONDS] == "13200"
     assert sweeper_env[env_names.RECONCILE_WINDOW_SECONDS] == "900"
     assert sweeper_env[env_names.STATE_MACHINE_ARN] == {"Ref": dev.logical_id(stack.saga.state_machine)}
     assert sweeper_env[env_names.NEEDS_ATTENTION_QUEUE_URL] == {"Ref": dev.logical_id(stack.needs_attention.queue)}
