@@ -172,8 +172,8 @@ CHAOS_VIA ?= sqs
 
 chaos: setup ## 2,000 orders with every fault and incident family on (2 processes): reports/chaos-report.json, reports/chaos-outcomes.png
 	@mkdir -p reports
-	$(PY) -m harness local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --check --timeout 1200 \
-		--workers 2 --via $(CHAOS_VIA) --report-file reports/chaos-report.json
+	$(PY) -m harness local run --orders $(CHAOS_ORDERS) --seed 2026 $(CHAOS_FAULTS) --replay-transient --repair-parked --check \
+		--timeout 1200 --workers 2 --via $(CHAOS_VIA) --report-file reports/chaos-report.json
 	$(PY) -m tools.plot_chaos reports/chaos-report.json reports/chaos-outcomes.png
 
 # Business outcomes only, no infrastructure fault: declines, undeliverable addresses, unstocked SKUs, partial

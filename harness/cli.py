@@ -159,6 +159,12 @@ def _add_run_fault_arguments(run: argparse.ArgumentParser) -> None:
 def _add_run_control_arguments(run: argparse.ArgumentParser) -> None:
     """What the run does after the orders, what it checks and prints, how it is split and deployed."""
     run.add_argument("--replay-transient", action="store_true", help="then replay transient DLQ messages and drain")
+    run.add_argument(
+        "--repair-parked",
+        action="store_true",
+        help="then, as the needs-attention runbook says, redrive each parked order no compensation ran for "
+        "(ops repair --action redrive) and drain; prints the valid orders lost before and after",
+    )
     run.add_argument("--check", action="store_true", help="exit 1 if an invariant fails")
     run.add_argument(
         "--expect-no-pages",

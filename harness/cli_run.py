@@ -72,6 +72,7 @@ def run_options(args: argparse.Namespace, quotas: Any) -> Any:
             stop=args.stop_rate,
         ),
         replay_transient=args.replay_transient,
+        repair_parked=args.repair_parked,
         incidents=args.incidents,
         stage=args.stage,
         timeout_seconds=args.timeout,
@@ -151,6 +152,10 @@ def _print_summary(report: dict[str, Any]) -> None:
         from harness.lost_sales import lost_sales_line
 
         print(lost_sales_line(report["lost_sales"]))
+    if "oncall" in report:
+        from harness.oncall import oncall_line
+
+        print(oncall_line(report["oncall"]))
     failed = sorted(name for name, why in report["invariants"].items() if why)
     held = len(report["invariants"]) - len(failed)
     print(f"invariants: {held} hold" + (f", {len(failed)} fail: {', '.join(failed)}" if failed else ""))

@@ -21,6 +21,7 @@ class RunOptions:
     echo_logs: bool = False
     faults: FaultRates = field(default_factory=FaultRates)
     replay_transient: bool = False
+    repair_parked: bool = False  # then redrive parked orders as the on-call's runbook says (harness.oncall)
     shard: int = 0  # this process runs the orders whose index % shards == shard
     shards: int = 1
     quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (local_cloud.limits)

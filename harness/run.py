@@ -15,6 +15,7 @@ from harness.chaos import SAGA_FAULTS, inject, plan_deliveries
 from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
 from harness.incidents import Incident, IncidentRunner, provider_outages
 from harness.notifications import notifications_at_start
+from harness.oncall import repair_parked_as_operator
 from harness.options import RunOptions
 from harness.orders import make_orders
 from harness.pipeline import (
@@ -121,9 +122,7 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             # The provider stand-in's own calls (its ledger): someone else's bill, not counted above.
             "provider_stand_in_excluded": sum(calls.outside.values()),
         }
-        if options.replay_transient:
-            report["replay"] = replay_as_operator(run, report)
-            report["orders"], report["order_details"] = run.order_summary()
+        _operator_phases(run, report, options)
         finish_report(run, report, calls, started, plan)
         if run.producer.api is not None:  # what the order API answered the producer (counts only)
             report["front_door"] = {"via": "api", **run.producer.api.summary()}
@@ -133,6 +132,16 @@ def run_local(options: RunOptions) -> dict[str, Any]:
             "report_and_replay": round(time.monotonic() - drained, 1),
         }
         return report
+
+
+def _operator_phases(run: PipelineRun, report: dict[str, Any], options: RunOptions) -> None:
+    """What the operator does once the run's faults are over: replay transient DLQ messages, redrive parked orders."""
+    if options.replay_transient:
+        report["replay"] = replay_as_operator(run, report)
+        report["orders"], report["order_details"] = run.order_summary()
+    if options.repair_parked:
+        report["oncall"] = repair_parked_as_operator(run, report)
+        report["orders"], report["order_details"] = run.order_summary()
 
 
 def replay_as_operator(run: PipelineRun, report: dict[str, Any]) -> dict[str, Any]:

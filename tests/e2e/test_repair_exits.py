@@ -70,16 +70,9 @@ def _status(run: PipelineRun, order_id: str) -> str:
     return str(item["status"]["S"])
 
 
-def _park(run: PipelineRun, order_id: str, kind: str, *failing: str, ship_fails: bool = False) -> None:
-    """Park ``order_id``: its ``failing`` outcome writes are refused; ``ship_fails``: ShipOrder's task fails
-    every time (so CancelShipment, RefundPayment and ReleaseInventory all run)."""
-    from harness.fault_cells import Rule
-    from harness.fault_inject import FaultPlan, inject_plan
-
-    plan = FaultPlan()
-    if ship_fails:
-        plan.add(order_id, [Rule("ShipOrder", "error", "Lambda.ServiceException", "forever", 0)])
-    with failing_outcome_write(order_id, *failing), inject_plan(plan):
+def _park(run: PipelineRun, order_id: str, kind: str, *failing: str) -> None:
+    """Park ``order_id``: its ``failing`` outcome writes are refused."""
+    with failing_outcome_write(order_id, *failing):
         run.submit([(make_order(order_id, random.Random(order_id), kind), f"cid-{order_id}")])
         run.drain()
     assert _status(run, order_id) == "NEEDS_ATTENTION"
@@ -102,8 +95,9 @@ def _ships(run: PipelineRun, order_id: str) -> list[str]:
 
 def test_repair_exits_each_parked_order_leaves_and_the_parked_alarm_follows(pipeline: PipelineRun) -> None:
     run = pipeline
-    # Every compensation ran (cancelled, refunded, released), the last one's COMPENSATED write failed.
-    _park(run, "exit-undone", "ok", "COMPENSATED", ship_fails=True)
+    # Every compensation ran (the address is undeliverable: refunded, released), the last one's COMPENSATED write
+    # failed. (A valid order whose ShipOrder keeps failing parks with nothing undone since decision 0032.)
+    _park(run, "exit-undone", "undeliverable", "COMPENSATED")
     _park(run, "exit-shipped", "ok", "COMPLETED")  # the parcel left: its write failed, nothing undone
     _park(run, "exit-manual", "undeliverable", "COMPENSATED")
     run.advance(600)  # two sweeps count them
@@ -137,3 +131,23 @@ def test_repair_exits_each_parked_order_leaves_and_the_parked_alarm_follows(pipe
     # when the last parked order left, so the new park notifies again.
 
     assert [n.state for n in _notices(run)[seen:] if "OrdersAtRisk" in n.alarm] == ["ALARM"]
+
+
+def test_oncall_repair_parked_redrives_what_the_runbook_says_and_leaves_the_rest(pipeline: PipelineRun) -> None:
+    """``--repair-parked`` (harness.oncall): the needs-attention runbook's answer, with the product's ``ops``
+    functions: a valid order parked with nothing undone is redriven and completes (a sale recovered, no longer
+    lost); one whose compensation ran is refused, left for a person; the section counts both."""
+    from harness.oncall import oncall_line, repair_parked_as_operator
+
+    run = pipeline
+    _park(run, "oncall-shipped", "ok", "COMPLETED")  # nothing undone: the runbook redrives it
+    _park(run, "oncall-undone", "undeliverable", "COMPENSATED")  # a compensation ran: left for a person
+    report: dict[str, Any] = {"ops_commands": []}
+    section = repair_parked_as_operator(run, report)
+    assert (_status(run, "oncall-shipped"), _ships(run, "oncall-shipped")) == ("COMPLETED", ["shipped"])
+    assert _status(run, "oncall-undone") == "NEEDS_ATTENTION"
+    assert section["redriven"] == section["completed"] >= 1
+    assert section["refused"].get("a compensation ran", 0) >= 1
+    assert section["lost_before"]["lost"] - section["lost_after"]["lost"] == section["completed"]
+    assert [c["command"] for c in report["ops_commands"]] == ["repair --action redrive"]
+    assert "redriven" in oncall_line(section)
