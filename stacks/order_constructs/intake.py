@@ -20,14 +20,18 @@ from stacks.order_constructs.needs_attention import dlq_alarm_text
 
 INTAKE_TIMEOUT = Duration.seconds(30)
 #: Intake's event source MaximumConcurrency (with the throttle backoff): StartExecution refills at
-#: 300/s; at 10 records a batch and ~1 s a batch intake needs ~30 concurrent batches to use all of
-#: it, x3 for requeue churn = 100. Without a cap the mapping ramps to 1,000 and takes the whole
-#: account's Lambda concurrency from the saga's own functions (TooManyRequestsException).
+#: 300/s in the largest Regions (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html,
+#: "Quotas related to API action throttling"); at 10 records a batch and ~1 s a batch intake needs ~30
+#: concurrent batches to use all of it, x3 for requeue churn = 100. Without a cap the mapping scales by up to 300
+#: a minute to 1,000 concurrent batches (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html) and
+#: takes the account's Lambda concurrency (1,000 by default:
+#: https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html) from the saga's own functions
+#: (TooManyRequestsException). A tighter cap (24) was measured to drain the seeds' spike slower (results.md).
 INTAKE_MAX_CONCURRENCY = 100
 #: Records per intake invocation (the event source mapping's BatchSize).
 INTAKE_BATCH_SIZE = 10
 #: Page when the oldest order waits longer than this (a stalled or starved intake). Above the
-#: sweeper-free backlog of a normal day, below the stuck-order threshold (35 min, decision 0005).
+#: sweeper-free backlog of a normal day, below the stuck-order threshold (220 min, decision 0005).
 ORDERS_MAX_MESSAGE_AGE = Duration.minutes(10)
 
 
