@@ -15,7 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import order_domain.env as env
-from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
+from constructs_lib.alarms import DEPENDENCY_FAILURES_METRIC, TransientShareAlarm, TransientShareAlarmProps
 from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import TransparentScope
 from stacks.order_constructs.functions import OrderFunctionDefaults
@@ -50,9 +50,10 @@ class SagaSteps(TransparentScope):
     Attributes:
         reserve, release, charge, refund, ship, cancel_shipment, finalize: the functions.
         all: the seven, in saga order (forward steps, compensations, finalize).
-        payment_outage_alarm, carrier_outage_alarm: the share of transient failures of each provider's
-            steps (charge and refund; ship and cancel): an outage pages within a minute, and one provider
-            failing while the other's alarm is already in ALARM pages too (docs/decisions/0023).
+        payment_outage_alarm, carrier_outage_alarm: the share of each provider's own failures
+            (``DependencyFailures``) of its steps (charge and refund; ship and cancel): an outage pages within a
+            minute, and one provider failing while the other's alarm is already in ALARM pages too (docs/decisions
+            0023, 0033).
         provider_outage_alarms: the two.
     """
 
@@ -82,7 +83,7 @@ class SagaSteps(TransparentScope):
             self.finalize,
         )
         self._grant(props)
-        # Their Powertools service names (the TransientFailures dimension).
+        # Their Powertools service names (the DependencyFailures dimension).
         payment = ((self.charge, "charge-payment"), (self.refund, "refund-payment"))
         carrier = ((self.ship, "ship-order"), (self.cancel_shipment, "cancel-shipment"))
         self.payment_outage_alarm = self._outage_alarm(props, "PaymentOutage", "the payment provider", payment)
@@ -102,8 +103,11 @@ class SagaSteps(TransparentScope):
                 functions=tuple((f.function, service) for f, service in steps),
                 namespace=props.functions.metrics_namespace,
                 alarm_topic=props.functions.alarm_topic,
-                description=f"{provider} is failing: over half of its steps' invocations failed transiently in a "
+                description=f"{provider} is failing: over half of its steps' invocations failed on the provider in a "
                 "minute (retried, but orders stall and park)",
+                # The provider's own failures: the steps' throttled DynamoDB calls and idempotency records in
+                # progress after a crash are no outage of the provider (issue 41).
+                failures_metric=DEPENDENCY_FAILURES_METRIC,
             ),
         ).alarm
 

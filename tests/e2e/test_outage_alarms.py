@@ -3,7 +3,8 @@ provider and the carrier each have their own outage alarm, so the carrier going 
 pages within a minute although the payment outage alarm is in ALARM (CloudWatch notifies on a change only).
 
 The template's alarms, deployed into moto and evaluated as CloudWatch does; the datapoints are what the
-steps publish during an outage (every call a transient failure: tests/handlers/test_expected_errors.py)."""
+steps publish during an outage (every call a transient failure of the provider: tests/handlers/test_expected_errors.py),
+or while their own DynamoDB calls are throttled (transient failures, none of them the provider's: issue 41)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from lambda_resilience.step import DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC
 from local_cloud.alarm_actions import AlarmActions
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture
@@ -36,13 +38,22 @@ def pager(assembly: CloudAssembly) -> Iterator[tuple[LocalDeployment, MetricStor
         yield deployment, store, evaluator, actions
 
 
-def _calls(deployment: LocalDeployment, store: MetricStore, step: str, service: str, at: float, n: int) -> None:
-    """``n`` invocations of ``step`` in the minute from ``at`` (every 15 s), each failing transiently."""
+def _calls(
+    deployment: LocalDeployment, store: MetricStore, step: str, service: str, at: float, n: int, provider: bool = True
+) -> None:
+    """``n`` invocations of ``step`` in the minute from ``at`` (every 15 s), each failing transiently: the
+    provider's failure (``provider``), or the step's own (a throttled DynamoDB call: TransientFailures only)."""
     (fn,) = [f for f in deployment.functions.values() if f.logical_id.startswith(step)]
+    counted = (TRANSIENT_FAILURES_METRIC, DEPENDENCY_FAILURES_METRIC) if provider else (TRANSIENT_FAILURES_METRIC,)
     for i in range(n):
         when = at + 15 * (i % 4)
         store.add(metric_key("AWS/Lambda", "Invocations", {"FunctionName": fn.name}), when, 1.0)
-        store.add(metric_key(metrics_namespace("dev"), "TransientFailures", {"service": service}), when, 1.0)
+        for name in counted:
+            store.add(metric_key(metrics_namespace("dev"), name, {"service": service}), when, 1.0)
+
+
+def _outage_alarms(deployment: LocalDeployment) -> list[str]:
+    return [n for n, a in deployment.alarms.items() if DEPENDENCY_FAILURES_METRIC in str(a.get("Metrics"))]
 
 
 def test_outage_alarms_carrier_outage_during_a_payment_outage_pages(
@@ -50,7 +61,8 @@ def test_outage_alarms_carrier_outage_during_a_payment_outage_pages(
 ) -> None:
     deployment, store, evaluator, actions = pager
     clock = deployment.clock
-    outage_alarms = [n for n, a in deployment.alarms.items() if "TransientFailures" in str(a.get("Metrics"))]
+    outage_alarms = _outage_alarms(deployment)
+    assert len(outage_alarms) == 2
     evaluator.evaluate()
     carrier_down = 0.0
     for minute in range(6):  # the payment provider is down for six minutes: charges keep failing
@@ -65,3 +77,22 @@ def test_outage_alarms_carrier_outage_during_a_payment_outage_pages(
     first, second = pages
     assert evaluator.states[first.alarm] == "ALARM"  # the payment outage alarm never left ALARM
     assert 0 <= second.at - carrier_down <= 61  # the first evaluation after a minute of it (wall time moves the clock)
+
+
+def test_outage_alarms_throttled_dynamodb_inside_the_provider_steps_pages_no_outage(
+    pager: tuple[LocalDeployment, MetricStore, AlarmEvaluator, AlarmActions],
+) -> None:
+    """Issue 41: three minutes in which every charge, refund and shipment fails on its own throttled DynamoDB calls
+    (or finds its idempotency record held by a crashed invocation) while both providers answer: no outage page."""
+    deployment, store, evaluator, actions = pager
+    clock = deployment.clock
+    evaluator.evaluate()
+    for _ in range(3):
+        for step, service in (("ChargePayment", "charge-payment"), ("RefundPayment", "refund-payment")):
+            _calls(deployment, store, step, service, clock.now(), 40, provider=False)
+        _calls(deployment, store, "ShipOrder", "ship-order", clock.now(), 40, provider=False)
+        clock.advance(60)
+        evaluator.evaluate()
+    outage_alarms = set(_outage_alarms(deployment))
+    assert len(outage_alarms) == 2
+    assert [(n.alarm, n.state) for n in actions.history if n.alarm in outage_alarms] == []

@@ -10,6 +10,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
 from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
+from stacks.order_constructs.functions import metrics_namespace
 from stacks.order_constructs.sweeper import StuckOrderSweeperProps
 from tests.infra.conftest import SynthResult
 
@@ -38,6 +39,64 @@ def test_transient_share_alarm_pages_on_a_share_of_invocations() -> None:
 
     # How CloudWatch's evaluation of it pages (an outage) or not (flaky calls):
     # packages/local_cloud/tests/test_outage_expression.py
+
+
+def test_transient_share_alarm_reads_the_failure_metric_it_is_given() -> None:
+    """``failures_metric``: an application whose steps count their dependency's failures apart (the middleware's
+    ``DependencyFailures``) has the alarm read those; the invocations and the expression stay as they are."""
+    stack = Stack(App(), "Outage")
+    props = TransientShareAlarmProps(
+        functions=_functions(stack, 2),
+        namespace="App",
+        alarm_topic=sns.Topic(stack, "Topic"),
+        description="provider down",
+        failures_metric="DependencyFailures",
+    )
+    TransientShareAlarm(stack, "Outage", props=props)
+    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
+    assert {(m["Namespace"], m["MetricName"]) for i, m in metrics.items() if i.startswith("failed")} == {
+        ("App", "DependencyFailures")
+    }
+    assert {m["MetricName"] for i, m in metrics.items() if i.startswith("invoked")} == {"Invocations"}
+    assert next(iter(metrics.values()))["MetricName"] == "DependencyFailures"  # first, as tools/rehearse.py keeps
+
+
+def test_transient_share_alarm_metric_names_are_the_middlewares() -> None:
+    """constructs_lib names the middleware's counts without importing it (the product's stacks never load it)."""
+    from constructs_lib import alarms
+    from lambda_resilience import step
+
+    assert (alarms.TRANSIENT_FAILURES_METRIC, alarms.DEPENDENCY_FAILURES_METRIC) == (
+        step.TRANSIENT_FAILURES_METRIC,
+        step.DEPENDENCY_FAILURES_METRIC,
+    )
+
+
+def test_transient_share_alarm_props_reject_an_empty_failures_metric() -> None:
+    stack = Stack(App(), "Bad")
+    with pytest.raises(ValueError, match="failures_metric"):
+        TransientShareAlarmProps(
+            functions=_functions(stack, 1),
+            namespace="App",
+            alarm_topic=sns.Topic(stack, "Topic"),
+            description="d",
+            failures_metric="",
+        )
+
+
+def test_provider_outage_alarms_read_the_providers_failures_only(dev: SynthResult, prod: SynthResult) -> None:
+    """Issue 41: the PaymentOutage and CarrierOutage alarms count the providers' own transient failures
+    (``DependencyFailures``), never the steps' throttled DynamoDB calls or idempotency records left in progress
+    by a crash (``TransientFailures``), under each stage's own namespace."""
+    for synth, stage in ((dev, "dev"), (prod, "prod")):
+        alarms = synth.of_type("AWS::CloudWatch::Alarm")
+        namespace = metrics_namespace(stage)
+        for alarm in synth.stack.provider_outage_alarms:
+            queries = alarms[synth.logical_id(alarm)]["Properties"]["Metrics"]
+            metrics = [q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q]
+            custom = {(m["Namespace"], m["MetricName"]) for m in metrics if not m["Namespace"].startswith("AWS/")}
+            assert custom == {(namespace, "DependencyFailures")}, custom
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,11 @@ to :data:`EXPECTED_ERRORS_METRIC` (EMF, by default under the function's ``POWERT
 and ``POWERTOOLS_SERVICE_NAME``: where ``constructs_lib``'s function alarm reads it), so an alarm on
 ``Errors - ExpectedErrors`` pages only on the others (bugs, timeouts, crashes).
 A transient failure also adds 1 to
-:data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is an outage of
-what the step calls.
+:data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is trouble in what the
+step calls. One of a dependency outside AWS (a
+:class:`~lambda_resilience.exceptions.DependencyUnavailable`: a provider's 5xx, timeout or refused connection)
+adds 1 to :data:`DEPENDENCY_FAILURES_METRIC` as well: the count a dependency's outage alarm reads, which the
+step's own throttled DynamoDB calls and idempotency records left in progress by a crash never reach.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.exceptions import (
     BusinessOutcome,
     ConfigurationError,
+    DependencyUnavailable,
     EffectDoneOutcomeNotWritten,
     TransientStepError,
     UnknownStepError,
@@ -49,6 +53,9 @@ Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
 EXPECTED_ERRORS_METRIC = "ExpectedErrors"
 #: EMF metric (Count, dimension ``service``): failed invocations classified transient (retried by the workflow).
 TRANSIENT_FAILURES_METRIC = "TransientFailures"
+#: EMF metric (Count, dimension ``service``): the transient failures of a dependency outside AWS
+#: (:class:`~lambda_resilience.exceptions.DependencyUnavailable`, raised or the cause of what was raised).
+DEPENDENCY_FAILURES_METRIC = "DependencyFailures"
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,18 @@ def _expected(exc: Exception, category: str) -> bool:
     return category == TRANSIENT or isinstance(exc, BusinessOutcome)
 
 
+def _from_dependency(exc: BaseException) -> bool:
+    """``exc`` or one of its explicit causes (``raise ... from``) is a dependency's failure."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, DependencyUnavailable):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
 def _fail(exc: Exception, operation: str, known: Mapping[str, Any], logger: Logger, metrics: Metrics) -> NoReturn:
     """Log ``exc``'s failure line, count it, and raise it classified (transient, unknown or as raised)."""
     category = classify(exc)
@@ -171,6 +190,8 @@ def _fail(exc: Exception, operation: str, known: Mapping[str, Any], logger: Logg
         metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
     if category == TRANSIENT:
         metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
+        if _from_dependency(exc):
+            metrics.add_metric(name=DEPENDENCY_FAILURES_METRIC, unit="Count", value=1)
     if category == TRANSIENT and not isinstance(exc, TransientStepError):
         raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
     if category == UNKNOWN and not isinstance(exc, UnknownStepError):
