@@ -133,7 +133,7 @@ def test_transient_failures_counted_for_the_provider_outage_alarm(
 
 
 def _throttled() -> ClientError:
-    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")  # type: ignore[arg-type]
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ class AirlineDown(DependencyUnavailable):
 
 def _throttled() -> ClientError:
     error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
-    return ClientError(error, "PutItem")  # type: ignore[arg-type]
+    return ClientError(error, "PutItem")
 
 
 def _wrapped_dependency() -> TransientStepError:
