@@ -44,10 +44,10 @@ INCIDENT_ALARM: dict[str, str] = {
 INCIDENT_PAGE_SECONDS = 60.0
 #: Decimals of the pages' times in the report; the instants they are compared with are rounded the same way.
 PAGE_TIME_DECIMALS = 3
-#: What a provider outage alarm counts: the step middleware's dependency failures (the pipeline's), or every
-#: transient failure (``TransientShareAlarm``'s default).
+#: What a provider outage alarm counts: the step middleware's operations that failed on their first call (the
+#: pipeline's, decision 0033), its dependency failures, or every transient failure (``TransientShareAlarm``'s default).
 #: (``lambda_resilience.step``'s names; tests/ops/test_pager_report.py checks they are the same.)
-OUTAGE_FAILURE_METRICS = frozenset({"DependencyFailures", "TransientFailures"})
+OUTAGE_FAILURE_METRICS = frozenset({"DependencyFirstCallFailures", "DependencyFailures", "TransientFailures"})
 #: Injected faults that cause function errors the middleware does not expect (so they page).
 _FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
 
@@ -139,7 +139,7 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
     lost_answers = sum(n for k, n in families.items() if k.startswith("ambiguous"))
     if kind == "provider_outage" and lost_answers:
         # The providers' own failures include their answers lost after they acted (their transport failing); the
-        # steps' throttled DynamoDB calls are not the providers' (DependencyFailures, issue 41) and explain no page.
+        # steps' throttled DynamoDB calls are not the providers' (issue 41, decision 0033) and explain no page.
         return f"provider answers lost after acting (injected {lost_answers})"
     if kind == "sweeper_stopped" and families.get("sweeper_stopped"):
         return "the sweeper's schedule stopped (injected)"

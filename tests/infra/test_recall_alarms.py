@@ -67,36 +67,74 @@ def test_transient_share_alarm_metric_names_are_the_middlewares() -> None:
     from constructs_lib import alarms
     from lambda_resilience import step
 
-    assert (alarms.TRANSIENT_FAILURES_METRIC, alarms.DEPENDENCY_FAILURES_METRIC) == (
+    assert (
+        alarms.TRANSIENT_FAILURES_METRIC,
+        alarms.DEPENDENCY_FAILURES_METRIC,
+        alarms.FIRST_CALLS_METRIC,
+        alarms.FIRST_CALL_FAILURES_METRIC,
+    ) == (
         step.TRANSIENT_FAILURES_METRIC,
         step.DEPENDENCY_FAILURES_METRIC,
+        step.FIRST_CALLS_METRIC,
+        step.FIRST_CALL_FAILURES_METRIC,
     )
 
 
-def test_transient_share_alarm_props_reject_an_empty_failures_metric() -> None:
+def test_transient_share_alarm_counts_the_calls_metric_it_is_given() -> None:
+    """``calls_metric``: the failures as a share of the functions' own count of operations (the middleware's
+    first calls), per service, instead of their invocations; still two metrics per function (10 at most)."""
+    stack = Stack(App(), "Outage")
+    props = TransientShareAlarmProps(
+        functions=_functions(stack, 5),
+        namespace="App",
+        alarm_topic=sns.Topic(stack, "Topic"),
+        description="provider down",
+        failures_metric="DependencyFirstCallFailures",
+        calls_metric="DependencyFirstCalls",
+        floor=2,
+    )
+    TransientShareAlarm(stack, "Outage", props=props)
+    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
+    assert len(metrics) == 10 and alarm["Properties"]["Threshold"] == 2
+    called = {i: m for i, m in metrics.items() if i.startswith("invoked")}
+    assert {(m["Namespace"], m["MetricName"]) for m in called.values()} == {("App", "DependencyFirstCalls")}
+    assert [m["Dimensions"] for m in called.values()] == [
+        [{"Name": "service", "Value": f"service-{i}"}] for i in range(5)
+    ]
+
+
+@pytest.mark.parametrize("metric", ["failures_metric", "calls_metric"])
+def test_transient_share_alarm_props_reject_an_empty_metric_name(metric: str) -> None:
     stack = Stack(App(), "Bad")
-    with pytest.raises(ValueError, match="failures_metric"):
+    with pytest.raises(ValueError, match=metric):
         TransientShareAlarmProps(
             functions=_functions(stack, 1),
             namespace="App",
             alarm_topic=sns.Topic(stack, "Topic"),
             description="d",
-            failures_metric="",
+            **{metric: ""},
         )
 
 
-def test_provider_outage_alarms_read_the_providers_failures_only(dev: SynthResult, prod: SynthResult) -> None:
-    """Issue 41: the PaymentOutage and CarrierOutage alarms count the providers' own transient failures
-    (``DependencyFailures``), never the steps' throttled DynamoDB calls or idempotency records left in progress
-    by a crash (``TransientFailures``), under each stage's own namespace."""
+def test_provider_outage_alarms_count_the_providers_failed_operations(dev: SynthResult, prod: SynthResult) -> None:
+    """Issue 41: the PaymentOutage and CarrierOutage alarms count operations, not invocations (decision 0033): each
+    operation's first call and whether the provider failed it, under each stage's own namespace; never the steps'
+    throttled DynamoDB calls, idempotency records left in progress by a crash, or a refused key's retries."""
     for synth, stage in ((dev, "dev"), (prod, "prod")):
         alarms = synth.of_type("AWS::CloudWatch::Alarm")
         namespace = metrics_namespace(stage)
         for alarm in synth.stack.provider_outage_alarms:
-            queries = alarms[synth.logical_id(alarm)]["Properties"]["Metrics"]
-            metrics = [q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q]
-            custom = {(m["Namespace"], m["MetricName"]) for m in metrics if not m["Namespace"].startswith("AWS/")}
-            assert custom == {(namespace, "DependencyFailures")}, custom
+            props = alarms[synth.logical_id(alarm)]["Properties"]
+            metrics = {q["Id"]: q["MetricStat"]["Metric"] for q in props["Metrics"] if "MetricStat" in q}
+            assert {i: (m["Namespace"], m["MetricName"]) for i, m in metrics.items()} == {
+                "failed0": (namespace, "DependencyFirstCallFailures"),
+                "failed1": (namespace, "DependencyFirstCallFailures"),
+                "invoked0": (namespace, "DependencyFirstCalls"),
+                "invoked1": (namespace, "DependencyFirstCalls"),
+            }
+            assert props["Threshold"] == 2
+            assert {q["MetricStat"]["Period"] for q in props["Metrics"] if "MetricStat" in q} == {60}
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,15 @@ from lambda_resilience.exceptions import (
     UnknownStepError,
 )
 from lambda_resilience.idempotency import IdempotentOperation
-from lambda_resilience.step import DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC, StepInput, step_handler
+from lambda_resilience.step import (
+    DEPENDENCY_FAILURES_METRIC,
+    FIRST_CALL_FAILURES_METRIC,
+    FIRST_CALLS_METRIC,
+    TRANSIENT_FAILURES_METRIC,
+    StepInput,
+    first_call,
+    step_handler,
+)
 
 from .conftest import Observed
 
@@ -46,9 +54,11 @@ def _wrapped_dependency() -> TransientStepError:
             return wrapped
 
 
-def _counts(out: str) -> dict[str, list[float]]:
+def _counts(
+    out: str, names: tuple[str, ...] = (TRANSIENT_FAILURES_METRIC, DEPENDENCY_FAILURES_METRIC)
+) -> dict[str, list[float]]:
     """Each metric's values in the EMF documents ``out`` holds, with the dimensions they were published under."""
-    counts: dict[str, list[float]] = {TRANSIENT_FAILURES_METRIC: [], DEPENDENCY_FAILURES_METRIC: []}
+    counts: dict[str, list[float]] = {name: [] for name in names}
     for line in out.splitlines():
         try:
             doc = json.loads(line)
@@ -107,3 +117,41 @@ def test_dependency_unavailable_is_transient() -> None:
     from lambda_resilience.classification import TRANSIENT, classify
 
     assert classify(AirlineDown("HTTP 503")) == TRANSIENT
+
+
+def test_step_handler_counts_a_dependency_failure_once_per_operation_at_its_first_call(
+    idempotency_table: str, observed: Observed, lambda_context: LambdaContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a booking the airline refuses on every retry is one operation refused, not an outage. The action
+    says which invocation makes the operation's first call (its own record, e.g. an intent newly written):
+    ``DependencyFirstCalls`` and ``DependencyFirstCallFailures`` count that invocation only, whatever the retries."""
+    sent: list[str] = []
+
+    def book(payload: dict[str, Any]) -> dict[str, Any]:
+        if payload["booking"] not in sent:  # the application's own record says: never sent before
+            first_call()
+        sent.append(payload["booking"])
+        if payload["booking"] == "refused":
+            raise AirlineDown("HTTP 503")
+        return {"booked": payload["booking"]}
+
+    names = (DEPENDENCY_FAILURES_METRIC, FIRST_CALLS_METRIC, FIRST_CALL_FAILURES_METRIC)
+    with mock.patch.dict(os.environ, ENV):
+        idempotent = IdempotentOperation(idempotency_table, ttl_seconds=3600, logger=observed.logger)
+        handler = step_handler("book-flight", book, parse=_parse, idempotent=idempotent, logger=observed.logger)
+        capsys.readouterr()
+        for _ in range(6):  # the first call and five retries, each refused
+            with pytest.raises(TransientStepError):
+                handler({"booking": "refused"}, lambda_context)
+        assert _counts(capsys.readouterr().out, names) == {
+            DEPENDENCY_FAILURES_METRIC: [1.0] * 6,  # every failed invocation, as before
+            FIRST_CALLS_METRIC: [1.0],
+            FIRST_CALL_FAILURES_METRIC: [1.0],
+        }
+        handler({"booking": "ok"}, lambda_context)
+        handler({"booking": "ok"}, lambda_context)  # a duplicate: answered from the idempotency record
+    assert _counts(capsys.readouterr().out, names) == {
+        DEPENDENCY_FAILURES_METRIC: [],
+        FIRST_CALLS_METRIC: [1.0],
+        FIRST_CALL_FAILURES_METRIC: [],
+    }

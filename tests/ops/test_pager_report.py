@@ -112,7 +112,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
         "outage": {
             "AlarmName": "outage",
             "Metrics": [
-                {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFailures"}}},
+                {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFirstCallFailures"}}},
                 {"Id": "calls0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
             ],
         },
@@ -186,7 +186,7 @@ def test_pager_check_expect_no_pages_fails_on_any_page_even_explained(monkeypatc
 OUTAGE = {
     "AlarmName": "outage",
     "Metrics": [
-        {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFailures"}}},
+        {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFirstCallFailures"}}},
         {"Id": "invoked0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
         {"Id": "e", "Expression": "failed0 - 0.5 * invoked0"},
     ],
@@ -247,6 +247,10 @@ def test_pager_outage_alarm_page_not_explained_by_injected_throttling_inside_pro
 
 def test_pager_outage_failure_metrics_are_the_middlewares() -> None:
     from harness.pager import OUTAGE_FAILURE_METRICS
-    from lambda_resilience.step import DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC
+    from lambda_resilience.step import (
+        DEPENDENCY_FAILURES_METRIC,
+        FIRST_CALL_FAILURES_METRIC,
+        TRANSIENT_FAILURES_METRIC,
+    )
 
-    assert {DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC} == OUTAGE_FAILURE_METRICS
+    assert {FIRST_CALL_FAILURES_METRIC, DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC} == OUTAGE_FAILURE_METRICS

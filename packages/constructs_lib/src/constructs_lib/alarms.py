@@ -167,6 +167,10 @@ MAX_OUTAGE_FUNCTIONS = 5
 #: a dependency outside AWS only (a provider's 5xx, timeout or refused connection).
 TRANSIENT_FAILURES_METRIC = "TransientFailures"
 DEPENDENCY_FAILURES_METRIC = "DependencyFailures"
+#: The middleware's counts of operations, not invocations: the invocations making an operation's first call to a
+#: dependency, and those of them that failed on it (an operation retried many times counts once in each).
+FIRST_CALLS_METRIC = "DependencyFirstCalls"
+FIRST_CALL_FAILURES_METRIC = "DependencyFirstCallFailures"
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,10 @@ class TransientShareAlarmProps:
             transient failure, the function's own throttled AWS calls included). ``DEPENDENCY_FAILURES_METRIC``
             reads a dependency's failures only (``lambda_resilience``'s ``DependencyUnavailable``): an alarm on
             one provider that the functions' own DynamoDB throttling or crashed idempotency records never trip.
+        calls_metric: the EMF count (under ``namespace``, dimension ``service``) the failures are a share of; default
+            None: the functions' ``AWS/Lambda Invocations`` (unchanged). With ``FIRST_CALLS_METRIC`` and
+            ``failures_metric=FIRST_CALL_FAILURES_METRIC`` the alarm counts operations, not invocations: a few
+            operations refused on every retry are a few failures, whatever the retries.
     """
 
     functions: tuple[tuple[lambda_.IFunction, str], ...]
@@ -196,10 +204,13 @@ class TransientShareAlarmProps:
     floor: int = 5
     period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
     failures_metric: str = TRANSIENT_FAILURES_METRIC
+    calls_metric: str | None = None
 
     def __post_init__(self) -> None:
         if not self.failures_metric:
             raise ValueError("failures_metric must name a metric")
+        if self.calls_metric is not None and not self.calls_metric:
+            raise ValueError("calls_metric must name a metric (or be None: the functions' Invocations)")
         if not 1 <= len(self.functions) <= MAX_OUTAGE_FUNCTIONS:
             raise ValueError(f"functions: 1..{MAX_OUTAGE_FUNCTIONS} (10 metrics per alarm), got {len(self.functions)}")
         if not 0 < self.share < 1:
@@ -212,8 +223,8 @@ class TransientShareAlarmProps:
 
 class TransientShareAlarm(Construct):
     """An outage of what some functions call, as a rate: pages when, in one period, their transient
-    (retried) failures (``failures_metric``) exceed ``share`` of their invocations plus ``floor``
-    (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
+    (retried) failures (``failures_metric``) exceed ``share`` of their invocations (or ``calls_metric``) plus
+    ``floor`` (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
     workflow retries it), a high share of them is not.
 
     Attributes:
@@ -233,8 +244,18 @@ class TransientShareAlarm(Construct):
                 statistic="Sum",
                 period=props.period,
             )
-        for i, (function, _) in enumerate(props.functions):
-            using[f"invoked{i}"] = function.metric_invocations(period=props.period, statistic="Sum")
+        for i, (function, service) in enumerate(props.functions):
+            using[f"invoked{i}"] = (
+                function.metric_invocations(period=props.period, statistic="Sum")
+                if props.calls_metric is None
+                else cloudwatch.Metric(
+                    namespace=props.namespace,
+                    metric_name=props.calls_metric,
+                    dimensions_map={"service": service},
+                    statistic="Sum",
+                    period=props.period,
+                )
+            )
         failed = " + ".join(f"FILL(failed{i}, 0)" for i in range(len(props.functions)))
         calls = " + ".join(f"FILL(invoked{i}, 0)" for i in range(len(props.functions)))
         self.alarm = cloudwatch.Alarm(
