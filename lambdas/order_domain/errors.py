@@ -58,7 +58,8 @@ class ProviderRejected(PermanentError):
 class ProviderUnavailable(DependencyUnavailable):
     """An external provider failed or timed out; its outcome may be unknown. Raised by the provider adapters only
     (``providers``, ``https_providers``, and for a provider's answer off its contract): the middleware counts it as
-    ``DependencyFailures``, what the provider outage alarms read (issue 41)."""
+    ``DependencyFailures``, and on the operation's first call as ``DependencyFirstCallFailures``, what the provider
+    outage alarms read (issue 41, decision 0033)."""
 
 
 class ProviderInFlight(ProviderUnavailable):

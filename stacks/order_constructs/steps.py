@@ -60,10 +60,10 @@ class SagaSteps(TransparentScope):
     Attributes:
         reserve, release, charge, refund, ship, cancel_shipment, finalize: the functions.
         all: the seven, in saga order (forward steps, compensations, finalize).
-        payment_outage_alarm, carrier_outage_alarm: the share of each provider's own failures
-            (``DependencyFailures``) of its steps (charge and refund; ship and cancel): an outage pages within a
-            minute, and one provider failing while the other's alarm is already in ALARM pages too (docs/decisions
-            0023, 0033).
+        payment_outage_alarm, carrier_outage_alarm: the share of the operations each provider's steps (charge and
+            refund; ship and cancel) sent it that failed on it at their first call (``DependencyFirstCallFailures``
+            of ``DependencyFirstCalls``, retries not counted): an outage pages within a minute, and one provider
+            failing while the other's alarm is already in ALARM pages too (docs/decisions 0023, 0033).
         provider_outage_alarms: the two.
     """
 
@@ -93,7 +93,7 @@ class SagaSteps(TransparentScope):
             self.finalize,
         )
         self._grant(props)
-        # Their Powertools service names (the DependencyFailures dimension).
+        # Their Powertools service names (the dimension of the middleware's counts).
         payment = ((self.charge, "charge-payment"), (self.refund, "refund-payment"))
         carrier = ((self.ship, "ship-order"), (self.cancel_shipment, "cancel-shipment"))
         self.payment_outage_alarm = self._outage_alarm(props, "PaymentOutage", "the payment provider", payment)
