@@ -3,6 +3,8 @@ retried flaky call never does), the sweeper's heartbeat and the parked-orders ga
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
@@ -107,13 +109,14 @@ def test_transient_share_alarm_counts_the_calls_metric_it_is_given() -> None:
 @pytest.mark.parametrize("metric", ["failures_metric", "calls_metric"])
 def test_transient_share_alarm_props_reject_an_empty_metric_name(metric: str) -> None:
     stack = Stack(App(), "Bad")
+    empty: dict[str, Any] = {metric: ""}
     with pytest.raises(ValueError, match=metric):
         TransientShareAlarmProps(
             functions=_functions(stack, 1),
             namespace="App",
             alarm_topic=sns.Topic(stack, "Topic"),
             description="d",
-            **{metric: ""},
+            **empty,
         )
 
 
