@@ -100,7 +100,7 @@ def plan(families: tuple[str, ...], span: float, stop_seconds: float, rng: rando
 
 #: The stand-ins that go down, in turn, one per outage incident.
 PROVIDERS = ("payment", "carrier")
-#: A step of each provider (its Powertools service: the TransientFailures dimension of its outage alarm).
+#: A step of each provider (its Powertools service: the dimension of its outage alarm's metrics).
 OUTAGE_SERVICE = {"payment": "charge-payment", "carrier": "ship-order"}
 
 
@@ -185,9 +185,10 @@ class IncidentRunner:
         incident.harmful_at = self._outage_breached(provider, now, incident.ended_at)
 
     def _outage_breached(self, provider: str, start: float, end: float) -> float | None:
-        """When the outage became one by its alarm's own definition (decision 0023: over the last minute,
-        TransientFailures - 0.5 x Invocations of the provider's steps > the threshold): the first failed call's
-        datapoint at which that held. None: it never did (a blip, no incident; it must not page either)."""
+        """When the outage became one by its alarm's own definition (decisions 0023, 0033: over the last minute, the
+        provider's operations failed on their first call - 0.5 x its operations > the threshold): the first datapoint
+        of the alarm's custom metrics at which that held. None: it never did (a blip, no incident; it must not page
+        either). Whatever the alarm reads (first calls, dependency failures, ``AWS/Lambda`` Invocations)."""
         evaluator = self.run.alarm_evaluator
         evaluator.store.refresh()
         service = OUTAGE_SERVICE[provider]
@@ -195,8 +196,9 @@ class IncidentRunner:
             metrics = [q["MetricStat"]["Metric"] for q in alarm.get("Metrics", []) if "MetricStat" in q]
             if not any(d["Value"] == service for m in metrics for d in m.get("Dimensions", [])):
                 continue
-            keys = [metric_key(m["Namespace"], m["MetricName"], m.get("Dimensions", [])) for m in metrics]
-            times = sorted(t for k in keys if k[1] == "TransientFailures" for t, _ in evaluator.store.points[k])
+            custom = [m for m in metrics if not m["Namespace"].startswith("AWS/")]
+            keys = [metric_key(m["Namespace"], m["MetricName"], m.get("Dimensions", [])) for m in custom]
+            times = sorted(t for k in keys for t, _ in evaluator.store.points[k])
             for at in (t for t in times if start <= t <= end + 60.0):
                 value = evaluator._period_value(alarm, at - float(alarm["Period"]), at + 1e-6)  # as CloudWatch would
                 if value is not None and value > float(alarm["Threshold"]):

@@ -44,6 +44,10 @@ INCIDENT_ALARM: dict[str, str] = {
 INCIDENT_PAGE_SECONDS = 60.0
 #: Decimals of the pages' times in the report; the instants they are compared with are rounded the same way.
 PAGE_TIME_DECIMALS = 3
+#: What a provider outage alarm counts: the step middleware's operations that failed on their first call (the
+#: pipeline's, decision 0033), its dependency failures, or every transient failure (``TransientShareAlarm``'s default).
+#: (``lambda_resilience.step``'s names; tests/ops/test_pager_report.py checks they are the same.)
+OUTAGE_FAILURE_METRICS = frozenset({"DependencyFirstCallFailures", "DependencyFailures", "TransientFailures"})
 #: Injected faults that cause function errors the middleware does not expect (so they page).
 _FUNCTION_FAULTS = ("crash", "park_failure", "hostile", "status_write_error")
 
@@ -65,7 +69,7 @@ def alarm_kind(alarm: Mapping[str, Any], dlq_names: set[str]) -> str:
         names = {m["MetricName"] for m in watched}
         if "Errors" in names:
             return "function"
-        if "TransientFailures" in names:
+        if names & OUTAGE_FAILURE_METRICS:
             return "provider_outage"
         if "5XXError" in names:  # the API's 5XX less the providers' webhook route's (decision 0031)
             return "api"
@@ -132,10 +136,11 @@ def _cause(kind: str, report: Mapping[str, Any], faults: Mapping[str, int]) -> s
         return f"the order API answered {report.get('api_server_errors', 0)} 5XX"
     if kind == "provider_outage" and families.get("provider_outage"):
         return f"provider outage injected ({families['provider_outage']} failed calls)"
-    lost_answers = any(k.startswith("ambiguous") and n for k, n in families.items())
-    if kind == "provider_outage" and (families.get("throttle_dynamodb") or lost_answers):
-        # TransientFailures counts AWS throttling inside a provider step and lost provider answers too (0023).
-        return "provider steps failing transiently: injected DynamoDB throttling and lost provider answers"
+    lost_answers = sum(n for k, n in families.items() if k.startswith("ambiguous"))
+    if kind == "provider_outage" and lost_answers:
+        # The providers' own failures include their answers lost after they acted (their transport failing); the
+        # steps' throttled DynamoDB calls are not the providers' (issue 41, decision 0033) and explain no page.
+        return f"provider answers lost after acting (injected {lost_answers})"
     if kind == "sweeper_stopped" and families.get("sweeper_stopped"):
         return "the sweeper's schedule stopped (injected)"
     return None

@@ -7,7 +7,7 @@ permanent errors that never page (docs/decisions/0020). Transient: retried.
 
 from __future__ import annotations
 
-from lambda_resilience.exceptions import BusinessOutcome, PermanentError, TransientError
+from lambda_resilience.exceptions import BusinessOutcome, DependencyUnavailable, PermanentError, TransientError
 
 
 class InvalidOrder(PermanentError):
@@ -55,8 +55,11 @@ class ProviderRejected(PermanentError):
     """An external provider refused the request (HTTP 4xx other than 409, 422 and 429): it will refuse it again."""
 
 
-class ProviderUnavailable(TransientError):
-    """An external provider failed or timed out; its outcome may be unknown."""
+class ProviderUnavailable(DependencyUnavailable):
+    """An external provider failed or timed out; its outcome may be unknown. Raised by the provider adapters only
+    (``providers``, ``https_providers``, and for a provider's answer off its contract): the middleware counts it as
+    ``DependencyFailures``, and on the operation's first call as ``DependencyFirstCallFailures``, what the provider
+    outage alarms read (issue 41, decision 0033)."""
 
 
 class ProviderInFlight(ProviderUnavailable):
@@ -68,6 +71,11 @@ class ProviderInFlight(ProviderUnavailable):
 class ProviderForgot(PermanentError):
     """The order's own record says this attempt's side effect happened, but the provider finds no
     record of it by key (its key window passed): a person must look; nothing is undone blindly."""
+
+
+class InventoryContention(TransientError):
+    """An inventory transaction was cancelled by something other than its conditions (a throttled item, a
+    conflicting transaction), or the reservation kept changing: the step's own DynamoDB trouble, retried."""
 
 
 class AttemptInProgress(TransientError):

@@ -4,9 +4,10 @@ conditional UpdateItem; only then does the step call the provider.
 
 ``intents = {"<operation>#attempt-<N>": {"at", "correlation_id"}}`` on the order item; the first
 time is kept (``if_not_exists``): a provider's key window runs from the first request sent with
-the key. The write is also the step's read of the order (``ALL_NEW``) and its stage check, atomic
-with the record: a forward step refuses an order outside its own stage (COMPENSATING included)
-before any effect.
+the key. The write is also the step's read of the order (the item as it was, ``ALL_OLD``, with the
+intent applied) and its stage check, atomic with the record: a forward step refuses an order outside
+its own stage (COMPENSATING included) before any effect. An intent the item did not hold before is the
+operation's first call (``on_first``): the provider outage alarms count operations by it (0033).
 
 A provider's "no record" by key is the truth only while the key is inside the provider's window.
 Once an intent is older than :data:`TRUSTED_FOR_SECONDS`, "no record" plus the intent is an
@@ -16,7 +17,7 @@ unknown outcome (:func:`unverifiable`): the step looks the key up and, finding n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -91,12 +92,18 @@ def unverifiable(item: dict[str, Any], operation: str, attempt: int, now: float 
 
 
 def record(
-    orders: OrderRepository, order_id: str, attempt: int, operation: str, stage: Iterable[OrderStatus]
+    orders: OrderRepository,
+    order_id: str,
+    attempt: int,
+    operation: str,
+    stage: Iterable[OrderStatus],
+    on_first: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Record the intent for ``operation`` of ``attempt`` while the order is in one of ``stage``; return
     the order item as stored afterwards. Raises :class:`UnknownOrder`, :class:`OrderParked` (parked for an
     operator), or :class:`StaleAttempt` when a newer attempt replaced this one or the order is outside
-    ``stage`` (nothing is written then)."""
+    ``stage`` (nothing is written then). ``on_first()`` runs when the item held no such intent before this
+    write: the operation's first call (a retry, a rerun or a redrive finds its intent recorded)."""
     statuses = sorted(s.value for s in stage)
     intent: dict[str, Any] = {"at": clock.iso()}
     cid = current_correlation_id()
@@ -115,32 +122,44 @@ def record(
         ),
         "ExpressionAttributeNames": {"#i": INTENTS, "#k": intent_key(operation, attempt), "#s": "status"},
         "ExpressionAttributeValues": to_item(values),
-        "ReturnValues": "ALL_NEW",
+        "ReturnValues": "ALL_OLD",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
     for _ in range(2):
         try:
-            return from_item(orders.client.update_item(**request)["Attributes"])
+            item = from_item(orders.client.update_item(**request)["Attributes"])
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             old = from_item(exc.response.get("Item") or {})
             _refused(old, order_id, attempt, operation, statuses)
             _add_intents_map(orders, order_id)  # an order recorded before intents existed: once
+            continue
+        recorded = item.setdefault(INTENTS, {})
+        if intent_key(operation, attempt) not in recorded:
+            recorded[intent_key(operation, attempt)] = intent  # as stored: if_not_exists wrote it
+            if on_first is not None:
+                on_first()
+        return item
     raise StaleAttempt(f"order {order_id}: attempt {attempt} changed while recording its {operation} intent")
 
 
 def compensation_intent(
-    orders: OrderRepository, order_id: str, attempt: int, payload: dict[str, Any], operation: str
+    orders: OrderRepository,
+    order_id: str,
+    attempt: int,
+    payload: dict[str, Any],
+    operation: str,
+    on_first: Callable[[], None] | None = None,
 ) -> dict[str, Any] | None:
     """Move the order to COMPENSATING (:func:`~order_domain.orders.compensating`) and record the
-    compensation's intent (decision 0028); the order item as stored, or None when the compensation
-    must do nothing (terminal or replaced). A parked order no operator asked about raises
-    :class:`OrderParked` (:func:`~order_domain.orders.compensating`)."""
+    compensation's intent (decision 0028; ``on_first`` as in :func:`record`); the order item as stored, or
+    None when the compensation must do nothing (terminal or replaced). A parked order no operator asked
+    about raises :class:`OrderParked` (:func:`~order_domain.orders.compensating`)."""
     if compensating(orders, order_id, attempt, payload) == "stale":
         return None
     try:
-        return record(orders, order_id, attempt, operation, COMPENSATION_STAGE)
+        return record(orders, order_id, attempt, operation, COMPENSATION_STAGE, on_first)
     except StaleAttempt:  # another actor finished the order between the two writes
         return None
 

@@ -14,8 +14,8 @@ from order_domain.errors import (
     InsufficientStock,
     InvalidOrder,
     InvalidTransition,
+    InventoryContention,
     OrderMovedOn,
-    ProviderUnavailable,
 )
 from order_domain.orders import OrderRepository, compensating
 from order_domain.status import OrderStatus
@@ -25,9 +25,9 @@ RELEASED = "RELEASED"
 RESERVE = "reserve-inventory"
 
 
-def _transient(exc: ClientError, what: str) -> ProviderUnavailable:
+def _transient(exc: ClientError, what: str) -> InventoryContention:
     reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
-    return ProviderUnavailable(f"{what}: transaction cancelled ({reasons}); retry")
+    return InventoryContention(f"{what}: transaction cancelled ({reasons}); retry")
 
 
 def sku_key(sku: str) -> dict[str, Any]:
@@ -167,7 +167,7 @@ class InventoryService:
                 if not cancelled_only_by_conditions(exc):
                     raise _transient(exc, f"order {order_id}: release") from exc
         # Three races in a row: never claim a release that did not happen; let the saga retry.
-        raise ProviderUnavailable(f"order {order_id}: reservation kept changing while releasing it")
+        raise InventoryContention(f"order {order_id}: reservation kept changing while releasing it")
 
     def _release_actions(self, order_id: str, attempt: int, items: dict[str, Any]) -> list[dict[str, Any]]:
         """One transaction: the reservation RESERVED -> RELEASED, and each SKU's quantity given back."""

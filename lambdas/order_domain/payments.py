@@ -6,6 +6,7 @@ from typing import Any
 
 from lambda_resilience.exceptions import UncachedAnswer
 from lambda_resilience.idempotency import business_key
+from lambda_resilience.step import first_call
 from order_domain import intents, settlement
 from order_domain.errors import (
     OrderMovedOn,
@@ -63,7 +64,7 @@ class PaymentService:
         charge under the same key. A PAYMENT_CHARGED write refused after the capture raises
         :class:`OrderMovedOn` (another actor moved the order: the saga compensates, never ships)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        item = intents.record(self.orders, order_id, attempt, CHARGE, intents.FORWARD_STAGES[CHARGE])
+        item = intents.record(self.orders, order_id, attempt, CHARGE, intents.FORWARD_STAGES[CHARGE], first_call)
         order = dict(item["order"])
         key = business_key(order_id, CHARGE, attempt)
         if recorded(item, OrderStatus.PAYMENT_CHARGED, attempt):
@@ -111,7 +112,7 @@ class PaymentService:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
             raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order", "amount_cents": 0})
-        order = intents.compensation_intent(self.orders, order_id, attempt, payload, REFUND)
+        order = intents.compensation_intent(self.orders, order_id, attempt, payload, REFUND, first_call)
         if order is None:
             raise UncachedAnswer(dict(STALE))  # terminal or replaced (parked, nobody asking: OrderParked raised)
         charge_key = business_key(order_id, CHARGE, attempt)

@@ -6,6 +6,7 @@ from typing import Any
 
 from lambda_resilience.exceptions import UncachedAnswer
 from lambda_resilience.idempotency import business_key
+from lambda_resilience.step import first_call
 from order_domain import intents
 from order_domain.errors import ProviderForgot, ProviderUnavailable, ShipmentNotCancellable, ShippingUnavailable
 from order_domain.orders import OrderRepository
@@ -28,7 +29,7 @@ class ShippingService:
         The ship's intent is recorded first (decision 0028); one intended longer ago than the carrier keeps
         keys is looked up first, and no record then is an unknown outcome (:class:`ProviderForgot`)."""
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
-        item = intents.record(self.orders, order_id, attempt, SHIP, intents.FORWARD_STAGES[SHIP])
+        item = intents.record(self.orders, order_id, attempt, SHIP, intents.FORWARD_STAGES[SHIP], first_call)
         order = dict(item["order"])
         key = business_key(order_id, SHIP, attempt)
         if recorded(item, OrderStatus.SHIPPED, attempt):
@@ -68,7 +69,7 @@ class ShippingService:
         order_id, attempt = payload["order_id"], payload["payment_attempt"]
         if self.orders.find(order_id) is None:
             raise UncachedAnswer({"status": "nothing_to_undo", "reason": "unknown order"})
-        order = intents.compensation_intent(self.orders, order_id, attempt, payload, CANCEL)
+        order = intents.compensation_intent(self.orders, order_id, attempt, payload, CANCEL, first_call)
         if order is None:
             raise UncachedAnswer({"status": "stale"})  # terminal or replaced (parked: OrderParked raised)
         key = business_key(order_id, SHIP, attempt)

@@ -15,12 +15,22 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import order_domain.env as env
-from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
+from constructs_lib.alarms import (
+    FIRST_CALL_FAILURES_METRIC,
+    FIRST_CALLS_METRIC,
+    TransientShareAlarm,
+    TransientShareAlarmProps,
+)
 from constructs_lib.function import PipelineFunction
 from constructs_lib.logical_ids import TransparentScope
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_IDEMPOTENCY, DDB_INVENTORY, DDB_ORDER_STEP, grant_items, grant_queue
 from stacks.order_constructs.providers import OrderProviders
+
+#: A provider outage pages when more than 2 + half of a minute's operations failed on their first call
+#: (decision 0033): 5 operations refused in a minute, all of them, page; 4 never do. make chaos's outage
+#: (16 orders in 90 s, at most three minutes) puts at least 6 in one of its minutes, whatever minute it starts in.
+OUTAGE_FLOOR = 2
 
 
 @dataclass(frozen=True)
@@ -50,9 +60,10 @@ class SagaSteps(TransparentScope):
     Attributes:
         reserve, release, charge, refund, ship, cancel_shipment, finalize: the functions.
         all: the seven, in saga order (forward steps, compensations, finalize).
-        payment_outage_alarm, carrier_outage_alarm: the share of transient failures of each provider's
-            steps (charge and refund; ship and cancel): an outage pages within a minute, and one provider
-            failing while the other's alarm is already in ALARM pages too (docs/decisions/0023).
+        payment_outage_alarm, carrier_outage_alarm: the share of the operations each provider's steps (charge and
+            refund; ship and cancel) sent it that failed on it at their first call (``DependencyFirstCallFailures``
+            of ``DependencyFirstCalls``, retries not counted): an outage pages within a minute, and one provider
+            failing while the other's alarm is already in ALARM pages too (docs/decisions 0023, 0033).
         provider_outage_alarms: the two.
     """
 
@@ -82,7 +93,7 @@ class SagaSteps(TransparentScope):
             self.finalize,
         )
         self._grant(props)
-        # Their Powertools service names (the TransientFailures dimension).
+        # Their Powertools service names (the dimension of the middleware's counts).
         payment = ((self.charge, "charge-payment"), (self.refund, "refund-payment"))
         carrier = ((self.ship, "ship-order"), (self.cancel_shipment, "cancel-shipment"))
         self.payment_outage_alarm = self._outage_alarm(props, "PaymentOutage", "the payment provider", payment)
@@ -102,8 +113,15 @@ class SagaSteps(TransparentScope):
                 functions=tuple((f.function, service) for f, service in steps),
                 namespace=props.functions.metrics_namespace,
                 alarm_topic=props.functions.alarm_topic,
-                description=f"{provider} is failing: over half of its steps' invocations failed transiently in a "
-                "minute (retried, but orders stall and park)",
+                description=f"{provider} is failing: over half of the operations its steps sent it in a minute "
+                "failed on their first call (retried, but orders stall and park)",
+                # Operations, not invocations (decision 0033): each operation's first call (its intent newly
+                # recorded) and whether the provider failed it. The steps' throttled DynamoDB calls and idempotency
+                # records in progress after a crash are no outage of the provider, nor is one key refused on
+                # every retry (issue 41).
+                failures_metric=FIRST_CALL_FAILURES_METRIC,
+                calls_metric=FIRST_CALLS_METRIC,
+                floor=OUTAGE_FLOOR,
             ),
         ).alarm
 

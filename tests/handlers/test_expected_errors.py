@@ -10,10 +10,20 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from botocore.exceptions import ClientError
 
 from lambda_resilience.exceptions import TransientStepError, UnknownStepError
-from lambda_resilience.step import EXPECTED_ERRORS_METRIC, TRANSIENT_FAILURES_METRIC
-from order_domain.errors import InsufficientStock, PaymentDeclined, PaymentIncomplete, ShippingUnavailable
+from lambda_resilience.step import DEPENDENCY_FAILURES_METRIC, EXPECTED_ERRORS_METRIC, TRANSIENT_FAILURES_METRIC
+from order_domain.errors import (
+    AttemptInProgress,
+    InsufficientStock,
+    InventoryContention,
+    PaymentDeclined,
+    PaymentIncomplete,
+    ProviderInFlight,
+    ProviderUnavailable,
+    ShippingUnavailable,
+)
 from order_domain.step import build_step_handler
 
 
@@ -120,3 +130,27 @@ def test_transient_failures_counted_for_the_provider_outage_alarm(
     """A transient failure is expected (retried) yet counted on its own: a rate of them is an outage (0023)."""
 
     assert _expected_errors(failing_step(raised, surfaced, "counted-step"), TRANSIENT_FAILURES_METRIC) == expected
+
+
+def _throttled() -> ClientError:
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (ProviderUnavailable("POST /charges: HTTP 503"), [1.0]),
+        (ProviderInFlight("POST /charges: a request with this idempotency key is still in flight"), [1.0]),
+        (_throttled(), []),  # the step's own DynamoDB call
+        (AttemptInProgress("order changed while recording the attempt"), []),
+        (InventoryContention("transaction cancelled (ThrottlingError)"), []),
+    ],
+)
+def test_dependency_failures_count_the_providers_failures_only(
+    raised: Exception, expected: list[float], failing_step: Callable[[Exception, type[Exception], str], str]
+) -> None:
+    """The provider outage alarms read DependencyFailures (issue 41): a provider's 5xx, timeout or in-flight answer
+    counts; a throttled DynamoDB call or contention inside the same step is a transient failure, not the provider's."""
+    out = failing_step(raised, TransientStepError, "counted-step")
+    assert _expected_errors(out, DEPENDENCY_FAILURES_METRIC) == expected
+    assert _expected_errors(out, TRANSIENT_FAILURES_METRIC) == [1.0]

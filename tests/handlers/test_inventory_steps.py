@@ -8,8 +8,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
-from lambda_resilience.exceptions import TransientStepError
-from order_domain.errors import InsufficientStock, StaleAttempt
+from lambda_resilience.exceptions import DependencyUnavailable, TransientStepError
+from order_domain.errors import InsufficientStock, InventoryContention, StaleAttempt
 from order_domain.status import OrderStatus
 from tests.handlers.conftest import invoke_json, present
 
@@ -151,6 +151,35 @@ def test_reserve_transient_dynamodb_error_surfaces_as_transient_step_error(
 
     assert reserve(saga_input(order), lambda_context)["status"] == "reserved"  # the retry runs
     assert inventory.available("SKU-A") == 8
+
+
+def test_reserve_transaction_cancelled_by_throttling_is_inventory_contention_not_a_provider_failure(
+    reserve, order_factory, saga_input, seed_order, inventory: Inventory, lambda_context, logs, monkeypatch
+):
+    """A reservation's transaction cancelled by a throttled item is the step's own DynamoDB trouble: transient,
+    never named as a provider's failure (the provider outage alarms count those only, issue 41)."""
+    inventory.seed(**{"SKU-A": 10, "SKU-B": 3})
+    order = order_factory()
+    seed_order(order)
+    shared = aws_clients.client("dynamodb")
+
+    def cancelled(**_: Any) -> Any:
+        raise ClientError(
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                "CancellationReasons": [{"Code": "None"}, {"Code": "ThrottlingError"}],
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            },
+            "TransactWriteItems",
+        )
+
+    with monkeypatch.context() as patched, pytest.raises(TransientStepError) as raised:
+        patched.setattr(shared, "transact_write_items", cancelled)
+        reserve(saga_input(order), lambda_context)
+    assert isinstance(raised.value.__cause__, InventoryContention)
+    assert not isinstance(raised.value.__cause__, DependencyUnavailable)
+    (failed,) = logs.find("reserve-inventory failed")
+    assert (failed["category"], failed["error_type"]) == ("transient", "InventoryContention")
 
 
 def test_release_when_nothing_reserved_writes_tombstone_and_blocks_a_late_reserve(

@@ -3,6 +3,8 @@ retried flaky call never does), the sweeper's heartbeat and the parked-orders ga
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aws_cdk import App, Duration, Stack
 from aws_cdk import aws_lambda as lambda_
@@ -10,6 +12,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
 from constructs_lib.alarms import TransientShareAlarm, TransientShareAlarmProps
+from stacks.order_constructs.functions import metrics_namespace
 from stacks.order_constructs.sweeper import StuckOrderSweeperProps
 from tests.infra.conftest import SynthResult
 
@@ -38,6 +41,103 @@ def test_transient_share_alarm_pages_on_a_share_of_invocations() -> None:
 
     # How CloudWatch's evaluation of it pages (an outage) or not (flaky calls):
     # packages/local_cloud/tests/test_outage_expression.py
+
+
+def test_transient_share_alarm_reads_the_failure_metric_it_is_given() -> None:
+    """``failures_metric``: an application whose steps count their dependency's failures apart (the middleware's
+    ``DependencyFailures``) has the alarm read those; the invocations and the expression stay as they are."""
+    stack = Stack(App(), "Outage")
+    props = TransientShareAlarmProps(
+        functions=_functions(stack, 2),
+        namespace="App",
+        alarm_topic=sns.Topic(stack, "Topic"),
+        description="provider down",
+        failures_metric="DependencyFailures",
+    )
+    TransientShareAlarm(stack, "Outage", props=props)
+    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
+    assert {(m["Namespace"], m["MetricName"]) for i, m in metrics.items() if i.startswith("failed")} == {
+        ("App", "DependencyFailures")
+    }
+    assert {m["MetricName"] for i, m in metrics.items() if i.startswith("invoked")} == {"Invocations"}
+    assert next(iter(metrics.values()))["MetricName"] == "DependencyFailures"  # first, as tools/rehearse.py keeps
+
+
+def test_transient_share_alarm_metric_names_are_the_middlewares() -> None:
+    """constructs_lib names the middleware's counts without importing it (the product's stacks never load it)."""
+    from constructs_lib import alarms
+    from lambda_resilience import step
+
+    assert (
+        alarms.TRANSIENT_FAILURES_METRIC,
+        alarms.DEPENDENCY_FAILURES_METRIC,
+        alarms.FIRST_CALLS_METRIC,
+        alarms.FIRST_CALL_FAILURES_METRIC,
+    ) == (
+        step.TRANSIENT_FAILURES_METRIC,
+        step.DEPENDENCY_FAILURES_METRIC,
+        step.FIRST_CALLS_METRIC,
+        step.FIRST_CALL_FAILURES_METRIC,
+    )
+
+
+def test_transient_share_alarm_counts_the_calls_metric_it_is_given() -> None:
+    """``calls_metric``: the failures as a share of the functions' own count of operations (the middleware's
+    first calls), per service, instead of their invocations; still two metrics per function (10 at most)."""
+    stack = Stack(App(), "Outage")
+    props = TransientShareAlarmProps(
+        functions=_functions(stack, 5),
+        namespace="App",
+        alarm_topic=sns.Topic(stack, "Topic"),
+        description="provider down",
+        failures_metric="DependencyFirstCallFailures",
+        calls_metric="DependencyFirstCalls",
+        floor=2,
+    )
+    TransientShareAlarm(stack, "Outage", props=props)
+    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
+    assert len(metrics) == 10 and alarm["Properties"]["Threshold"] == 2
+    called = {i: m for i, m in metrics.items() if i.startswith("invoked")}
+    assert {(m["Namespace"], m["MetricName"]) for m in called.values()} == {("App", "DependencyFirstCalls")}
+    assert [m["Dimensions"] for m in called.values()] == [
+        [{"Name": "service", "Value": f"service-{i}"}] for i in range(5)
+    ]
+
+
+@pytest.mark.parametrize("metric", ["failures_metric", "calls_metric"])
+def test_transient_share_alarm_props_reject_an_empty_metric_name(metric: str) -> None:
+    stack = Stack(App(), "Bad")
+    empty: dict[str, Any] = {metric: ""}
+    with pytest.raises(ValueError, match=metric):
+        TransientShareAlarmProps(
+            functions=_functions(stack, 1),
+            namespace="App",
+            alarm_topic=sns.Topic(stack, "Topic"),
+            description="d",
+            **empty,
+        )
+
+
+def test_provider_outage_alarms_count_the_providers_failed_operations(dev: SynthResult, prod: SynthResult) -> None:
+    """Issue 41: the PaymentOutage and CarrierOutage alarms count operations, not invocations (decision 0033): each
+    operation's first call and whether the provider failed it, under each stage's own namespace; never the steps'
+    throttled DynamoDB calls, idempotency records left in progress by a crash, or a refused key's retries."""
+    for synth, stage in ((dev, "dev"), (prod, "prod")):
+        alarms = synth.of_type("AWS::CloudWatch::Alarm")
+        namespace = metrics_namespace(stage)
+        for alarm in synth.stack.provider_outage_alarms:
+            props = alarms[synth.logical_id(alarm)]["Properties"]
+            metrics = {q["Id"]: q["MetricStat"]["Metric"] for q in props["Metrics"] if "MetricStat" in q}
+            assert {i: (m["Namespace"], m["MetricName"]) for i, m in metrics.items()} == {
+                "failed0": (namespace, "DependencyFirstCallFailures"),
+                "failed1": (namespace, "DependencyFirstCallFailures"),
+                "invoked0": (namespace, "DependencyFirstCalls"),
+                "invoked1": (namespace, "DependencyFirstCalls"),
+            }
+            assert props["Threshold"] == 2
+            assert {q["MetricStat"]["Period"] for q in props["Metrics"] if "MetricStat" in q} == {60}
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
         "outage": {
             "AlarmName": "outage",
             "Metrics": [
-                {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "TransientFailures"}}},
+                {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFirstCallFailures"}}},
                 {"Id": "calls0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
             ],
         },
@@ -186,7 +186,7 @@ def test_pager_check_expect_no_pages_fails_on_any_page_even_explained(monkeypatc
 OUTAGE = {
     "AlarmName": "outage",
     "Metrics": [
-        {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "TransientFailures"}}},
+        {"Id": "failed0", "MetricStat": {"Metric": {"MetricName": "DependencyFirstCallFailures"}}},
         {"Id": "invoked0", "MetricStat": {"Metric": {"MetricName": "Invocations"}}},
         {"Id": "e", "Expression": "failed0 - 0.5 * invoked0"},
     ],
@@ -228,14 +228,29 @@ def test_pager_incident_paged_at_the_instant_it_became_harmful_counts() -> None:
     assert (row["paged_by"], row["first_page_after_s"]) == (["heartbeat"], 0.0)
 
 
-def test_pager_outage_alarm_page_explained_by_injected_throttling_inside_provider_steps() -> None:
-    """TransientFailures counts AWS throttling inside a provider step (decision 0023): a chaos run's DynamoDB
-    throttling can page a provider's outage alarm with no outage injected, and that page is explained."""
+def test_pager_outage_alarm_page_not_explained_by_injected_throttling_inside_provider_steps() -> None:
+    """The outage alarms count the providers' own failures (DependencyFailures, issue 41): a chaos run's DynamoDB
+    throttling inside a provider step is no outage, so an outage page it alone would explain is a false page; the
+    providers' lost answers (their transport failing after they acted) are the providers' failures."""
     ALARMS["outage"] = OUTAGE
     try:
-        section = _section({"faults_injected": {"throttle_dynamodb": 12}}, _page("outage", 90.0))
+        throttled = _section({"faults_injected": {"throttle_dynamodb": 12}}, _page("outage", 90.0))
+        lost = _section({"faults_injected": {"ambiguous_read_timeout": 3}}, _page("outage", 90.0))
         unexplained = _section({"faults_injected": {"duplicate_late": 3}}, _page("outage", 90.0))
     finally:
         del ALARMS["outage"]
-    assert precision_recall(section)[0] == 100.0
+    assert [p["kind"] for p in lost["pages"]] == ["provider_outage"]
+    assert precision_recall(lost)[0] == 100.0
+    assert precision_recall(throttled)[0] == 0.0
     assert precision_recall(unexplained)[0] == 0.0
+
+
+def test_pager_outage_failure_metrics_are_the_middlewares() -> None:
+    from harness.pager import OUTAGE_FAILURE_METRICS
+    from lambda_resilience.step import (
+        DEPENDENCY_FAILURES_METRIC,
+        FIRST_CALL_FAILURES_METRIC,
+        TRANSIENT_FAILURES_METRIC,
+    )
+
+    assert {FIRST_CALL_FAILURES_METRIC, DEPENDENCY_FAILURES_METRIC, TRANSIENT_FAILURES_METRIC} == OUTAGE_FAILURE_METRICS

@@ -163,7 +163,14 @@ class FunctionAlarms(Construct):
 #: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create-alarm-on-metric-math-expression.html):
 #: two per function (its invocations and its transient failures).
 MAX_OUTAGE_FUNCTIONS = 5
+#: The step middleware's EMF counts (``lambda_resilience.step``): every transient failure of a step, and those of
+#: a dependency outside AWS only (a provider's 5xx, timeout or refused connection).
 TRANSIENT_FAILURES_METRIC = "TransientFailures"
+DEPENDENCY_FAILURES_METRIC = "DependencyFailures"
+#: The middleware's counts of operations, not invocations: the invocations making an operation's first call to a
+#: dependency, and those of them that failed on it (an operation retried many times counts once in each).
+FIRST_CALLS_METRIC = "DependencyFirstCalls"
+FIRST_CALL_FAILURES_METRIC = "DependencyFirstCallFailures"
 
 
 @dataclass(frozen=True)
@@ -172,14 +179,21 @@ class TransientShareAlarmProps:
 
     Attributes:
         functions: ``(function, Powertools service name)`` of each function calling what may go down
-            (1..5); its ``TransientFailures`` (the step middleware's EMF count, dimension ``service``)
-            and its ``AWS/Lambda Invocations`` are summed.
+            (1..5); its ``failures_metric`` (dimension ``service``) and its ``AWS/Lambda Invocations`` are summed.
         namespace: the functions' metric namespace.
         alarm_topic: notified on ALARM.
         description: what an outage of those functions' dependency means.
         share: pages when transient failures exceed this share of the invocations; default 0.5.
         floor: ... plus this many (a quiet minute's one or two retried failures never page); default 5.
         period: default 1 minute (one evaluation period: an outage pages within a minute).
+        failures_metric: the EMF count of failures read (under ``namespace``); default ``TransientFailures`` (every
+            transient failure, the function's own throttled AWS calls included). ``DEPENDENCY_FAILURES_METRIC``
+            reads a dependency's failures only (``lambda_resilience``'s ``DependencyUnavailable``): an alarm on
+            one provider that the functions' own DynamoDB throttling or crashed idempotency records never trip.
+        calls_metric: the EMF count (under ``namespace``, dimension ``service``) the failures are a share of; default
+            None: the functions' ``AWS/Lambda Invocations`` (unchanged). With ``FIRST_CALLS_METRIC`` and
+            ``failures_metric=FIRST_CALL_FAILURES_METRIC`` the alarm counts operations, not invocations: a few
+            operations refused on every retry are a few failures, whatever the retries.
     """
 
     functions: tuple[tuple[lambda_.IFunction, str], ...]
@@ -189,8 +203,14 @@ class TransientShareAlarmProps:
     share: float = 0.5
     floor: int = 5
     period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
+    failures_metric: str = TRANSIENT_FAILURES_METRIC
+    calls_metric: str | None = None
 
     def __post_init__(self) -> None:
+        if not self.failures_metric:
+            raise ValueError("failures_metric must name a metric")
+        if self.calls_metric is not None and not self.calls_metric:
+            raise ValueError("calls_metric must name a metric (or be None: the functions' Invocations)")
         if not 1 <= len(self.functions) <= MAX_OUTAGE_FUNCTIONS:
             raise ValueError(f"functions: 1..{MAX_OUTAGE_FUNCTIONS} (10 metrics per alarm), got {len(self.functions)}")
         if not 0 < self.share < 1:
@@ -203,8 +223,8 @@ class TransientShareAlarmProps:
 
 class TransientShareAlarm(Construct):
     """An outage of what some functions call, as a rate: pages when, in one period, their transient
-    (retried) failures exceed ``share`` of their invocations plus ``floor``
-    (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
+    (retried) failures (``failures_metric``) exceed ``share`` of their invocations (or ``calls_metric``) plus
+    ``floor`` (``failures - share * invocations > floor``, metric math). Each such failure is expected (the
     workflow retries it), a high share of them is not.
 
     Attributes:
@@ -215,17 +235,27 @@ class TransientShareAlarm(Construct):
         super().__init__(scope, construct_id)
         using: dict[str, cloudwatch.IMetric] = {}
         # The failures first (inserted first, and first by name): a tool that keeps one metric of a metric-math alarm
-        # keeps the first (tools/rehearse.py), and TransientFailures > floor is the nearer stand-in.
+        # keeps the first (tools/rehearse.py), and failures > floor is the nearer stand-in.
         for i, (_, service) in enumerate(props.functions):
             using[f"failed{i}"] = cloudwatch.Metric(
                 namespace=props.namespace,
-                metric_name=TRANSIENT_FAILURES_METRIC,
+                metric_name=props.failures_metric,
                 dimensions_map={"service": service},
                 statistic="Sum",
                 period=props.period,
             )
-        for i, (function, _) in enumerate(props.functions):
-            using[f"invoked{i}"] = function.metric_invocations(period=props.period, statistic="Sum")
+        for i, (function, service) in enumerate(props.functions):
+            using[f"invoked{i}"] = (
+                function.metric_invocations(period=props.period, statistic="Sum")
+                if props.calls_metric is None
+                else cloudwatch.Metric(
+                    namespace=props.namespace,
+                    metric_name=props.calls_metric,
+                    dimensions_map={"service": service},
+                    statistic="Sum",
+                    period=props.period,
+                )
+            )
         failed = " + ".join(f"FILL(failed{i}, 0)" for i in range(len(props.functions)))
         calls = " + ".join(f"FILL(invoked{i}, 0)" for i in range(len(props.functions)))
         self.alarm = cloudwatch.Alarm(

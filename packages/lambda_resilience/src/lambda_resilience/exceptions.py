@@ -41,6 +41,14 @@ class TransientError(ResilienceError):
     category: ClassVar[Category] = TRANSIENT
 
 
+class DependencyUnavailable(TransientError):
+    """What the application calls outside its own AWS resources (a partner's API: a payment provider, a
+    carrier) failed transiently: a 5xx or 429, a timeout, a refused connection, an answer off its contract.
+    Derive the adapter's transient error from it: :func:`~lambda_resilience.step.step_handler` counts it (or a
+    failure it caused, ``raise ... from``) as ``DependencyFailures`` too, so an outage alarm reads the
+    dependency's trouble only, never the step's own throttled AWS calls or an idempotency record in progress."""
+
+
 class ConfigurationError(PermanentError):
     """A required setting is missing or invalid."""
 

@@ -12,14 +12,23 @@ to :data:`EXPECTED_ERRORS_METRIC` (EMF, by default under the function's ``POWERT
 and ``POWERTOOLS_SERVICE_NAME``: where ``constructs_lib``'s function alarm reads it), so an alarm on
 ``Errors - ExpectedErrors`` pages only on the others (bugs, timeouts, crashes).
 A transient failure also adds 1 to
-:data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is an outage of
-what the step calls.
+:data:`TRANSIENT_FAILURES_METRIC`: retried, so no page each, but a high share of them is trouble in what the
+step calls. One of a dependency outside AWS (a
+:class:`~lambda_resilience.exceptions.DependencyUnavailable`: a provider's 5xx, timeout or refused connection)
+adds 1 to :data:`DEPENDENCY_FAILURES_METRIC` as well, which the step's own throttled DynamoDB calls and
+idempotency records left in progress by a crash never reach. An invocation the action marks as its operation's
+first call to the dependency (:func:`first_call`: the application's own record says the operation was never
+sent, e.g. its intent newly written) adds 1 to :data:`FIRST_CALLS_METRIC`, and, failing on the dependency, 1 to
+:data:`FIRST_CALL_FAILURES_METRIC`: an operation refused on every retry counts once there, whatever its retries,
+the count a dependency's outage alarm reads (one key refused many times is not many keys refused once).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -28,6 +37,7 @@ from lambda_resilience.correlation import correlation_scope, from_payload
 from lambda_resilience.exceptions import (
     BusinessOutcome,
     ConfigurationError,
+    DependencyUnavailable,
     EffectDoneOutcomeNotWritten,
     TransientStepError,
     UnknownStepError,
@@ -49,6 +59,24 @@ Handler = Callable[[Any, "LambdaContext"], dict[str, Any]]
 EXPECTED_ERRORS_METRIC = "ExpectedErrors"
 #: EMF metric (Count, dimension ``service``): failed invocations classified transient (retried by the workflow).
 TRANSIENT_FAILURES_METRIC = "TransientFailures"
+#: EMF metric (Count, dimension ``service``): the transient failures of a dependency outside AWS
+#: (:class:`~lambda_resilience.exceptions.DependencyUnavailable`, raised or the cause of what was raised).
+DEPENDENCY_FAILURES_METRIC = "DependencyFailures"
+#: EMF metric (Count, dimension ``service``): invocations making their operation's first call to a dependency
+#: (:func:`first_call`); retries of the operation never add to it.
+FIRST_CALLS_METRIC = "DependencyFirstCalls"
+#: EMF metric (Count, dimension ``service``): those of :data:`FIRST_CALLS_METRIC` that failed on the dependency
+#: (counted as :data:`DEPENDENCY_FAILURES_METRIC` too): at most one per operation.
+FIRST_CALL_FAILURES_METRIC = "DependencyFirstCallFailures"
+_FIRST_CALL: ContextVar[bool] = ContextVar("lambda_resilience_first_call", default=False)
+
+
+def first_call() -> None:
+    """Mark the running step's invocation as its operation's first call to a dependency: the application's own
+    record says so (e.g. the call's intent written now, not found from an earlier attempt). Call it before the
+    dependency is called; the handler counts it once (:data:`FIRST_CALLS_METRIC`), its dependency failure as
+    :data:`FIRST_CALL_FAILURES_METRIC`. Outside a :func:`step_handler` invocation it does nothing."""
+    _FIRST_CALL.set(True)
 
 
 @dataclass(frozen=True)
@@ -107,6 +135,7 @@ def step_handler(
                 operation=operation,
                 **{k: v for k, v in known.items() if isinstance(v, str)},
             ),
+            _first_call_counted(metrics),
         ):
             try:
                 if preempt is not None:
@@ -157,6 +186,38 @@ def _expected(exc: Exception, category: str) -> bool:
     return category == TRANSIENT or isinstance(exc, BusinessOutcome)
 
 
+def _from_dependency(exc: BaseException) -> bool:
+    """``exc`` or one of its explicit causes (``raise ... from``) is a dependency's failure."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, DependencyUnavailable):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
+
+
+@contextmanager
+def _first_call_counted(metrics: Metrics) -> Iterator[None]:
+    """One invocation's first-call counts, if the action marked it (:func:`first_call`): the call, and its failure
+    when transient and the dependency's (what :func:`_fail` raised chains the action's exception as its cause)."""
+    marked = _FIRST_CALL.set(False)
+    try:
+        yield
+    except Exception as exc:
+        if _FIRST_CALL.get():
+            metrics.add_metric(name=FIRST_CALLS_METRIC, unit="Count", value=1)
+            if classify(exc) == TRANSIENT and _from_dependency(exc):
+                metrics.add_metric(name=FIRST_CALL_FAILURES_METRIC, unit="Count", value=1)
+        raise
+    else:
+        if _FIRST_CALL.get():
+            metrics.add_metric(name=FIRST_CALLS_METRIC, unit="Count", value=1)
+    finally:
+        _FIRST_CALL.reset(marked)
+
+
 def _fail(exc: Exception, operation: str, known: Mapping[str, Any], logger: Logger, metrics: Metrics) -> NoReturn:
     """Log ``exc``'s failure line, count it, and raise it classified (transient, unknown or as raised)."""
     category = classify(exc)
@@ -171,6 +232,8 @@ def _fail(exc: Exception, operation: str, known: Mapping[str, Any], logger: Logg
         metrics.add_metric(name=EXPECTED_ERRORS_METRIC, unit="Count", value=1)
     if category == TRANSIENT:
         metrics.add_metric(name=TRANSIENT_FAILURES_METRIC, unit="Count", value=1)
+        if _from_dependency(exc):
+            metrics.add_metric(name=DEPENDENCY_FAILURES_METRIC, unit="Count", value=1)
     if category == TRANSIENT and not isinstance(exc, TransientStepError):
         raise TransientStepError(f"{type(exc).__name__}: {exc}") from exc
     if category == UNKNOWN and not isinstance(exc, UnknownStepError):
