@@ -5,7 +5,8 @@ its schedule), each answered with ``python -m ops`` commands only (:mod:`harness
 
 - a declined card: "what happened to order X" -> ``ops order``;
 - a poison message: "why was I paged" -> the notification (alarm, runbook) and ``ops trace``; "is it safe to
-  replay" -> ``ops dlq list`` and ``ops dlq replay --dry-run``;
+  replay" -> ``ops dlq list`` and ``ops dlq replay --dry-run`` (permanent: no), then ``ops dlq discard`` (archived,
+  deleted: the DLQ's alarms and OrdersAtRisk back to OK, silently);
 - a payment provider outage (90 s, as ``make chaos``'s): the page and ``ops orders --status NEEDS_ATTENTION``;
 - a stopped sweeper (no run for a heartbeat window): the page and ``ops orders --status stuck``;
 - parked orders after an outage (carrier down, then the payment provider: refunds fail, orders parked): "what is
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,9 +81,12 @@ class Drill:
         return list(actions.history) if actions else []
 
     def notifications(self, since: int) -> list[Notification]:
+        deployed = self.run.deployment
         out = []
         for n in self._history()[since:]:
-            description = str(self.run.deployment.alarms.get(n.alarm, {}).get("AlarmDescription", ""))
+            # A composite alarm (OrdersAtRisk) is kept apart from the metric alarms; its description too.
+            alarm = deployed.alarms.get(n.alarm) or deployed.composite_alarms.get(n.alarm, {})
+            description = str(alarm.get("AlarmDescription", ""))
             runbook = next((w for w in description.split() if "runbooks/" in w), "")
             out.append(Notification(n.alarm, n.state, n.at, self.severity.get(n.topic, "other"), runbook))
         return out
@@ -93,17 +98,15 @@ class Drill:
         self,
         incident: IncidentRun,
         commands: list[tuple[tuple[str, ...], str]],
-        *,
-        fix_parked: bool = False,
-        resolve: int = 0,
-        keep: int = 0,
+        then: Callable[[IncidentRun], None] | None = None,
     ) -> None:
-        """Type ``commands`` ((argv, question)); then let time pass: what they set off notifies now."""
+        """Type ``commands`` ((argv, question)), then what ``then`` decides on their output; then let time
+        pass: what they set off notifies now."""
         mark = self.mark()
         for argv, question in commands:
             incident.commands.append(self.console.run(*argv, question=question))
-        if fix_parked:
-            self.fix_parked(incident, resolve, keep)
+        if then is not None:
+            then(incident)
         self.run.drain()
         self.run.advance(AFTER_OPERATOR_SECONDS)
         incident.operator_notifications = self.notifications(mark)
@@ -129,6 +132,20 @@ class Drill:
                 incident.commands.append(self.console.run(*argv, question="resolve"))
                 continue
             incident.commands += self.repair(order_id, reason)
+
+    def discard_permanent(self, incident: IncidentRun) -> None:
+        """The runbook's exit for a poison message (docs/runbooks/orders-queue.md#discard-a-message), decided
+        on the dry run's output as a person would: each message it refused as permanent is archived and
+        discarded with ``ops dlq discard``; then ``ops dlq list`` again (the DLQ is empty)."""
+        (dry_run,) = [c for c in incident.commands if c.argv[:2] == ("dlq", "replay") and "--dry-run" in c.argv]
+        skipped = json.JSONDecoder().raw_decode(dry_run.output, dry_run.output.find("{"))[0].get("skipped", {})
+        permanent = [m for m, why in skipped.items() if why.startswith("permanent")]
+        reason = ("--reason", f"drill: {incident.name}, permanent (malformed), ticket DRILL-2")
+        for message_id in permanent:
+            argv = ("dlq", "discard", "--queue", "orders", "--message-id", message_id, *reason)
+            incident.commands.append(self.console.run(*argv, question="not safe to replay: discard it"))
+        incident.commands.append(self.console.run("dlq", "list", question="is the DLQ empty now"))
+        incident.note = f"permanent (malformed), not replayed: {len(permanent)} archived and discarded"
 
     def repair(self, order_id: str, reason: tuple[str, ...]) -> list[CommandRun]:
         """``ops repair --action redrive``; ``compensate`` when redrive is refused (a compensation ran)."""
@@ -185,15 +202,12 @@ class Drill:
         incident.notifications = self.notifications(mark)
         self.run.ship_logs()
         dry_run = ("dlq", "replay", "--queue", "orders", "--category", "all", "--dry-run")
-        self.operate(
-            incident,
-            [
-                (("trace", "cid-drill-poison"), "why was I paged"),
-                (("dlq", "list"), "is it safe to replay"),
-                (dry_run, "is it safe to replay"),
-            ],
-        )
-        incident.note = "permanent (malformed): not replayed; it stays in the DLQ until its retention ends"
+        looks = [
+            (("trace", "cid-drill-poison"), "why was I paged"),
+            (("dlq", "list"), "is it safe to replay"),
+            (dry_run, "is it safe to replay"),
+        ]
+        self.operate(incident, looks, then=self.discard_permanent)
         self.probes += [("trace", "cid-drill-poison"), ("dlq", "list"), dry_run]
         return incident
 
@@ -207,7 +221,7 @@ class Drill:
         self.run.advance(SETTLE_SECONDS)
         incident.notifications = self.notifications(mark)
         self.run.ship_logs()
-        self.operate(incident, [], fix_parked=True)
+        self.operate(incident, [], then=self.fix_parked)
         self.probes.append(("orders", "--status", "NEEDS_ATTENTION", "--json"))
         return incident
 
@@ -241,7 +255,7 @@ class Drill:
         self.run.drain()
         self.run.advance(SETTLE_SECONDS)
         incident.notifications = self.notifications(mark)
-        self.operate(incident, [], fix_parked=True, resolve=1, keep=1)
+        self.operate(incident, [], then=lambda i: self.fix_parked(i, resolve=1, keep=1))
         return incident
 
     # -- the same commands at a larger history ----------------------------------------------------
@@ -275,10 +289,12 @@ class Drill:
 
 
 def _calls_by_argv(incidents: list[IncidentRun]) -> dict[tuple[str, ...], int]:
+    """Each command's calls at its last run before the history grew (``ops dlq list``: after the discard,
+    the DLQ empty at both sizes)."""
     calls: dict[tuple[str, ...], int] = {}
     for i in incidents:
         for c in i.commands:
-            calls.setdefault(c.argv, c.calls)
+            calls[c.argv] = c.calls
     return calls
 
 

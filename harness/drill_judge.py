@@ -106,16 +106,17 @@ def judge(incidents: list[IncidentRun], growth: list[Growth]) -> list[str]:
 
 
 def shape(argv: tuple[str, ...]) -> str:
-    """A command as typed, its order and correlation IDs as ``<id>`` and its ``--reason`` as ``"..."``."""
-    words, hide = [], False
+    """A command as typed, its order, correlation and DLQ message IDs as ``<id>`` and its ``--reason`` as
+    ``"..."``."""
+    words, after = [], ""
     for word in argv:
-        if hide:
+        if after == "--reason":
             words.append('"..."')
-        elif word.startswith(("drill-", "cid-drill-")):
+        elif after == "--message-id" or word.startswith(("drill-", "cid-drill-")):
             words.append("<id>")
         else:
             words.append(word)
-        hide = word == "--reason"
+        after = word
     return " ".join(words)
 
 

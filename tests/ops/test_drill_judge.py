@@ -60,3 +60,12 @@ def test_drill_judge_fails_on_any_notification_where_none_is_expected() -> None:
     start = _incident("start (local stack up)", [_note("OrdersDlq", 1.0)])
     start.expect_none = True
     assert judge([start], []) == ["start (local stack up): 1 notification (1 page), none expected"]
+
+
+def test_drill_table_shows_a_discard_without_its_message_id_or_reason() -> None:
+    """``ops dlq discard`` as the table shows it: the DLQ message's ID as ``<id>``, like an order's."""
+    argv = "dlq discard --queue orders --message-id 3f1c9a2e-0b4d-4c61-9d7e-5a8e2b6f0c11 --reason poison"
+    incident = _incident("poison message", [_note("OrdersAtRisk", 160.0)])
+    incident.commands = [_command(argv, 3)]
+    text = "\n".join(drill_table([incident], []))
+    assert '`ops dlq discard --queue orders --message-id <id> --reason "..."` (3)' in text

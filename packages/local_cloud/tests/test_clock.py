@@ -71,31 +71,33 @@ def test_clock_starved_process_does_not_run_ahead_of_its_work() -> None:
     assert figures["sim"] > 0.5 * figures["cpu"], f"simulated time fell far behind the work: {figures}"
 
 
-#: A child pinned alone to one CPU whose ``threads`` busy threads take turns with the GIL for ``wall`` seconds:
-#: it prints the simulated and wall seconds that passed.
+#: A child pinned alone to one CPU whose ``threads`` busy threads take turns with the GIL until the process has
+#: spent ``cpu`` CPU seconds: it prints the simulated, wall and CPU seconds that passed.
 BUSY_THREADS_CHILD = textwrap.dedent(
     """
     import json, os, sys, threading, time
     from local_cloud.clock import SimClock
 
     if __name__ == "__main__":
-        threads, wall = int(sys.argv[1]), float(sys.argv[2])
+        threads, cpu = int(sys.argv[1]), float(sys.argv[2])
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         clock = SimClock()
-        end = time.time() + 0.3 + wall
+        end = [float("inf")]  # the process's CPU time at which the threads stop
 
         def busy():
-            while time.time() < end:
+            while time.process_time() < end[0]:
                 sum(range(200))
 
         workers = [threading.Thread(target=busy) for _ in range(threads)]
         for w in workers:
             w.start()
         time.sleep(0.3)  # the threads are taking turns
-        s0, w0 = clock.now(), time.time()
+        s0, w0, c0 = clock.now(), time.time(), time.process_time()
+        end[0] = c0 + cpu
         for w in workers:
             w.join()
-        print(json.dumps({"sim": clock.now() - s0, "wall": time.time() - w0}))
+        s1, w1, c1 = clock.now(), time.time(), time.process_time()
+        print(json.dumps({"sim": s1 - s0, "wall": w1 - w0, "cpu": c1 - c0}))
     """
 )
 
@@ -103,15 +105,23 @@ BUSY_THREADS_CHILD = textwrap.dedent(
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
 def test_clock_threads_of_one_pinned_process_taking_turns_are_work_not_starvation() -> None:
     """A chaos shard runs pinned to its own CPU (harness/shards.py): its threads wait on the runqueue for
-    each other, as they wait for the GIL when free. The process always runs, so simulated time must follow
-    the wall clock. Counting each thread's runqueue wait as starvation gave 0.34x; now 0.72x to 0.78x. The
-    rest is the sampler's own wait for the GIL: a late turn stops the line at its horizon, forgiven, never
-    raced (the safe side: more work per simulated minute)."""
+    each other, as they wait for the GIL when free. That is work: simulated time must follow the time the
+    process ran. Pinned to one CPU, that is its CPU time (on a quiet machine, the wall time; on a loaded one,
+    less: other processes on that CPU starve it, which the clock rightly leaves out, so the wall time is no
+    measure under load). Counting each thread's runqueue wait as starvation gave 0.34x the wall time (an
+    emulation of it: 0.42x to 0.53x the CPU time on a quiet machine, 0.04x to 0.32x under three busy loops);
+    now 0.80x to 0.92x the CPU time, quiet or under three busy loops (2 cores, 2026-11-28), where the wall
+    time gave 0.15x to 0.33x under the same loops. The rest is the sampler's own wait
+    for the GIL: a late turn stops the line at its horizon, forgiven, never raced (the safe side: more work
+    per simulated minute)."""
     out = subprocess.run(
-        [sys.executable, "-c", BUSY_THREADS_CHILD, "4", "1.0"], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", BUSY_THREADS_CHILD, "4", "1.0"], capture_output=True, text=True, timeout=120, check=True
     )
     figures = json.loads(out.stdout.strip().splitlines()[-1])
-    assert figures["sim"] > 0.6 * figures["wall"], f"simulated time fell behind a working process: {figures}"
+    assert figures["cpu"] >= 1.0, f"the child stopped before its work was done: {figures}"
+    assert figures["sim"] > 0.6 * figures["cpu"], f"simulated time fell behind a working process: {figures}"
+    # Ahead of the work by one horizon (0.25 s) at most, as a starved process (above).
+    assert figures["sim"] < 1.3 * figures["cpu"] + 0.3, f"simulated time ran ahead of the work: {figures}"
 
 
 def test_clock_idle_process_follows_wall_time() -> None:
