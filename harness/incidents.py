@@ -44,9 +44,9 @@ OUTAGE_SECONDS = 90.0
 OUTAGE_ORDERS = 16
 THROTTLE_ORDERS = 2
 API_ORDERS = 3
-#: Simulated seconds kept free after a short incident: its rate alarm (1-minute period) is back to OK
-#: before the next incident of any family starts.
-SPACING_SECONDS = 240.0
+#: Simulated seconds kept free after a short incident: its rate alarm (1-minute period; an outage alarm clears after
+#: five quiet minutes: stacks/order_constructs/steps.py) is back to OK before the next incident of any family starts.
+SPACING_SECONDS = 480.0
 #: Orders that reach every provider step (the outage must fail charges, not stop at the reservation).
 HEALTHY = OrderMix(decline_rate=0.0, ship_fail_rate=0.0, out_of_stock_rate=0.0)
 

@@ -31,6 +31,10 @@ from stacks.order_constructs.providers import OrderProviders
 #: (decision 0033): 5 operations refused in a minute, all of them, page; 4 never do. make chaos's outage
 #: (16 orders in 90 s, at most three minutes) puts at least 6 in one of its minutes, whatever minute it starts in.
 OUTAGE_FLOOR = 2
+#: ... and returns to OK after this many minutes in a row below it ("M out of N", 1 of 5: issue 41). CloudWatch's
+#: windows slide, so a minute's operations can fall in two evaluations: two quiet minutes put up to three windows in
+#: a row below the floor; five hold ALARM through them, and clear five minutes after the outage ends.
+OUTAGE_CLEAR_AFTER_MINUTES = 5
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,9 @@ class SagaSteps(TransparentScope):
                 failures_metric=FIRST_CALL_FAILURES_METRIC,
                 calls_metric=FIRST_CALLS_METRIC,
                 floor=OUTAGE_FLOOR,
+                # A long outage at a low rate has minutes without a new operation: ALARM holds through them (it
+                # clears after five quiet minutes in a row), one notification instead of one per busy minute.
+                clear_after_periods=OUTAGE_CLEAR_AFTER_MINUTES,
             ),
         ).alarm
 

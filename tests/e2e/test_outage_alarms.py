@@ -211,3 +211,22 @@ def test_outage_alarms_the_chaos_runs_outage_pages_however_it_falls_on_the_minut
     _run(evaluator, clock, until + 180.0)
     pages = _pages(deployment, actions, "PaymentOutage")
     assert len(pages) == 1 and pages[0] - start <= 120, [p - start for p in pages]
+
+
+def test_outage_alarms_a_long_outage_at_a_low_rate_pages_once(
+    pager: tuple[LocalDeployment, MetricStore, AlarmEvaluator, AlarmActions],
+) -> None:
+    """A 12-minute outage while orders trickle in (issue 41, one notification per incident): 10 new operations in
+    most minutes (a fifth of the seeds' rate), none in a few; every call refused. The alarm counts operations, not
+    retries (decision 0033), so a minute without new ones is below the floor; the alarm stays in ALARM through such
+    minutes (it clears after five in a row) instead of returning to OK and paging again at the next busy minute."""
+    deployment, store, evaluator, actions = pager
+    clock = deployment.clock
+    evaluator.evaluate()
+    start = _minute_after(clock, 5.0)
+    quiet = {3, 6, 7, 10}
+    arrivals = [start + 60 * minute + 6 * i for minute in range(12) if minute not in quiet for i in range(10)]
+    _refused_with_retries(deployment, store, "ChargePayment", "charge-payment", arrivals, start + 720.0)
+    _run(evaluator, clock, start + 900.0)
+    pages = _pages(deployment, actions, "PaymentOutage")
+    assert len(pages) == 1 and pages[0] - start <= 120, [p - start for p in pages]

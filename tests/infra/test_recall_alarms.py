@@ -138,6 +138,22 @@ def test_provider_outage_alarms_count_the_providers_failed_operations(dev: Synth
             }
             assert props["Threshold"] == 2
             assert {q["MetricStat"]["Period"] for q in props["Metrics"] if "MetricStat" in q} == {60}
+            # Pages at the first breaching minute, clears after five quiet ones (a long, low-rate outage: one page).
+            assert (props["DatapointsToAlarm"], props["EvaluationPeriods"]) == (1, 5)
+
+
+@pytest.mark.parametrize("periods", [0, 1441])
+def test_transient_share_alarm_props_reject_clear_after_periods_beyond_what_cloudwatch_evaluates(periods: int) -> None:
+    """At least one period, and at most a day of them (PutMetricAlarm: EvaluationPeriods x Period <= 86,400 s)."""
+    stack = Stack(App(), "Outage")
+    with pytest.raises(ValueError, match="clear_after_periods"):
+        TransientShareAlarmProps(
+            functions=_functions(stack, 1),
+            namespace="App",
+            alarm_topic=sns.Topic(stack, "Topic"),
+            description="d",
+            clear_after_periods=periods,
+        )
 
 
 @pytest.mark.parametrize(

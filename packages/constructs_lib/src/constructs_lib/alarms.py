@@ -163,6 +163,9 @@ class FunctionAlarms(Construct):
 #: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create-alarm-on-metric-math-expression.html):
 #: two per function (its invocations and its transient failures).
 MAX_OUTAGE_FUNCTIONS = 5
+#: "the total evaluation time can be no longer than one day" (EvaluationPeriods x Period, for periods of a minute
+#: or more: https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+MAX_EVALUATION_SECONDS = 86_400
 #: The step middleware's EMF counts (``lambda_resilience.step``): every transient failure of a step, and those of
 #: a dependency outside AWS only (a provider's 5xx, timeout or refused connection).
 TRANSIENT_FAILURES_METRIC = "TransientFailures"
@@ -194,6 +197,11 @@ class TransientShareAlarmProps:
             None: the functions' ``AWS/Lambda Invocations`` (unchanged). With ``FIRST_CALLS_METRIC`` and
             ``failures_metric=FIRST_CALL_FAILURES_METRIC`` the alarm counts operations, not invocations: a few
             operations refused on every retry are a few failures, whatever the retries.
+        clear_after_periods: ALARM holds until this many periods in a row are below the threshold (``DatapointsToAlarm``
+            1 of ``EvaluationPeriods`` this many: "M out of N",
+            https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html); the first breaching
+            period still alarms at once. Default 1 (unchanged). More keeps a long outage at a low rate, where some
+            minutes bring no new operation, one notification instead of one per busy minute.
     """
 
     functions: tuple[tuple[lambda_.IFunction, str], ...]
@@ -205,8 +213,14 @@ class TransientShareAlarmProps:
     period: Duration = field(default_factory=lambda: FUNCTION_ALARM_PERIOD)
     failures_metric: str = TRANSIENT_FAILURES_METRIC
     calls_metric: str | None = None
+    clear_after_periods: int = 1
 
     def __post_init__(self) -> None:
+        if self.clear_after_periods < 1 or self.clear_after_periods * self.period.to_seconds() > MAX_EVALUATION_SECONDS:
+            raise ValueError(
+                f"clear_after_periods must be at least 1 and its periods at most one day (PutMetricAlarm), "
+                f"got {self.clear_after_periods}"
+            )
         if not self.failures_metric:
             raise ValueError("failures_metric must name a metric")
         if self.calls_metric is not None and not self.calls_metric:
@@ -270,7 +284,8 @@ class TransientShareAlarm(Construct):
             ),
             threshold=props.floor,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
+            evaluation_periods=props.clear_after_periods,
+            datapoints_to_alarm=1,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.alarm.add_alarm_action(cw_actions.SnsAction(props.alarm_topic))
