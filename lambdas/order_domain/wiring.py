@@ -213,8 +213,13 @@ def finalize_action(settings: FinalizeSettings) -> Action:
 
 def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
     from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.reconcile_sizing import CAPACITY
+    from order_domain.settings.providers import HttpsProvider
     from order_domain.sweeper import Sweeper
 
+    # Orders at once against HTTPS APIs; an in-account provider function (dev's sandbox) would take the
+    # account's Lambda concurrency: one at a time.
+    https = isinstance(settings.payment, HttpsProvider) and isinstance(settings.carrier, HttpsProvider)
     return Sweeper(
         orders(settings.orders_table),
         NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs")),
@@ -226,6 +231,7 @@ def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
         reconcile_max_orders=settings.reconcile_max_orders,
         logger=logger,
         stepfunctions=client("stepfunctions"),
+        workers=CAPACITY.workers if https else 1,
     )
 
 

@@ -1,0 +1,85 @@
+"""The sweeper's provider lookups, paced below the provider's read limit and run a few at a time.
+
+:class:`Pacer` is a token bucket (``rate`` a second, at most one second of it at once: the provider counts
+requests per second, so any one second sees at most twice the rate, the provider's whole endpoint limit at
+:data:`order_domain.reconcile_sizing.READ_SHARE` 0.5); :func:`paced` wraps a provider so that each lookup takes
+a token first, whatever thread calls it. :func:`run_bounded` runs one action per item on at most ``workers``
+threads (each action puts its own order's correlation ID on its thread: ``correlation_scope`` is per thread).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Pacer:
+    """At most ``rate`` calls a second on average, ``rate`` at once (``clock``/``sleep``: injectable for tests)."""
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError(f"rate must be positive, got {rate}")
+        self.rate, self.capacity = rate, max(1.0, rate)
+        self._clock, self._sleep = clock, sleep
+        self._tokens, self._at = self.capacity, clock()
+        self._lock = threading.Lock()
+        self.taken = 0
+
+    def take(self) -> None:
+        """Take a token, waiting until it is due (a token not there yet is reserved: the bucket goes below
+        zero and the caller sleeps until it would have refilled, so later callers queue behind it)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate) - 1
+            self._at = now
+            self.taken += 1
+            wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+
+
+class _Paced:
+    """A provider whose ``find_*`` lookups each take a token of the pacer first (any other attribute: as is)."""
+
+    def __init__(self, inner: Any, pacer: Pacer) -> None:
+        self._inner, self._pacer = inner, pacer
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if not name.startswith("find_") or not callable(attribute):
+            return attribute
+
+        def lookup(*args: Any, **kwargs: Any) -> Any:
+            self._pacer.take()
+            return attribute(*args, **kwargs)
+
+        return lookup
+
+
+def paced(provider: T, pacer: Pacer) -> T:
+    """``provider`` with its lookups paced (typed as the provider: a proxy of the same calls)."""
+    return _Paced(provider, pacer)  # type: ignore[return-value]
+
+
+def run_bounded(action: Callable[[T], None], items: Iterable[T], workers: int) -> None:
+    """``action(item)`` for each item, at most ``workers`` at once; returns when all are done (``action`` must
+    not raise: the sweeper's per-order wrapper logs and counts its own errors)."""
+    todo = list(items)
+    if workers <= 1 or len(todo) <= 1:
+        for item in todo:
+            action(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(workers, len(todo)), thread_name_prefix="lookup") as pool:
+        for future in [pool.submit(action, item) for item in todo]:
+            future.result()
