@@ -4,11 +4,13 @@
 requests per second, so any one second sees at most twice the rate, the provider's whole endpoint limit at
 :data:`order_domain.reconcile_sizing.READ_SHARE` 0.5); :func:`paced` wraps a provider so that each lookup takes
 a token first, whatever thread calls it. :func:`run_bounded` runs one action per item on at most ``workers``
-threads (each action puts its own order's correlation ID on its thread: ``correlation_scope`` is per thread).
+threads, each in a copy of the caller's context (each action puts its own order's correlation ID on its thread:
+``correlation_scope`` is per thread).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -81,5 +83,6 @@ def run_bounded(action: Callable[[T], None], items: Iterable[T], workers: int) -
             action(item)
         return
     with ThreadPoolExecutor(max_workers=min(workers, len(todo)), thread_name_prefix="lookup") as pool:
-        for future in [pool.submit(action, item) for item in todo]:
+        # Each action in a copy of the caller's context (its trace context, for one): a thread starts with none.
+        for future in [pool.submit(contextvars.copy_context().run, action, item) for item in todo]:
             future.result()

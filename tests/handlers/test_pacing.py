@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 
@@ -68,3 +69,18 @@ def test_pacing_run_bounded_runs_at_most_workers_at_once() -> None:
     run_bounded(act, range(40), workers=8)
     assert peak[0] == 8
     assert time.monotonic() - started < 40 * 0.01  # faster than one at a time
+
+
+def test_pacing_run_bounded_runs_each_action_in_a_copy_of_the_callers_context() -> None:
+    """What the caller's context holds (the trace context, for one) reaches every worker; what an action sets
+    stays its own."""
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    var.set("caller")
+    seen: list[str] = []
+
+    def act(n: int) -> None:
+        seen.append(var.get())
+        var.set(f"action-{n}")
+
+    run_bounded(act, range(6), workers=3)
+    assert seen == ["caller"] * 6 and var.get() == "caller"
