@@ -277,3 +277,39 @@ def test_https_retry_after_within_the_remaining_time_is_honoured() -> None:
         assert len(seen) == 2 and seen[1] - seen[0] >= 0.9
     finally:
         server.shutdown()
+
+
+def test_https_sweeper_reconciles_orders_at_once_each_lookup_under_its_orders_correlation_id(
+    load, https_env, order_factory, seed_order, ledger: LedgerView, lambda_context, logs: LogCapture, monkeypatch
+):
+    """Against HTTPS providers the sweeper reconciles ``CAPACITY.workers`` orders at once
+    (order_domain.reconcile_sizing): every order checked, each lookup sent under its own order's correlation ID
+    (the ``X-Correlation-Id`` the client sets), whichever thread sends it."""
+    import inspect
+
+    from lambda_resilience.correlation import current_correlation_id
+    from order_domain.reconcile_sizing import CAPACITY
+
+    sent: list[tuple[str, str | None, str]] = []
+    send = HttpsJsonClient._send
+
+    def recorded(self, method, path, *args, **kwargs):
+        sent.append((path, current_correlation_id(), threading.current_thread().name))
+        return send(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(HttpsJsonClient, "_send", recorded)
+    sweeper = load("sweeper", **https_env)
+    assert inspect.unwrap(sweeper).__globals__["sweeper"].workers == CAPACITY.workers > 1
+    orders = [order_factory() for _ in range(6)]
+    for order in orders:
+        seed_order(order, OrderStatus.COMPLETED, correlation_id=f"cid-{order['order_id']}")
+
+    result = sweeper({}, lambda_context)
+
+    assert result["reconciled"] == sorted(o["order_id"] for o in orders) and result["errors"] == []
+    assert len({thread for _, _, thread in sent}) > 1
+    for order in orders:
+        (lookup,) = ledger.requests("payment", _key(order, "charge-payment"))
+        assert lookup["action"] == "get"
+        mine = [cid for path, cid, _ in sent if order["order_id"] in path]
+        assert mine == [f"cid-{order['order_id']}"] * 2  # the charge and the shipment lookup
