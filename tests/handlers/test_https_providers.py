@@ -299,7 +299,10 @@ def test_https_sweeper_reconciles_orders_at_once_each_lookup_under_its_orders_co
 
     monkeypatch.setattr(HttpsJsonClient, "_send", recorded)
     sweeper = load("sweeper", **https_env)
-    assert inspect.unwrap(sweeper).__globals__["sweeper"].workers == CAPACITY.workers > 1
+    service = inspect.unwrap(sweeper).__globals__["sweeper"]
+    assert service.workers == CAPACITY.workers > 1
+    for provider in (service.payments, service.carrier):  # a connection kept for each worker
+        assert provider.http.pool.connection_pool_kw["maxsize"] == CAPACITY.workers
     orders = [order_factory() for _ in range(6)]
     for order in orders:
         seed_order(order, OrderStatus.COMPLETED, correlation_id=f"cid-{order['order_id']}")
