@@ -184,6 +184,7 @@ class HttpsJsonClient:
         ``pool_size``: connections kept to the provider (one more request at once opens one, used once)."""
         self.base_url = check_base_url(base_url)
         self.api_key = api_key
+        self.seconds_left = seconds_left
         retry = _budgeted_retry(seconds_left, connect_timeout + read_timeout)(
             total=retries,
             connect=retries,

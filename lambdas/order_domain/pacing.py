@@ -5,19 +5,42 @@ requests per second, so any one second sees at most twice the rate, the provider
 :data:`order_domain.reconcile_sizing.READ_SHARE` 0.5); :func:`paced` wraps a provider so that each lookup takes
 a token first, whatever thread calls it. :func:`run_bounded` runs one action per item on at most ``workers``
 threads, each in a copy of the caller's context (each action puts its own order's correlation ID on its thread:
-``correlation_scope`` is per thread).
+``correlation_scope`` is per thread). :func:`sweep_budget` makes the sweep's remaining time the retry budget of
+the sweeper's HTTPS clients (:func:`sweep_seconds_left`): the sweeper is no idempotent step, so the invocation
+the clients read by default is not registered there, and their retries waited with no bound.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+#: The running sweep's remaining time (set by :func:`sweep_budget`; worker threads get it with the caller's context).
+_sweep_left: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("sweep_left", default=None)
+
+
+def sweep_seconds_left() -> float | None:
+    """The running sweep's remaining time, None outside one: the sweeper's HTTPS clients retry only within it
+    (``order_domain.https_providers``: a retry's wait plus one more request must fit)."""
+    left = _sweep_left.get()
+    return None if left is None else left()
+
+
+@contextlib.contextmanager
+def sweep_budget(seconds_left: Callable[[], float]) -> Iterator[None]:
+    """:func:`sweep_seconds_left` reads ``seconds_left`` until exit."""
+    token = _sweep_left.set(seconds_left)
+    try:
+        yield
+    finally:
+        _sweep_left.reset(token)
 
 
 class Pacer:

@@ -48,7 +48,7 @@ from lambda_resilience.aws import error_code, from_item, to_item
 from order_domain import clock, intents, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
-from order_domain.pacing import Pacer, paced, run_bounded
+from order_domain.pacing import Pacer, paced, run_bounded, sweep_budget
 from order_domain.ports import Carrier, PaymentProvider, RefundLookup
 from order_domain.reconcile import Reconciliation
 from order_domain.reconcile_reads import pending_reconciliation
@@ -174,7 +174,12 @@ class Sweeper(Reconciliation):
 
     def sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
         """One sweep. ``scope(correlation_id)`` is a context manager putting an order's correlation
-        ID on the log lines; ``seconds_left()`` is the invocation's remaining time."""
+        ID on the log lines; ``seconds_left()`` is the invocation's remaining time (also the HTTPS lookups'
+        retry budget: :func:`order_domain.pacing.sweep_seconds_left`)."""
+        with sweep_budget(seconds_left):
+            return self._sweep(scope, seconds_left)
+
+    def _sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
         result = SweepResult()
         now = clock.now()
         stuck = find_stuck(self.orders.table_name, self.stuck_after_seconds, now, client=self.orders.client)

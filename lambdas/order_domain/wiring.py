@@ -119,16 +119,24 @@ def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
 # -- providers --------------------------------------------------------------------------------------
 
 
-def _https(provider: HttpsProvider, pool_size: int | None = None) -> HttpsJsonClient:
+def _https(provider: HttpsProvider, sweep_workers: int | None = None) -> HttpsJsonClient:
     """The HTTPS client of one provider API, its key read from the provider's secret (imported on use:
-    dev's sandbox wiring never loads it); ``pool_size``: connections kept (default: the client's)."""
-    from order_domain.https_providers import DEFAULT_POOL_SIZE, HttpsJsonClient, SecretApiKey
+    dev's sandbox wiring never loads it). ``sweep_workers``: None for a step's client (its retries budgeted on
+    the step's invocation); for the sweeper's, that many connections kept (one per order reconciled at once)
+    and retries budgeted on the sweep's remaining time (order_domain.pacing.sweep_seconds_left)."""
+    from order_domain.https_providers import HttpsJsonClient, SecretApiKey
 
     key = SecretApiKey(provider.secret_arn, client=client("secretsmanager"))
-    return HttpsJsonClient(provider.url, key, pool_size=pool_size or DEFAULT_POOL_SIZE)
+    if sweep_workers is None:
+        return HttpsJsonClient(provider.url, key)
+    from order_domain.pacing import sweep_seconds_left
+
+    return HttpsJsonClient(provider.url, key, pool_size=sweep_workers, seconds_left=sweep_seconds_left)
 
 
-def payment_provider(settings: PaymentStepSettings | SweeperSettings, pool_size: int | None = None) -> PaymentProvider:
+def payment_provider(
+    settings: PaymentStepSettings | SweeperSettings, sweep_workers: int | None = None
+) -> PaymentProvider:
     """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
     from order_domain.settings.providers import HttpsProvider
 
@@ -136,13 +144,13 @@ def payment_provider(settings: PaymentStepSettings | SweeperSettings, pool_size:
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsPaymentProvider
 
-        return HttpsPaymentProvider(_https(target, pool_size))
+        return HttpsPaymentProvider(_https(target, sweep_workers))
     from order_domain.providers import LambdaPaymentProvider
 
     return LambdaPaymentProvider(target.function_name, client=client("lambda"))
 
 
-def carrier(settings: ShippingStepSettings | SweeperSettings, pool_size: int | None = None) -> Carrier:
+def carrier(settings: ShippingStepSettings | SweeperSettings, sweep_workers: int | None = None) -> Carrier:
     """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
     from order_domain.settings.providers import HttpsProvider
 
@@ -150,7 +158,7 @@ def carrier(settings: ShippingStepSettings | SweeperSettings, pool_size: int | N
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsCarrier
 
-        return HttpsCarrier(_https(target, pool_size))
+        return HttpsCarrier(_https(target, sweep_workers))
     from order_domain.providers import LambdaCarrier
 
     return LambdaCarrier(target.function_name, client=client("lambda"))
@@ -226,8 +234,8 @@ def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
     return Sweeper(
         orders(settings.orders_table),
         NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs")),
-        payment_provider(settings, pool_size=workers),
-        carrier(settings, pool_size=workers),
+        payment_provider(settings, sweep_workers=workers),
+        carrier(settings, sweep_workers=workers),
         state_machine_arn=settings.state_machine_arn,
         stuck_after_seconds=settings.stuck_after_seconds,
         reconcile_window_seconds=settings.reconcile_window_seconds,

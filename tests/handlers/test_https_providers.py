@@ -316,3 +316,31 @@ def test_https_sweeper_reconciles_orders_at_once_each_lookup_under_its_orders_co
         assert lookup["action"] == "get"
         mine = [cid for path, cid, _ in sent if order["order_id"] in path]
         assert mine == [f"cid-{order['order_id']}"] * 2  # the charge and the shipment lookup
+
+
+def test_https_sweeper_lookups_retry_only_within_the_sweeps_remaining_time(
+    load, https_env, order_factory, seed_order, lambda_context, logs: LogCapture, monkeypatch
+):
+    """The sweeper is no idempotent step (no invocation registered for the client's retry budget): its clients
+    read the sweep's own remaining time, in every worker thread, so a retry or a ``Retry-After`` that does not fit
+    ends the lookup at once (transient, the next sweep) instead of running the sweep past its timeout."""
+    import inspect
+
+    budgets: list[float | None] = []
+    send = HttpsJsonClient._send
+
+    def recorded(self, method, path, *args, **kwargs):
+        budgets.append(self.seconds_left())
+        return send(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(HttpsJsonClient, "_send", recorded)
+    sweeper = load("sweeper", **https_env)
+    service = inspect.unwrap(sweeper).__globals__["sweeper"]
+    for order in [order_factory() for _ in range(4)]:
+        seed_order(order, OrderStatus.COMPLETED)
+
+    sweeper({}, lambda_context)
+
+    assert len(budgets) == 8
+    assert all(b is not None and 0 < b <= 300 for b in budgets)
+    assert service.payments.http.seconds_left() is None  # outside a sweep: no budget known
