@@ -57,6 +57,9 @@ DEFAULT_READ_TIMEOUT = 10.0
 #: Retries of the same request (same Idempotency-Key) inside one invocation.
 DEFAULT_RETRIES = 2
 MAX_ANSWER_BYTES = 64 * 1024
+#: Connections kept per provider host (a saga step sends one request at a time; the sweeper asks for as many as
+#: the orders it reconciles at once: order_domain.wiring.sweeper_service).
+DEFAULT_POOL_SIZE = 10
 _RETRY_STATUSES = (429, 500, 502, 503, 504)
 #: How long a warm execution environment keeps the provider's API key before reading the secret again: the
 #: default TTL of AWS's Parameters and Secrets Lambda Extension, 300 s
@@ -175,10 +178,13 @@ class HttpsJsonClient:
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         seconds_left: Callable[[], float | None] = invocation_seconds_left,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
-        """``seconds_left``: the invocation's remaining time (default: the running step's Lambda context)."""
+        """``seconds_left``: the invocation's remaining time (default: the running step's Lambda context);
+        ``pool_size``: connections kept to the provider (one more request at once opens one, used once)."""
         self.base_url = check_base_url(base_url)
         self.api_key = api_key
+        self.seconds_left = seconds_left
         retry = _budgeted_retry(seconds_left, connect_timeout + read_timeout)(
             total=retries,
             connect=retries,
@@ -192,7 +198,7 @@ class HttpsJsonClient:
             raise_on_status=False,
         )
         self.pool = urllib3.PoolManager(
-            timeout=Timeout(connect=connect_timeout, read=read_timeout), retries=retry, maxsize=10, block=False
+            timeout=Timeout(connect=connect_timeout, read=read_timeout), retries=retry, maxsize=pool_size, block=False
         )
 
     def request(self, method: str, path: str, *, key: str | None = None, body: dict[str, Any] | None = None) -> Any:

@@ -29,7 +29,6 @@ class Reconciliation:
     orders: OrderRepository
     payments: PaymentProvider
     carrier: Carrier
-    reconcile_max_orders: int
     logger: Any
 
     def _announce(self, item: dict[str, Any], attempt: int, error: str, why: str) -> None:
@@ -76,9 +75,6 @@ class Reconciliation:
         status, current = OrderStatus(item["status"]), int(item.get("payment_attempt", 1))
         pending = [a for a in attempts_of(item) if a not in reconciled_attempts(item)]
         if not pending:
-            return
-        if len(result.reconciled) >= self.reconcile_max_orders:
-            result.deferred.append(order_id)  # this sweep's lookups are spent: the next sweep
             return
         findings_by_attempt: dict[str, list[str]] = {}
         for attempt in pending:

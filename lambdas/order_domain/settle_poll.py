@@ -26,14 +26,14 @@ from order_domain import clock, settlement
 from order_domain.attention import NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
 from order_domain.ports import RefundLookup
+from order_domain.reconcile_sizing import RESERVE_SECONDS as RESERVE_SECONDS  # stop taking orders this early
 
 #: The refund step's business key (order_domain.payments.REFUND).
 REFUND_KEY = "refund-payment"
 #: Orders polled per sweep: each costs one strongly consistent read, one provider lookup per pending refund
-#: and one write (figures: docs/providers.md#settlement).
+#: and one write; with the sweep's reconciliation within the payment provider's read budget per sweep
+#: (order_domain.reconcile_sizing, tests/infra/test_reconcile_sizing.py; docs/providers.md#settlement).
 POLL_MAX_ORDERS = 400
-#: Stop taking orders when less than this much of the invocation is left.
-RESERVE_SECONDS = 10.0
 
 
 @dataclass

@@ -28,8 +28,11 @@ and the attempts checked are recorded on the order (``reconciled_attempts``, wit
 Which orders of the window still have an attempt to check is read 100 at a time
 (:mod:`order_domain.reconcile_reads`); only those are read whole, right before their check.
 A sweep checks at most ``reconcile_max_orders`` orders (two provider lookups
-each), oldest first; the rest are counted as deferred (SweepDeferred) and left to the next sweep:
-above that many terminal orders per window, some leave the window unchecked, and the metric says so.
+each), oldest first, ``workers`` at once, each provider's lookups paced below its read limit
+(:mod:`order_domain.pacing`; the figures: :mod:`order_domain.reconcile_sizing`, sized to the seeds' rate); it
+stops taking orders :data:`RESERVE_SECONDS` before its timeout. The rest are counted as deferred (SweepDeferred)
+and left to the next sweep: above that many terminal orders per window, some leave the window unchecked, and
+the metric says so.
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ from lambda_resilience.aws import error_code, from_item, to_item
 from order_domain import clock, intents, lease
 from order_domain.attention import SWEEPER, NeedsAttentionNotifier
 from order_domain.orders import OrderRepository
+from order_domain.pacing import Pacer, paced, run_bounded, sweep_budget
 from order_domain.ports import Carrier, PaymentProvider, RefundLookup
 from order_domain.reconcile import Reconciliation
 from order_domain.reconcile_reads import pending_reconciliation
+from order_domain.reconcile_sizing import CAPACITY
+from order_domain.reconcile_sizing import RESERVE_SECONDS as RESERVE_SECONDS
 from order_domain.saga_start import execution_name
 from order_domain.settle_poll import SettlementPoll
 from order_domain.status import TERMINAL, TRANSITIONS, OrderStatus
@@ -55,8 +61,6 @@ from order_domain.status import TERMINAL, TRANSITIONS, OrderStatus
 STATUS_INDEX = "by-status"
 NON_TERMINAL = tuple(s for s in OrderStatus if s not in TERMINAL)
 RECONCILED = (OrderStatus.COMPLETED, OrderStatus.COMPENSATED)
-#: Stop taking new orders when less than this much of the invocation is left (the rest: next sweep).
-RESERVE_SECONDS = 10.0
 #: The sweeper's lease on an order it finishes or parks (order_domain.lease): longer than its own
 #: provider lookups and writes for one order, shorter than a sweep interval (5 minutes).
 LEASE_HOLDER, LEASE_SECONDS = "sweeper", 120
@@ -141,28 +145,41 @@ class Sweeper(Reconciliation):
         state_machine_arn: str,
         stuck_after_seconds: int,
         reconcile_window_seconds: int,
-        reconcile_max_orders: int = 200,
+        reconcile_max_orders: int = CAPACITY.reconcile_per_sweep,
         logger: Any,
         stepfunctions: Any,
+        reads_per_second: float = CAPACITY.reads_per_second,
+        workers: int = 1,
     ) -> None:
         """``stepfunctions``: the Step Functions client (ListExecutions); the orders table is read
-        and written with the repository's client."""
+        and written with the repository's client. ``reads_per_second``: each provider's lookups (the payment
+        provider's charges and refunds together) are paced at this rate; ``workers``: orders reconciled at once
+        (the wiring gives HTTPS providers ``CAPACITY.workers``)."""
         self.orders = orders
         self.notifier = notifier
+        refunds = payments if isinstance(payments, RefundLookup) else None
+        self.pacers = (Pacer(reads_per_second), Pacer(reads_per_second))  # (payment provider, carrier)
+        payments, carrier = paced(payments, self.pacers[0]), paced(carrier, self.pacers[1])
+        refunds = None if refunds is None else paced(refunds, self.pacers[0])
         self.payments = payments
         self.carrier = carrier
+        self.workers = workers
         self.state_machine_arn = state_machine_arn
         self.stuck_after_seconds = stuck_after_seconds
         self.reconcile_window_seconds = reconcile_window_seconds
         self.reconcile_max_orders = reconcile_max_orders
         self.logger = logger
         self.stepfunctions = stepfunctions
-        refunds = payments if isinstance(payments, RefundLookup) else None
         self.settle = SettlementPoll(orders, notifier, refunds, logger=logger)
 
     def sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
         """One sweep. ``scope(correlation_id)`` is a context manager putting an order's correlation
-        ID on the log lines; ``seconds_left()`` is the invocation's remaining time."""
+        ID on the log lines; ``seconds_left()`` is the invocation's remaining time (also the HTTPS lookups'
+        retry budget: :func:`order_domain.pacing.sweep_seconds_left`)."""
+        with sweep_budget(seconds_left):
+            return self._sweep(scope, seconds_left)
+
+    def _sweep(self, scope: Callable[[str | None], Any], seconds_left: Callable[[], float]) -> SweepResult:
         result = SweepResult()
         now = clock.now()
         stuck = find_stuck(self.orders.table_name, self.stuck_after_seconds, now, client=self.orders.client)
@@ -178,9 +195,13 @@ class Sweeper(Reconciliation):
         pending = pending_reconciliation(
             self.orders.client, self.orders.table_name, [o["order_id"] for o in recent], log=self.logger
         )
-        for seen in recent:
-            if seen["order_id"] in pending:
-                self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result))
+        todo = [seen for seen in recent if seen["order_id"] in pending]
+        result.deferred += [o["order_id"] for o in todo[self.reconcile_max_orders :]]  # the next sweep's
+        run_bounded(  # oldest first: the workers take the orders in this order
+            lambda seen: self._each(seen, result, scope, seconds_left, lambda s: self._reconcile(s, result)),
+            todo[: self.reconcile_max_orders],
+            self.workers,
+        )
         polled = self.settle.poll(seconds_left, now)
         result.settle_polled, result.settle_parked = polled.polled, polled.parked
         result.deferred += polled.deferred

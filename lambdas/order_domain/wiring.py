@@ -119,15 +119,24 @@ def throttle_backoff(settings: IntakeSettings) -> ThrottleBackoff | None:
 # -- providers --------------------------------------------------------------------------------------
 
 
-def _https(provider: HttpsProvider) -> HttpsJsonClient:
+def _https(provider: HttpsProvider, sweep_workers: int | None = None) -> HttpsJsonClient:
     """The HTTPS client of one provider API, its key read from the provider's secret (imported on use:
-    dev's sandbox wiring never loads it)."""
+    dev's sandbox wiring never loads it). ``sweep_workers``: None for a step's client (its retries budgeted on
+    the step's invocation); for the sweeper's, that many connections kept (one per order reconciled at once)
+    and retries budgeted on the sweep's remaining time (order_domain.pacing.sweep_seconds_left)."""
     from order_domain.https_providers import HttpsJsonClient, SecretApiKey
 
-    return HttpsJsonClient(provider.url, SecretApiKey(provider.secret_arn, client=client("secretsmanager")))
+    key = SecretApiKey(provider.secret_arn, client=client("secretsmanager"))
+    if sweep_workers is None:
+        return HttpsJsonClient(provider.url, key)
+    from order_domain.pacing import sweep_seconds_left
+
+    return HttpsJsonClient(provider.url, key, pool_size=sweep_workers, seconds_left=sweep_seconds_left)
 
 
-def payment_provider(settings: PaymentStepSettings | SweeperSettings) -> PaymentProvider:
+def payment_provider(
+    settings: PaymentStepSettings | SweeperSettings, sweep_workers: int | None = None
+) -> PaymentProvider:
     """The HTTPS adapter when ``PAYMENT_API_URL`` is set (prod always), else the provider function."""
     from order_domain.settings.providers import HttpsProvider
 
@@ -135,13 +144,13 @@ def payment_provider(settings: PaymentStepSettings | SweeperSettings) -> Payment
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsPaymentProvider
 
-        return HttpsPaymentProvider(_https(target))
+        return HttpsPaymentProvider(_https(target, sweep_workers))
     from order_domain.providers import LambdaPaymentProvider
 
     return LambdaPaymentProvider(target.function_name, client=client("lambda"))
 
 
-def carrier(settings: ShippingStepSettings | SweeperSettings) -> Carrier:
+def carrier(settings: ShippingStepSettings | SweeperSettings, sweep_workers: int | None = None) -> Carrier:
     """The HTTPS adapter when ``CARRIER_API_URL`` is set (prod always), else the carrier function."""
     from order_domain.settings.providers import HttpsProvider
 
@@ -149,7 +158,7 @@ def carrier(settings: ShippingStepSettings | SweeperSettings) -> Carrier:
     if isinstance(target, HttpsProvider):
         from order_domain.https_providers import HttpsCarrier
 
-        return HttpsCarrier(_https(target))
+        return HttpsCarrier(_https(target, sweep_workers))
     from order_domain.providers import LambdaCarrier
 
     return LambdaCarrier(target.function_name, client=client("lambda"))
@@ -213,19 +222,27 @@ def finalize_action(settings: FinalizeSettings) -> Action:
 
 def sweeper_service(settings: SweeperSettings, logger: Any) -> Sweeper:
     from order_domain.attention import NeedsAttentionNotifier
+    from order_domain.reconcile_sizing import CAPACITY
+    from order_domain.settings.providers import HttpsProvider
     from order_domain.sweeper import Sweeper
 
+    # Orders at once against HTTPS APIs; an in-account provider function (dev's sandbox) would take the
+    # account's Lambda concurrency: one at a time.
+    # Each worker keeps its connection to each provider (more at once than the pool holds: a new TLS handshake each).
+    https = isinstance(settings.payment, HttpsProvider) and isinstance(settings.carrier, HttpsProvider)
+    workers = CAPACITY.workers if https else 1
     return Sweeper(
         orders(settings.orders_table),
         NeedsAttentionNotifier(settings.needs_attention_queue_url, client=client("sqs")),
-        payment_provider(settings),
-        carrier(settings),
+        payment_provider(settings, sweep_workers=workers),
+        carrier(settings, sweep_workers=workers),
         state_machine_arn=settings.state_machine_arn,
         stuck_after_seconds=settings.stuck_after_seconds,
         reconcile_window_seconds=settings.reconcile_window_seconds,
         reconcile_max_orders=settings.reconcile_max_orders,
         logger=logger,
         stepfunctions=client("stepfunctions"),
+        workers=workers,
     )
 
 

@@ -20,6 +20,7 @@ import order_domain.env as env
 from constructs_lib.alarms import first_occurrence_alarm
 from constructs_lib.dashboard import DashboardGraph
 from constructs_lib.logical_ids import TransparentScope, keep_rule_permission_id
+from order_domain.reconcile_sizing import RECONCILE_WINDOW_SECONDS, SWEEP_SECONDS, SWEEPER_TIMEOUT_SECONDS
 from stacks.order_constructs.data import BY_STATUS_INDEX, UNSETTLED_INDEX
 from stacks.order_constructs.functions import OrderFunctionDefaults
 from stacks.order_constructs.grants import DDB_ORDER_STEP, grant_index_query, grant_items, grant_queue
@@ -34,14 +35,15 @@ PARKED_ORDERS_METRIC = "ParkedOrders"
 #: Orders a sweep had no time or capacity for (left to the next sweep): a ticket, before they leave the window.
 SWEEP_DEFERRED_METRIC = "SweepDeferred"
 #: The sweeper reconciles orders that became terminal this recently (three 5-minute sweeps).
-SWEEP_RECONCILE_WINDOW_SECONDS = 900
+SWEEP_RECONCILE_WINDOW_SECONDS = RECONCILE_WINDOW_SECONDS
 #: SweepDeferred tickets when every sweep of this many heartbeat windows (two sweeps each) deferred orders: three
 #: windows, 30 minutes, two reconcile windows. M out of N with M = N: a missing window (a fresh deploy) is no breach.
 SWEEP_DEFERRED_WINDOWS = 3
-#: A sweep makes provider lookups per order; it stops taking orders 10 s before this and leaves
-#: the rest to the next sweep (every 5 minutes).
-SWEEPER_TIMEOUT = Duration.minutes(2)
-SWEEP_RATE = Duration.minutes(5)
+#: A sweep makes provider lookups per order, paced below the provider's read limit; it stops taking orders
+#: order_domain.reconcile_sizing.RESERVE_SECONDS before this timeout, which ends before the next sweep starts
+#: (every 5 minutes: two sweeps never check one attempt at once), and leaves the rest to the next sweep.
+SWEEPER_TIMEOUT = Duration.seconds(SWEEPER_TIMEOUT_SECONDS)
+SWEEP_RATE = Duration.seconds(SWEEP_SECONDS)
 
 
 #: The heartbeat and parked-orders alarms' period: two sweeps, so every aligned period holds a run
@@ -167,7 +169,9 @@ class StuckOrderSweeper(TransparentScope):
         One deferral is no incident: the next sweep takes the oldest first, and a burst (``make chaos``'s first
         drain: 2, 27, 257, 164, then 0; or 40 at the first sweep after a deploy) is caught up within a reconcile
         window; ``Maximum`` > 0 ticketed it, a notification nobody acts on. Deferral that outlasts two windows is
-        the capacity problem the runbook is for, ticketed once for as long as it lasts. A stopped sweeper
+        the capacity problem the runbook is for, ticketed once for as long as it lasts: the capacity covers twice
+        the seeds' average rate (order_domain.reconcile_sizing), so a peak such as the seeds' Black Friday raises it
+        (expected: its orders are settled by the webhooks), as do slow lookups or a lasting rise. A stopped sweeper
         publishes nothing (missing, not breaching): that is the heartbeat's page."""
         window = props.heartbeat_window
         metric = _sweeper_metric(props.functions.metrics_namespace, SWEEP_DEFERRED_METRIC, "Minimum", period=window)
@@ -176,8 +180,9 @@ class StuckOrderSweeper(TransparentScope):
             "SweepDeferredAlarm",
             metric,
             f"every sweep of the last {int(window.to_minutes()) * SWEEP_DEFERRED_WINDOWS} minutes left orders to a "
-            "later sweep (no time or reconciliation capacity left): terminal orders leave the reconcile window "
-            "unchecked and unsettled effects are polled late",
+            "later sweep (no time or reconciliation capacity left: above twice the average order rate it is sized "
+            "for, a peak, or slow provider lookups): terminal orders leave the reconcile window unchecked and "
+            "unsettled effects are polled late",
             props.functions.alarm_topic,
         )
         cfn = alarm.node.default_child

@@ -277,3 +277,70 @@ def test_https_retry_after_within_the_remaining_time_is_honoured() -> None:
         assert len(seen) == 2 and seen[1] - seen[0] >= 0.9
     finally:
         server.shutdown()
+
+
+def test_https_sweeper_reconciles_orders_at_once_each_lookup_under_its_orders_correlation_id(
+    load, https_env, order_factory, seed_order, ledger: LedgerView, lambda_context, logs: LogCapture, monkeypatch
+):
+    """Against HTTPS providers the sweeper reconciles ``CAPACITY.workers`` orders at once
+    (order_domain.reconcile_sizing): every order checked, each lookup sent under its own order's correlation ID
+    (the ``X-Correlation-Id`` the client sets), whichever thread sends it."""
+    import inspect
+
+    from lambda_resilience.correlation import current_correlation_id
+    from order_domain.reconcile_sizing import CAPACITY
+
+    sent: list[tuple[str, str | None, str]] = []
+    send = HttpsJsonClient._send
+
+    def recorded(self, method, path, *args, **kwargs):
+        sent.append((path, current_correlation_id(), threading.current_thread().name))
+        return send(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(HttpsJsonClient, "_send", recorded)
+    sweeper = load("sweeper", **https_env)
+    service = inspect.unwrap(sweeper).__globals__["sweeper"]
+    assert service.workers == CAPACITY.workers > 1
+    for provider in (service.payments, service.carrier):  # a connection kept for each worker
+        assert provider.http.pool.connection_pool_kw["maxsize"] == CAPACITY.workers
+    orders = [order_factory() for _ in range(6)]
+    for order in orders:
+        seed_order(order, OrderStatus.COMPLETED, correlation_id=f"cid-{order['order_id']}")
+
+    result = sweeper({}, lambda_context)
+
+    assert result["reconciled"] == sorted(o["order_id"] for o in orders) and result["errors"] == []
+    assert len({thread for _, _, thread in sent}) > 1
+    for order in orders:
+        (lookup,) = ledger.requests("payment", _key(order, "charge-payment"))
+        assert lookup["action"] == "get"
+        mine = [cid for path, cid, _ in sent if order["order_id"] in path]
+        assert mine == [f"cid-{order['order_id']}"] * 2  # the charge and the shipment lookup
+
+
+def test_https_sweeper_lookups_retry_only_within_the_sweeps_remaining_time(
+    load, https_env, order_factory, seed_order, lambda_context, logs: LogCapture, monkeypatch
+):
+    """The sweeper is no idempotent step (no invocation registered for the client's retry budget): its clients
+    read the sweep's own remaining time, in every worker thread, so a retry or a ``Retry-After`` that does not fit
+    ends the lookup at once (transient, the next sweep) instead of running the sweep past its timeout."""
+    import inspect
+
+    budgets: list[float | None] = []
+    send = HttpsJsonClient._send
+
+    def recorded(self, method, path, *args, **kwargs):
+        budgets.append(self.seconds_left())
+        return send(self, method, path, *args, **kwargs)
+
+    monkeypatch.setattr(HttpsJsonClient, "_send", recorded)
+    sweeper = load("sweeper", **https_env)
+    service = inspect.unwrap(sweeper).__globals__["sweeper"]
+    for order in [order_factory() for _ in range(4)]:
+        seed_order(order, OrderStatus.COMPLETED)
+
+    sweeper({}, lambda_context)
+
+    assert len(budgets) == 8
+    assert all(b is not None and 0 < b <= 300 for b in budgets)
+    assert service.payments.http.seconds_left() is None  # outside a sweep: no budget known

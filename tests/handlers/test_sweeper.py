@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import threading
 import time
 
 import pytest
 
 import lambda_resilience.aws as aws_clients
+from lambda_resilience.testing import FakeLambdaContext
 from order_domain.model import order_total_cents
+from order_domain.reconcile_sizing import CAPACITY
 from order_domain.status import OrderStatus
-from order_domain.sweeper import find_stuck
+from order_domain.sweeper import RESERVE_SECONDS, find_stuck
 
 from .conftest import CARRIER_FUNCTION, PAYMENT_FUNCTION, FakeLambdaClient, LogCapture, NeedsAttentionQueue, Tables
 
@@ -457,3 +461,91 @@ def test_sweeper_publishes_heartbeat_and_parked_orders_gauge(sweeper, seed_aged,
     assert _values(blob["SweeperRuns"]) == [1]
     assert _values(blob["ParkedOrders"]) == [2]
     assert blob["service"] == "sweeper"
+
+
+def _service(handler):
+    """The sweeper service the loaded handler module built at its cold start."""
+    return inspect.unwrap(handler).__globals__["sweeper"]
+
+
+def _seed_completed(order_factory, seed_order, tables: Tables, ages: list[int]) -> list[str]:
+    """COMPLETED orders that ended ``ages`` seconds ago, in that order."""
+    now, seeded = time.time(), []
+    for age in ages:
+        order = order_factory()
+        seed_order(order, OrderStatus.COMPLETED)
+        _set_updated_at(tables, order["order_id"], _iso(now - age))
+        seeded.append(order["order_id"])
+    return seeded
+
+
+def test_sweeper_reconciles_the_sized_capacity_paced_below_the_read_limit(
+    sweeper, order_factory, seed_order, tables: Tables, providers: FakeLambdaClient, lambda_context, logs
+):
+    """The deployed figures: ``CAPACITY.reconcile_per_sweep`` orders a sweep (order_domain.reconcile_sizing),
+    each provider's lookups taking a token of its own pacer at ``CAPACITY.reads_per_second``."""
+    service = _service(sweeper)
+    assert service.reconcile_max_orders == CAPACITY.reconcile_per_sweep
+    payment_pacer, carrier_pacer = service.pacers
+    assert payment_pacer.rate == carrier_pacer.rate == CAPACITY.reads_per_second
+    _seed_completed(order_factory, seed_order, tables, [60, 120, 180])
+
+    result = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert len(result["reconciled"]) == 3
+    assert payment_pacer.taken == carrier_pacer.taken == 3  # every lookup paced, one per order at each provider
+    assert len(providers.calls) == 6
+
+
+def test_sweeper_reconciles_orders_a_few_at_once_with_the_one_at_a_time_result(
+    sweeper, order_factory, seed_order, tables: Tables, providers: FakeLambdaClient, lambda_context, logs
+):
+    """Against HTTPS providers the sweeper reconciles ``CAPACITY.workers`` orders at once; the result is the
+    one-at-a-time result, every attempt checked once."""
+    _service(sweeper).workers = 4
+    threads: set[str] = set()
+    invoke = providers.invoke
+
+    def recorded(**kwargs):
+        threads.add(threading.current_thread().name)
+        return invoke(**kwargs)
+
+    providers.invoke = recorded  # type: ignore[method-assign]
+    seeded = _seed_completed(order_factory, seed_order, tables, [60 + n for n in range(9)])
+
+    first = sweeper(SCHEDULED_EVENT, lambda_context)
+    lookups = len(providers.calls)
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["reconciled"] == sorted(seeded) and first["deferred"] == [] and first["errors"] == []
+    assert lookups == 2 * 9 and len(threads) > 1
+    assert second["reconciled"] == [] and len(providers.calls) == lookups  # each attempt checked once
+    assert logs.metric_total("SweepDeferred") == 0
+
+
+def test_sweeper_stops_before_its_timeout_and_leaves_the_rest_to_the_next_oldest_first(
+    sweeper, order_factory, seed_order, tables: Tables, providers: FakeLambdaClient, lambda_context, logs
+):
+    """Each lookup takes a second of the invocation: a sweep that starts with its reserve plus 5 s takes three
+    orders (the oldest), the last of them with its reserve still ahead, defers the two newest, and ends with time
+    left; the next sweep checks those two, and nothing twice."""
+    clock = [0.0]
+    invoke = providers.invoke
+
+    def one_second_each(**kwargs):
+        clock[0] += 1.0
+        return invoke(**kwargs)
+
+    providers.invoke = one_second_each  # type: ignore[method-assign]
+    seeded = _seed_completed(order_factory, seed_order, tables, [300, 250, 200, 150, 100])
+    short = FakeLambdaContext(timeout_seconds=RESERVE_SECONDS + 5, clock=lambda: clock[0])
+
+    first = sweeper(SCHEDULED_EVENT, short)
+    left = short.get_remaining_time_in_millis() / 1000
+    second = sweeper(SCHEDULED_EVENT, lambda_context)
+
+    assert first["reconciled"] == sorted(seeded[:3]) and first["deferred"] == sorted(seeded[3:])
+    assert left > 0
+    assert second["reconciled"] == sorted(seeded[3:]) and second["deferred"] == []
+    assert len(providers.calls) == 2 * 5  # each attempt checked once
+    assert logs.metric_total("SweepDeferred") == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from order_domain.reconcile_sizing import CAPACITY, RECONCILE_WINDOW_SECONDS
 from order_domain.settings.providers import Provider
 
 
@@ -18,6 +19,7 @@ class SweeperSettings(NamedTuple):
     stuck_after_seconds: int = 1800
     #: The sweeper reconciles orders that became COMPLETED or COMPENSATED this recently (three
     #: 5-minute sweeps: a failed sweep or two still leaves each order checked once).
-    reconcile_window_seconds: int = 900
-    #: ... at most this many per sweep (two provider lookups each), the oldest first.
-    reconcile_max_orders: int = 200
+    reconcile_window_seconds: int = RECONCILE_WINDOW_SECONDS
+    #: ... at most this many per sweep (two provider lookups each), the oldest first: twice the seeds' average
+    #: rate (order_domain.reconcile_sizing).
+    reconcile_max_orders: int = CAPACITY.reconcile_per_sweep
