@@ -329,6 +329,18 @@ def load(pipeline_env: dict[str, str], logs: LogCapture) -> Callable[..., Handle
     return _load
 
 
+@pytest.fixture
+def charge(load: Callable[..., Handler], providers: Any) -> Handler:
+    """ChargePayment's handler, cold-started against the in-process providers."""
+    return load("charge_payment")
+
+
+@pytest.fixture
+def refund(load: Callable[..., Handler], providers: Any) -> Handler:
+    """RefundPayment's handler, cold-started against the in-process providers."""
+    return load("refund_payment")
+
+
 @dataclass
 class FakeLambdaClient:
     """Stands in for ``boto3.client("lambda")``: ``invoke`` runs a loaded handler in-process.

@@ -16,16 +16,6 @@ from .conftest import LogCapture
 COUNTS = (DEPENDENCY_FAILURES_METRIC, FIRST_CALLS_METRIC, FIRST_CALL_FAILURES_METRIC)
 
 
-@pytest.fixture
-def charge(load, providers):
-    return load("charge_payment")
-
-
-@pytest.fixture
-def refund(load, providers):
-    return load("refund_payment")
-
-
 def _totals(logs: LogCapture) -> dict[str, float]:
     return {name: logs.metric_total(name) for name in COUNTS}
 

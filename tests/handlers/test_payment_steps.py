@@ -19,16 +19,6 @@ from tests.handlers.conftest import present
 from .conftest import PAYMENT_FUNCTION, FakeLambdaClient, IdempotencyView, LedgerView, LogCapture
 
 
-@pytest.fixture
-def charge(load, providers):
-    return load("charge_payment")
-
-
-@pytest.fixture
-def refund(load, providers):
-    return load("refund_payment")
-
-
 def _key(order: dict, operation: str) -> str:
     return f"{order['order_id']}#{operation}#attempt-1"
 

@@ -18,16 +18,6 @@ from order_domain.status import OrderStatus
 from .conftest import PAYMENT_FUNCTION, FakeLambdaClient, IdempotencyView, LedgerView, LogCapture, present
 
 
-@pytest.fixture
-def charge(load, providers):
-    return load("charge_payment")
-
-
-@pytest.fixture
-def refund(load, providers):
-    return load("refund_payment")
-
-
 def _key(order: dict, operation: str) -> str:
     return f"{order['order_id']}#{operation}#attempt-1"
 

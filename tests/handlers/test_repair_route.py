@@ -20,11 +20,6 @@ REFUND_ERROR = {"Error": "TransientStepError", "Cause": "ProviderUnavailable: pr
 
 
 @pytest.fixture
-def refund(load, providers):
-    return load("refund_payment")
-
-
-@pytest.fixture
 def release(load):
     return load("release_inventory")
 
