@@ -23,9 +23,8 @@ MAX_REPAIRS = 1000
 REASON = "local run: the on-call redrives a parked order after the run's faults (runbook needs-attention)"
 
 
-def _lost(run: Any) -> dict[str, Any]:
-    """The valid orders lost now, by cause (no pages: the counts only)."""
-    _, details = run.order_summary()
+def _lost(run: Any, details: list[dict[str, Any]]) -> dict[str, Any]:
+    """The valid orders lost in ``details`` (the run's order summary), by cause (no pages: the counts only)."""
     section = lost_sales(run.submitted, details, execution_histories(run.state_machine_arn), pages=[])
     return {k: section[k] for k in ("lost", "infrastructure", "operator")}
 
@@ -44,7 +43,7 @@ def repair_parked(run: Any) -> dict[str, Any]:
     from ops.orders_list import orders_by_status
     from ops.repair import RepairRefused, repair
 
-    before = _lost(run)
+    before = _lost(run, run.order_summary()[1])
     target = run.target()
     parked = orders_by_status(target, "NEEDS_ATTENTION", max_items=MAX_REPAIRS, now=run.clock.now())
     redriven: list[str] = []
@@ -57,7 +56,7 @@ def repair_parked(run: Any) -> dict[str, Any]:
             continue
         redriven.append(str(order["order_id"]))
     run.drain()
-    _, details = run.order_summary()
+    details = run.order_summary()[1]  # one read of the orders after the repairs, for both figures below
     statuses = {d["order_id"]: d["status"] for d in details}
     outcomes = Counter(str(statuses.get(order_id)) for order_id in redriven)
     return {
@@ -67,7 +66,7 @@ def repair_parked(run: Any) -> dict[str, Any]:
         "redriven_ended": dict(outcomes),  # a redriven order the business refuses still compensates
         "refused": dict(refused),
         "lost_before": before,
-        "lost_after": _lost(run),
+        "lost_after": _lost(run, details),
     }
 
 

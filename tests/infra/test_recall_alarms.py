@@ -21,14 +21,27 @@ def _functions(stack: Stack, n: int) -> tuple[tuple[lambda_.IFunction, str], ...
     return tuple((lambda_.Function.from_function_name(stack, f"F{i}", f"fn-{i}"), f"service-{i}") for i in range(n))
 
 
-def test_transient_share_alarm_pages_on_a_share_of_invocations() -> None:
-    stack = Stack(App(), "Outage")
-    topic = sns.Topic(stack, "Topic")
-    props = TransientShareAlarmProps(
-        functions=_functions(stack, 2), namespace="App", alarm_topic=topic, description="provider down"
+def _props(stack: Stack, n: int = 1, **options: Any) -> TransientShareAlarmProps:
+    """Props over ``n`` functions of ``stack`` (namespace ``App``, a new topic), with ``options`` on top."""
+    return TransientShareAlarmProps(
+        functions=_functions(stack, n),
+        namespace="App",
+        alarm_topic=sns.Topic(stack, "Topic"),
+        description="provider down",
+        **options,
     )
+
+
+def _alarm(stack: Stack, props: TransientShareAlarmProps) -> dict[str, Any]:
+    """The one alarm a :class:`TransientShareAlarm` of ``props`` synthesizes."""
     TransientShareAlarm(stack, "Outage", props=props)
     (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    return dict(alarm)
+
+
+def test_transient_share_alarm_pages_on_a_share_of_invocations() -> None:
+    stack = Stack(App(), "Outage")
+    alarm = _alarm(stack, _props(stack, 2))
     p = alarm["Properties"]
     (expression,) = [m["Expression"] for m in p["Metrics"] if "Expression" in m]
     assert expression == "(FILL(failed0, 0) + FILL(failed1, 0)) - 0.5 * (FILL(invoked0, 0) + FILL(invoked1, 0))"
@@ -47,15 +60,7 @@ def test_transient_share_alarm_reads_the_failure_metric_it_is_given() -> None:
     """``failures_metric``: an application whose steps count their dependency's failures apart (the middleware's
     ``DependencyFailures``) has the alarm read those; the invocations and the expression stay as they are."""
     stack = Stack(App(), "Outage")
-    props = TransientShareAlarmProps(
-        functions=_functions(stack, 2),
-        namespace="App",
-        alarm_topic=sns.Topic(stack, "Topic"),
-        description="provider down",
-        failures_metric="DependencyFailures",
-    )
-    TransientShareAlarm(stack, "Outage", props=props)
-    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    alarm = _alarm(stack, _props(stack, 2, failures_metric="DependencyFailures"))
     metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
     assert {(m["Namespace"], m["MetricName"]) for i, m in metrics.items() if i.startswith("failed")} == {
         ("App", "DependencyFailures")
@@ -86,17 +91,10 @@ def test_transient_share_alarm_counts_the_calls_metric_it_is_given() -> None:
     """``calls_metric``: the failures as a share of the functions' own count of operations (the middleware's
     first calls), per service, instead of their invocations; still two metrics per function (10 at most)."""
     stack = Stack(App(), "Outage")
-    props = TransientShareAlarmProps(
-        functions=_functions(stack, 5),
-        namespace="App",
-        alarm_topic=sns.Topic(stack, "Topic"),
-        description="provider down",
-        failures_metric="DependencyFirstCallFailures",
-        calls_metric="DependencyFirstCalls",
-        floor=2,
+    props = _props(
+        stack, 5, failures_metric="DependencyFirstCallFailures", calls_metric="DependencyFirstCalls", floor=2
     )
-    TransientShareAlarm(stack, "Outage", props=props)
-    (alarm,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    alarm = _alarm(stack, props)
     metrics = {m["Id"]: m["MetricStat"]["Metric"] for m in alarm["Properties"]["Metrics"] if "MetricStat" in m}
     assert len(metrics) == 10 and alarm["Properties"]["Threshold"] == 2
     called = {i: m for i, m in metrics.items() if i.startswith("invoked")}
@@ -111,13 +109,7 @@ def test_transient_share_alarm_props_reject_an_empty_metric_name(metric: str) ->
     stack = Stack(App(), "Bad")
     empty: dict[str, Any] = {metric: ""}
     with pytest.raises(ValueError, match=metric):
-        TransientShareAlarmProps(
-            functions=_functions(stack, 1),
-            namespace="App",
-            alarm_topic=sns.Topic(stack, "Topic"),
-            description="d",
-            **empty,
-        )
+        _props(stack, 1, **empty)
 
 
 def test_provider_outage_alarms_count_the_providers_failed_operations(dev: SynthResult, prod: SynthResult) -> None:
@@ -147,13 +139,7 @@ def test_transient_share_alarm_props_reject_clear_after_periods_beyond_what_clou
     """At least one period, and at most a day of them (PutMetricAlarm: EvaluationPeriods x Period <= 86,400 s)."""
     stack = Stack(App(), "Outage")
     with pytest.raises(ValueError, match="clear_after_periods"):
-        TransientShareAlarmProps(
-            functions=_functions(stack, 1),
-            namespace="App",
-            alarm_topic=sns.Topic(stack, "Topic"),
-            description="d",
-            clear_after_periods=periods,
-        )
+        _props(stack, 1, clear_after_periods=periods)
 
 
 @pytest.mark.parametrize(
@@ -163,14 +149,7 @@ def test_transient_share_alarm_props_reject_clear_after_periods_beyond_what_clou
 def test_transient_share_alarm_props_reject_bad_values(n: int, share: float, floor: int) -> None:
     stack = Stack(App(), "Bad")
     with pytest.raises(ValueError):
-        TransientShareAlarmProps(
-            functions=_functions(stack, n),
-            namespace="App",
-            alarm_topic=sns.Topic(stack, "Topic"),
-            description="d",
-            share=share,
-            floor=floor,
-        )
+        _props(stack, n, share=share, floor=floor)
 
 
 def test_recall_alarms_of_the_pipeline(dev: SynthResult) -> None:
