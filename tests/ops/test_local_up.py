@@ -17,6 +17,7 @@ import pytest
 from harness.orders import OrderMix, make_orders
 from harness.synth import synthesize_once, xdist_run_root
 from harness.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
+from local_cloud.function_env import InvocationEnviron
 from local_cloud.template import CloudAssembly
 from ops.repair import RepairRefused, repair
 from ops.target import Target
@@ -78,6 +79,8 @@ def served(assembly: CloudAssembly) -> Iterator[Served]:
     assert not running.thread.is_alive(), "local up did not stop"
     assert running.error is None
     assert dict(os.environ) == environ  # endpoint, credentials and MOTO_PORT were this run's only
+    # Its invocations' overlay, seen through by the per-test patch guard while the server ran, is gone.
+    assert not isinstance(vars(os.environ)["_data"], InvocationEnviron)
 
 
 def _statuses(served: Served, order_ids: list[str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from local_cloud.clock import SimClock
 from local_cloud.lambda_runtime import LocalFunction
@@ -63,3 +64,32 @@ def test_function_environment_is_per_invocation_when_functions_run_at_once(tmp_p
     assert json.loads(hotel_result)["table"] == "hotels" and json.loads(hotel_result)["keys"] == ["TEAM_HOTEL"]
     assert json.loads(flight_result)["table"] == "flights" and json.loads(flight_result)["keys"] == ["TEAM_FLIGHT"]
     assert outside == [None]  # the test process never saw either function's environment
+
+
+def test_function_environment_running_across_a_patch_guard_is_no_leak() -> None:
+    """A served endpoint's background invocation may start before a test and end after it (``ops local up``
+    serves several tests): the overlay it installs is not a patch the test left behind; one left installed is."""
+    from local_cloud.function_env import function_environment
+    from local_cloud.patches import outlived, patched_now
+
+    started, finish = threading.Event(), threading.Event()
+
+    def background_invocation() -> None:
+        with function_environment({"TABLE_NAME": "background"}):
+            started.set()
+            finish.wait(timeout=5)
+
+    worker = threading.Thread(target=background_invocation)
+    before = patched_now()
+    worker.start()
+    assert started.wait(timeout=5)
+    assert outlived(before) == []  # installed while the block ran, still running after it
+    finish.set()
+    worker.join(timeout=5)
+    assert outlived(before) == []
+    leaked = mock.patch.object(os.environ, "_data", dict(vars(os.environ)["_data"]))
+    leaked.start()
+    try:
+        assert outlived(before) == ["os:environ._data"]
+    finally:
+        leaked.stop()

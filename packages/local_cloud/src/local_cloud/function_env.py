@@ -90,6 +90,12 @@ class InvocationEnviron(MutableMapping[Any, Any]):
         return sum(1 for _ in self)
 
 
+def process_storage(storage: Any) -> Any:
+    """The process's own ``os.environ`` storage beneath ``storage`` (itself unless it is the invocations' overlay):
+    what a patch guard compares, since a served endpoint's invocations run across tests (``ops local up``)."""
+    return storage.base if isinstance(storage, InvocationEnviron) else storage
+
+
 def _install() -> None:
     with _install_lock:
         if _active[0] == 0:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from local_cloud.function_env import process_storage
 from local_cloud.patch_types import Kind, Patch
 from local_cloud.patches_fidelity import FIDELITY_REGISTRY
 from local_cloud.patches_speed import SPEED_REGISTRY
@@ -102,13 +103,15 @@ def markdown_rows(patches: tuple[Patch, ...] = PATCHES) -> str:
 
 def patched_now() -> dict[str, Any]:
     """Every registered target's own attribute now (``module:attribute`` -> object), read without binding:
-    compared before and after a test, it shows a patch that outlived the test (tests' ``conftest.py``)."""
+    compared before and after a test, it shows a patch that outlived the test (tests' ``conftest.py``). The
+    invocations' ``os.environ`` overlay reads as the storage beneath it: it is installed while any invocation
+    runs, and a served endpoint's background invocations may run across a test's boundary."""
     now: dict[str, Any] = {}
     for patch in PATCHES:
         for module, attribute in targets(patch):
             owner_path, _, name = attribute.rpartition(".")
             owner = resolve(module, owner_path) if owner_path else importlib.import_module(module)
-            now[f"{module}:{attribute}"] = vars(owner).get(name)
+            now[f"{module}:{attribute}"] = process_storage(vars(owner).get(name))
     return now
 
 
