@@ -42,8 +42,13 @@ BUSINESS_ERRORS = (
     "PaymentIncomplete",
     "ShippingUnavailable",
     "InsufficientStock",
+    "InvalidOrder",
     "FaultMatrix.Route",
 )
+#: Another actor (a newer payment attempt, an operator's repair, the sweeper) moved the order under this execution,
+#: whose compensations then undo its own attempt only (decision 0028): that actor's act decides the order, and is
+#: judged as such. The fault matrix injects them on valid orders to reach the compensations (decision 0034).
+ANOTHER_ACTOR_ERRORS = ("StaleAttempt", "OrderMovedOn", "InvalidTransition")
 #: Page kinds (harness.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the saga's
 #: executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
 ANNOUNCING_KINDS = (
@@ -178,6 +183,8 @@ def _cause(error: str | None) -> str:
         return "unknown"
     if error in BUSINESS_ERRORS:
         return "business"
+    if error in ANOTHER_ACTOR_ERRORS:
+        return "another_actor"
     return "operator" if error in OPERATOR_ERRORS else "infrastructure"
 
 

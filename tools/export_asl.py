@@ -85,7 +85,8 @@ def _edge_label(errors: list[str]) -> str:
 
 def mermaid(definition: dict[str, Any]) -> str:
     """The definition's states and transitions as a Mermaid flowchart: ``Next`` and ``Default`` solid,
-    ``Catch`` dotted and labelled with its errors; Fail and Succeed states rounded. Retries are not drawn."""
+        ``Catch`` dotted and labelled with its errors (a named catch to where the state's ``States.ALL`` goes is drawn as
+    that one); Fail and Succeed states rounded. Retries are not drawn."""
     states: dict[str, Any] = definition["States"]
     lines = ["flowchart TD", f"    start((start)) --> {definition['StartAt']}"]
     for name, state in states.items():
@@ -100,7 +101,11 @@ def mermaid(definition: dict[str, Any]) -> str:
             lines.append(f"    {name} --> {choice['Next']}")
         if state.get("End"):
             lines.append(f"    {name} --> done((end))")
-        for catch in state.get("Catch", []):
+        catches = state.get("Catch", [])
+        wildcard = {c["Next"] for c in catches if c["ErrorEquals"] == ["States.ALL"]}
+        for catch in catches:  # a named catch going where the catch-all goes is the same route: drawn once
+            if catch["ErrorEquals"] != ["States.ALL"] and catch["Next"] in wildcard:
+                continue
             lines.append(f'    {name} -.->|"{_edge_label(catch["ErrorEquals"])}"| {catch["Next"]}')
     return "\n".join(lines) + "\n"
 

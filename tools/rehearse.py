@@ -6,7 +6,8 @@ of the template's Lambda runtime, holding only MiniStack and boto3, so the layer
 everything else, as on AWS), SQS event source mappings and Step Functions. Steps, each with a
 bounded wait: start MiniStack on 127.0.0.1 on a free port; ``npx cdk bootstrap``; ``npx cdk synth``
 (metric-math alarms rewritten, the resource types MiniStack's CloudFormation does not know set aside:
-:mod:`tools.rehearse_template`); ``npx cdk deploy OrderPipeline-dev --require-approval never`` (the
+:mod:`tools.rehearse_template`, the saga's forward catch-all routed to the compensations:
+:mod:`tools.rehearse_saga`); ``npx cdk deploy OrderPipeline-dev --require-approval never`` (the
 README's command; only the endpoint, the dummy credentials and the CLI's telemetry and notices, off,
 differ); the composite alarms set aside, created with PutCompositeAlarm; ``python -m ops smoke``; one
 incident, one notification (:mod:`tools.rehearse_incident`); stop the server, also on failure. Exit
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.rehearse_incident import check_one_notification, rule_children
+from tools.rehearse_saga import compensate_unknown_errors
 from tools.rehearse_template import create_composite_alarms, describe_set_aside, set_aside_unsupported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,12 +178,14 @@ def synth_for_ministack(env: dict[str, str], npx: list[str]) -> tuple[Path, floa
     path = out / f"{STACK}.template.json"
     template = json.loads(path.read_text())
     rewritten = single_metric_alarms(template)
+    routed = compensate_unknown_errors(template)
     try:
         aside = set_aside_unsupported(template)
     except ValueError as exc:
         raise StepFailed(f"cdk synth: {exc}") from None
     path.write_text(json.dumps(template, indent=1))
     print(f"rehearse: {len(rewritten)} metric-math alarms deployed as single-metric alarms (MiniStack)", flush=True)
+    print(f"rehearse: States.ALL of {', '.join(routed)} routed to their compensations (MiniStack)", flush=True)
     for line in describe_set_aside(aside):
         print(f"rehearse: not deployed through CloudFormation (MiniStack): {line}", flush=True)
     return out, elapsed, aside

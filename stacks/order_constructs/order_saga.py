@@ -35,6 +35,18 @@ from constructs_lib.generic_saga import (
 from constructs_lib.monitoring import Monitoring
 from lambda_resilience.tracing import EXECUTION_INPUT  # the payload field the step handlers read the input by
 from stacks.order_constructs.grants import KMS_FOR_DDB_WRITE
+from stacks.order_constructs.saga_errors import (
+    COMPENSATE_ON,
+    COMPENSATION_REQUESTED,
+    CONDITION_FAILED,
+    DEFAULT_REFUSED_INPUT_ERRORS,
+    DEFAULT_TRANSIENT_ERRORS,
+    EFFECT_DONE,
+    ORDER_PARKED,
+    PARK_ERROR_PATH,
+    SHIPMENT_NOT_CANCELLABLE,
+    SHIPPING_UNAVAILABLE,
+)
 from stacks.order_constructs.saga_integrations import last_resort, status_write
 from stacks.order_constructs.saga_retries import (
     OUTAGE_ERRORS,
@@ -51,50 +63,6 @@ __all__ = [
     "OrderSagaProps",
     "RetryPolicy",
 ]
-
-#: Errors worth retrying on forward steps: Lambda service faults and our transient class. Step handlers
-#: re-raise every transient failure as ``TransientStepError`` (lambda_resilience/exceptions.py).
-DEFAULT_TRANSIENT_ERRORS: tuple[str, ...] = (
-    "TransientStepError",
-    "UnknownStepError",  # unexpected (a bug?): retried like transient, then compensated
-    "Lambda.ServiceException",
-    "Lambda.AWSLambdaException",
-    "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
-    "Lambda.ClientExecutionTimeoutException",
-    "Sandbox.Timedout",  # the function timed out (or was killed): its idempotency record lets the retry resume
-)
-
-#: Errors meaning "this execution's input refers to nothing we can act on" (an unknown order, a
-#: malformed input, a replaced payment attempt): raised by ReserveInventory before any side
-#: effect, so the execution fails at once with nothing to compensate.
-DEFAULT_REFUSED_INPUT_ERRORS: tuple[str, ...] = ("UnknownOrder", "InvalidStepInput", "StaleAttempt")
-
-#: Raised by ReserveInventory (before anything else) for an input with ``"compensate": true``: an
-#: operator's repair (``ops repair --action compensate``) goes straight to the compensations.
-COMPENSATION_REQUESTED = "CompensationRequested"
-
-#: Raised by any step on a parked order nobody asked it to act on (a Redrive): fails at once (decision 0029).
-ORDER_PARKED = "OrderParked"
-
-#: The error of a conditional outcome write whose condition does not hold: the order already has
-#: that outcome (a repeat), is past it, or a newer payment attempt owns it. Nothing is overwritten.
-CONDITION_FAILED = "DynamoDB.ConditionalCheckFailedException"
-
-#: The one path every route to the park writes its error to, and the park (and the last resort) reads:
-#: a compensation's error, an outcome write's error, or ShipmentNotCancellable.
-PARK_ERROR_PATH = "$.compensation_error"
-
-#: Raised by CancelShipment when the carrier refuses to cancel a parcel (already handed over): the
-#: saga parks at once, without refunding or releasing (never refund a parcel that ships).
-SHIPMENT_NOT_CANCELLABLE = "ShipmentNotCancellable"
-
-#: Raised by ShipOrder when the carrier rejected the shipment: nothing shipped, CancelShipment is skipped.
-SHIPPING_UNAVAILABLE = "ShippingUnavailable"
-
-#: Raised by ShipOrder / the last compensation when their effect is done but their own outcome write
-#: failed (lambda_resilience.exceptions): MarkCompleted / MarkCompensated record it, nothing is undone.
-EFFECT_DONE = "EffectDoneOutcomeNotWritten"
 
 
 @dataclass(frozen=True)
@@ -263,6 +231,7 @@ class OrderSaga(Saga):
                 # Any transient or unknown error past its retriers parks a valid order for a person, never
                 # compensates it: only a business outcome or an operator's request undoes an order (0005, 0032).
                 park_on=retry_on,
+                park_unknown_errors=True,  # an error nobody named is no business decision either (0034)
                 retry_on=retry_on,
                 refused_input_errors=props.refused_input_errors,
                 compensate_all_on=(COMPENSATION_REQUESTED,),
@@ -330,6 +299,7 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
             compensation_name="ReleaseInventory",
             result_path="$.reservation",
             compensation_result_path="$.release",
+            compensate_on=COMPENSATE_ON["ReserveInventory"],
         ),
         SagaStep(
             "ChargePayment",
@@ -339,6 +309,7 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
             result_path="$.payment",
             compensation_result_path="$.refund",
             skip_compensation_on=("PaymentDeclined",),  # declined: no money moved
+            compensate_on=COMPENSATE_ON["ChargePayment"],
         ),
         SagaStep(
             "ShipOrder",
@@ -348,6 +319,7 @@ def _steps(props: OrderSagaProps, retry_on: list[str]) -> list[SagaStep]:
             result_path="$.shipment",
             compensation_result_path="$.cancellation",
             skip_compensation_on=(SHIPPING_UNAVAILABLE,),  # the carrier rejected it: nothing shipped
+            compensate_on=COMPENSATE_ON["ShipOrder"],
             park_at_once_on=(SHIPMENT_NOT_CANCELLABLE,),  # never refund a parcel that ships
             # A cancel that keeps failing leaves the parcel possibly shipping: park, no refund.
             park_when_compensation_fails=True,

@@ -246,3 +246,20 @@ def test_lost_sales_spike_prints_its_lost_sales_line(monkeypatch: Any, capsys: A
     assert main(["local", "spike", "--json", "--check", "--no-plot"]) == 1
     err = capsys.readouterr().err
     assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in err
+
+
+def test_lost_sales_another_actors_move_is_that_actors_call_not_a_loss_of_ours() -> None:
+    """``StaleAttempt``, ``OrderMovedOn``, ``InvalidTransition``: another actor (a newer attempt, an operator, the
+    sweeper) moved the order under this execution, whose compensations then undo its own attempt (decision 0028):
+    reported with that cause, never a violation of its own; the fault matrix injects them to reach CancelShipment."""
+    for error in ("StaleAttempt", "OrderMovedOn", "InvalidTransition"):
+        histories = [_history(OK["order_id"], "ShipOrder", error)]
+        section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+        assert section["orders"][0]["cause"] == "another_actor", error
+        assert section["unpaged"] == 0 and CHECKS[INVARIANT]({"lost_sales": section}) is None
+
+
+def test_lost_sales_invalid_order_is_the_orders_own_content() -> None:
+    histories = [_history(OK["order_id"], "ReserveInventory", "InvalidOrder")]
+    section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
+    assert section["orders"][0]["cause"] == "business" and section["unpaged"] == 0

@@ -50,3 +50,26 @@ def test_saga_graph_explore_model_routes_by_the_synthesized_definition(definitio
     that is not exported there fails here (regenerate: ``python -m tools.export_asl cdk.out OrderPipeline-dev
     tests/explore`` after ``make synth``, then rename the one file to saga.asl.json)."""
     assert json.loads(EXPLORE_ASL.read_text()) == definition
+
+
+def test_saga_graph_draws_a_named_catch_once_when_the_catch_all_goes_the_same_way() -> None:
+    """A named catch to the target of the state's later ``States.ALL`` catch takes the same route: one edge."""
+    definition = {
+        "StartAt": "Step",
+        "States": {
+            "Step": {
+                "Type": "Task",
+                "End": True,
+                "Catch": [
+                    {"ErrorEquals": ["Declined"], "Next": "Undo"},
+                    {"ErrorEquals": ["Busy"], "Next": "Park"},
+                    {"ErrorEquals": ["States.ALL"], "Next": "Park"},
+                ],
+            },
+            "Undo": {"Type": "Succeed"},
+            "Park": {"Type": "Fail"},
+        },
+    }
+    graph = mermaid(definition)
+    assert '    Step -.->|"Declined"| Undo' in graph and '    Step -.->|"any error"| Park' in graph
+    assert "Busy" not in graph

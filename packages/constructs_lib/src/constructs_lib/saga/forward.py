@@ -1,6 +1,6 @@
 """The saga's forward path: each step, then the next; a failure goes to the compensations (the first
 step's ``refused_input_errors`` fail at once, its ``compensate_all_on`` undo everything; ``park_on`` parks; any
-step's ``already_parked_on`` fails at once)."""
+step's ``already_parked_on`` fails at once; anything else compensates, or parks with ``park_unknown_errors``)."""
 
 from __future__ import annotations
 
@@ -36,12 +36,17 @@ def build_forward(states: SagaStates, compensate_from: CompensateFrom, completed
             )
         if step.skip_compensation_on:
             task.add_catch(compensate_from(i - 1), errors=list(step.skip_compensation_on), result_path=props.error_path)
+        if step.compensate_on:
+            task.add_catch(compensate_from(i), errors=list(step.compensate_on), result_path=props.error_path)
         fallback = props.completed.fallback_on if props.completed is not None else ()
         if i == len(steps) - 1 and fallback and completed is not None:  # the step recorded it, or says it could not
             task.add_catch(completed, errors=list(fallback), result_path=props.error_path)
         if props.park_on:  # still failing after its retries, yet nothing is wrong with the item: park it, undo nothing
             task.add_catch(states.park_target(), errors=list(props.park_on), result_path=props.compensation_error_path)
-        task.add_catch(compensate_from(i), errors=[STATES_ALL], result_path=props.error_path)
+        if props.park_unknown_errors:  # no business decision: a person decides, nothing undone
+            task.add_catch(states.park_target(), errors=[STATES_ALL], result_path=props.compensation_error_path)
+        else:
+            task.add_catch(compensate_from(i), errors=[STATES_ALL], result_path=props.error_path)
         if forward:
             forward[-1].next(task)
         forward.append(task)

@@ -40,6 +40,9 @@ class SagaStep:
         compensation_result_path: where the compensation result goes; default ``$.<compensation_name>``.
         skip_compensation_on: business errors of the forward task meaning "this step did nothing":
             its own compensation is skipped, earlier steps are still compensated. Default none.
+        compensate_on: business errors of the forward task that undo it and the earlier steps. Without the
+            saga's ``park_unknown_errors`` its ``States.ALL`` catch does so anyway; with it, these (and
+            ``skip_compensation_on``) are the only errors of the step that compensate. Default none.
         park_at_once_on: errors of the compensation meaning "this cannot be undone, and undoing
             the earlier steps would do harm" (e.g. a parcel the carrier will not cancel: never
             refund it): not retried, the earlier compensations are skipped and the saga parks at
@@ -63,6 +66,7 @@ class SagaStep:
     result_path: str | None = None
     compensation_result_path: str | None = None
     skip_compensation_on: Sequence[str] = ()
+    compensate_on: Sequence[str] = ()
     park_at_once_on: Sequence[str] = ()
     park_when_compensation_fails: bool = False
     retry: RetryPolicy | None = None
@@ -127,6 +131,12 @@ class SagaProps:
             without compensating (a throttle that outlasted its retrier: nothing is wrong with the item, the
             capacity is short, so an operator finishes it later rather than the saga undoing a valid one).
             Caught ahead of ``States.ALL``; needs the ``parked`` recorder. Default none.
+        park_unknown_errors: a forward step's error that no catch names (not a business error of
+            ``skip_compensation_on`` / ``compensate_on`` / ``compensate_all_on``, not a retried one) parks the
+            item, nothing undone, instead of compensating it: an unknown error (a crashed function, a state
+            timeout, an idempotency key reused with another payload) is no business decision, and undoing a
+            valid item for it loses it silently. Needs the ``parked`` recorder. Default False (the classic
+            saga: any other error compensates).
         retry_on: errors retried on forward steps and recorders whose task names none;
             default :data:`DEFAULT_RETRY_ON` (Lambda's service errors, and the step middleware's
             ``TransientStepError`` and ``UnknownStepError``). ``States.ALL`` is refused (it would retry
@@ -189,6 +199,7 @@ class SagaProps:
     outage_retry: RetryPolicy | None = None
     outage_errors: Sequence[str] = ()
     park_on: Sequence[str] = ()
+    park_unknown_errors: bool = False
     retry_on: Sequence[str] = DEFAULT_RETRY_ON
     refused_input_errors: Sequence[str] = DEFAULT_REFUSED_INPUT_ERRORS
     compensate_all_on: Sequence[str] = ()

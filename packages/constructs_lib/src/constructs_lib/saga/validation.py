@@ -26,10 +26,7 @@ def validate(props: SagaProps) -> None:
         raise ValueError("compensate_all_on needs at least one step with a compensation")
     if props.parked is not None and not compensations:
         raise ValueError("parked: no step has a compensation, so nothing can park")
-    if props.park_on and props.parked is None:
-        raise ValueError("park_on needs a parked recorder (the parked item must be announced)")
-    if STATES_ALL in props.park_on:
-        raise ValueError("park_on cannot be States.ALL (a business error would park instead of compensating)")
+    _check_park(props)
     if props.last_resort is not None and props.parked is None:
         raise ValueError("last_resort: it runs when the parked recorder fails, and there is none")
     for recorder in (props.completed, props.compensated, props.parked, props.last_resort):
@@ -47,6 +44,16 @@ def validate(props: SagaProps) -> None:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"state names must be unique; repeated: {duplicates}")
+
+
+def _check_park(props: SagaProps) -> None:
+    """``park_on`` and ``park_unknown_errors``: only with a ``parked`` recorder to announce the item."""
+    if props.park_on and props.parked is None:
+        raise ValueError("park_on needs a parked recorder (the parked item must be announced)")
+    if STATES_ALL in props.park_on:
+        raise ValueError("park_on cannot be States.ALL (a business error would park instead of compensating)")
+    if props.park_unknown_errors and props.parked is None:
+        raise ValueError("park_unknown_errors needs a parked recorder (the parked item must be announced)")
 
 
 def _checked_step(props: SagaProps, step: SagaStep, *, then_park: bool) -> list[str]:
@@ -77,6 +84,11 @@ def _check_step_errors(props: SagaProps, step: SagaStep, where: str) -> None:
         raise ValueError(f"{where}: skip_compensation_on needs a compensation to skip")
     if STATES_ALL in step.skip_compensation_on:
         raise ValueError(f"{where}: skip_compensation_on cannot be States.ALL (name the business errors)")
+    if STATES_ALL in step.compensate_on:
+        raise ValueError(f"{where}: compensate_on cannot be States.ALL (name the business errors)")
+    twice = set(step.compensate_on) & {*step.skip_compensation_on, *props.park_on}
+    if twice:
+        raise ValueError(f"{where}: errors {sorted(twice)} are given two meanings (compensate_on)")
     if step.park_at_once_on:
         if step.compensation is None:
             raise ValueError(f"{where}: park_at_once_on needs a compensation whose errors it names")
@@ -113,7 +125,7 @@ def _check_already_parked(props: SagaProps) -> None:
         raise ValueError("already_parked_on needs a parked recorder (a parked item was announced by it)")
     others = [*props.refused_input_errors, *props.compensate_all_on]
     for step in props.steps:
-        others += [*step.skip_compensation_on, *step.park_at_once_on]
+        others += [*step.skip_compensation_on, *step.compensate_on, *step.park_at_once_on]
     for recorder in (props.completed, props.compensated):
         others += list(recorder.fallback_on) if recorder is not None else []
     if held & set(others):
