@@ -29,15 +29,6 @@ def _lost(run: Any, details: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: section[k] for k in ("lost", "infrastructure", "operator")}
 
 
-def _refusal(message: str) -> str:
-    """A refusal's kind, for the report (its text names the order)."""
-    if "compensation ran" in message:
-        return "a compensation ran"
-    if "cannot tell which step" in message:
-        return "parked from an unknown step"
-    return "other"
-
-
 def repair_parked(run: Any) -> dict[str, Any]:
     """Redrive every parked order the runbook says to redrive, drain, and return what happened."""
     from ops.orders_list import orders_by_status
@@ -52,7 +43,7 @@ def repair_parked(run: Any) -> dict[str, Any]:
         try:
             repair(target, str(order["order_id"]), "redrive", reason=REASON)
         except RepairRefused as refusal:
-            refused[_refusal(str(refusal))] += 1
+            refused[refusal.kind] += 1
             continue
         redriven.append(str(order["order_id"]))
     run.drain()

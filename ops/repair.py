@@ -54,7 +54,28 @@ DEFAULT_LEASE_SECONDS = 3600
 
 
 class RepairRefused(OpsError):
-    """The repair would be unsafe or pointless; the message says what, why, and what to do instead."""
+    """The repair would be unsafe or pointless; the message says what, why, and what to do instead; ``kind``
+    names the rule that refused it (one of :data:`REFUSALS`), for a caller that counts refusals."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        if kind not in REFUSALS:
+            raise ValueError(f"unknown refusal kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+
+
+#: Why a repair is refused: the order is unknown or terminal, a compensation ran (redrive), its park names no step
+#: (redrive), the reason is refused, an execution still runs, another actor holds or moved it, the name is taken.
+REFUSALS = (
+    "unknown_order",
+    "terminal",
+    "compensation_ran",
+    "unknown_step",
+    "bad_reason",
+    "execution_running",
+    "order_busy",
+    "name_taken",
+)
 
 
 def load_order(target: Target, order_id: str) -> dict[str, Any] | None:
@@ -92,12 +113,14 @@ def check_repair(order_id: str, order: dict[str, Any] | None, action: str) -> st
     from order_domain.operator_actions import compensation_ran, parked_from
 
     if order is None:
-        raise RepairRefused(f"cannot repair order {order_id}: not in the orders table; check the order ID and --stack")
+        raise RepairRefused(
+            f"cannot repair order {order_id}: not in the orders table; check the order ID and --stack", "unknown_order"
+        )
     status = str(order.get("status"))
     attempt = int(order.get("payment_attempt", 1))
     if status in TERMINAL:
         raise RepairRefused(
-            f"refusing to {action} order {order_id}: it is already {status} (terminal); nothing to repair"
+            f"refusing to {action} order {order_id}: it is already {status} (terminal); nothing to repair", "terminal"
         )
     if action == "compensate":
         return "COMPENSATING"
@@ -105,7 +128,8 @@ def check_repair(order_id: str, order: dict[str, Any] | None, action: str) -> st
         raise RepairRefused(
             f"refusing to redrive order {order_id}: attempt {attempt} is {status} and was COMPENSATING "
             "(a compensation ran), so a redrive could ship an order whose money or stock went back; "
-            "use --action compensate (or ops resolve once a person has settled it)"
+            "use --action compensate (or ops resolve once a person has settled it)",
+            "compensation_ran",
         )
     if status != "NEEDS_ATTENTION":
         return status
@@ -113,7 +137,8 @@ def check_repair(order_id: str, order: dict[str, Any] | None, action: str) -> st
     if back is None:
         raise RepairRefused(
             f"refusing to redrive order {order_id}: it is parked and its history cannot tell which step it was "
-            "parked from; use --action compensate, or ops resolve once a person has settled it"
+            "parked from; use --action compensate, or ops resolve once a person has settled it",
+            "unknown_step",
         )
     return back.value
 
@@ -130,7 +155,7 @@ def repair(target: Target, order_id: str, action: Action, *, reason: str | None 
     assert order is not None  # check_repair refused an unknown order
     problem = reason_problem(reason, order.get("order")) if reason is not None else None
     if problem:
-        raise RepairRefused(f"refusing to {action} order {order_id}: {problem}")
+        raise RepairRefused(f"refusing to {action} order {order_id}: {problem}", "bad_reason")
     attempt = int(order.get("payment_attempt", 1))
     ended = _ended_executions(target, order, action)
     name = _next_name(order, attempt)
@@ -179,7 +204,8 @@ def _ended_executions(target: Target, order: dict[str, Any], action: str) -> set
         if status == "RUNNING":
             raise RepairRefused(
                 f"refusing to {action} order {order_id}: execution {name} is still running; "
-                "wait for it to finish (or stop it) and run the command again"
+                "wait for it to finish (or stop it) and run the command again",
+                "execution_running",
             )
         ended.add(name)
     return ended
@@ -247,7 +273,8 @@ def _take_lease(
         raise RepairRefused(
             f"refusing to {action} order {order_id}: "
             + (f"{other} is handling it" if other else "it changed while this command looked at it")
-            + "; run the command again to see its status"
+            + "; run the command again to see its status",
+            "order_busy",
         )
     return holder
 
@@ -269,5 +296,6 @@ def _start(target: Target, order_id: str, action: str, name: str, holder: str, s
             raise
         raise RepairRefused(
             f"refusing to {action} order {order_id}: execution {name} already exists (an earlier repair); "
-            "run the command again: the next repair takes the next name"
+            "run the command again: the next repair takes the next name",
+            "name_taken",
         ) from None

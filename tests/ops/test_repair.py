@@ -129,8 +129,9 @@ def test_repair_redrive_refusal_says_why_and_what_to_do_instead(target: Target, 
 @pytest.mark.parametrize("status", ["COMPLETED", "COMPENSATED"])
 def test_repair_terminal_refusal_says_there_is_nothing_to_repair(target: Target, status) -> None:
     _seed(target, "o-1", status)
-    with pytest.raises(RepairRefused, match=f"already {status} \\(terminal\\); nothing to repair"):
+    with pytest.raises(RepairRefused, match=f"already {status} \\(terminal\\); nothing to repair") as refused:
         repair(target, "o-1", "compensate")
+    assert refused.value.kind == "terminal"
 
 
 def test_repair_redrive_refused_when_the_attempt_history_shows_a_compensation(target: Target) -> None:
@@ -138,8 +139,9 @@ def test_repair_redrive_refused_when_the_attempt_history_shows_a_compensation(ta
     history = [{"status": s, "attempt": 1} for s in ("RECEIVED", "INVENTORY_RESERVED", "COMPENSATING")]
     _seed(target, "o-1", "SHIPPED", history=history)
 
-    with pytest.raises(RepairRefused, match="was COMPENSATING"):
+    with pytest.raises(RepairRefused, match="was COMPENSATING") as refused:
         repair(target, "o-1", "redrive")
+    assert refused.value.kind == "compensation_ran"
     assert repair(target, "o-1", "compensate")["result"] == "started"
 
 
@@ -205,8 +207,9 @@ def test_repair_refused_while_the_sweeper_holds_the_order(target: Target) -> Non
         client, "orders", "o-1", holder="sweeper", seconds=120, status="SHIPPED", updated_at="2000-01-01T00:00:00Z"
     )
 
-    with pytest.raises(RepairRefused, match="sweeper is handling it"):
+    with pytest.raises(RepairRefused, match="sweeper is handling it") as refused:
         repair(target, "o-1", "compensate")
+    assert refused.value.kind == "order_busy"
 
     assert _executions(target) == []
 
@@ -218,3 +221,12 @@ def test_repair_holds_the_order_until_its_execution_ends(target: Target) -> None
 
     item = target.client("dynamodb").get_item(TableName="orders", Key={"order_id": {"S": "o-1"}})["Item"]
     assert item["lease"]["M"]["holder"]["S"] == f"ops-repair:{started['execution_name']}"
+
+
+def test_repair_refusal_names_a_known_kind() -> None:
+    """A refusal's kind is one of ``REFUSALS`` (a caller counts them without reading the message)."""
+    from ops.repair import REFUSALS
+
+    assert RepairRefused("refusing to redrive order o-1: ...", "compensation_ran").kind in REFUSALS
+    with pytest.raises(ValueError, match="unknown refusal kind"):
+        RepairRefused("refusing ...", "because")

@@ -158,8 +158,9 @@ def test_repair_refused_while_the_orders_last_repair_runs(counted: tuple[Target,
     _seed(target, "o-1", ["COMPENSATING"], last_repair=_item(target, "o-1")["last_repair"])
     calls.made.clear()
 
-    with pytest.raises(RepairRefused, match=f"execution {first['execution_name']} is still running"):
+    with pytest.raises(RepairRefused, match=f"execution {first['execution_name']} is still running") as refused:
         repair(target, "o-1", "compensate")
+    assert refused.value.kind == "execution_running"
 
     assert "SFN.DescribeExecution" in calls.made and "SFN.StartExecution" not in calls.made
     assert _item(target, "o-1")["status"] == "COMPENSATING"  # nothing moved
@@ -182,8 +183,9 @@ def test_repair_redrive_refused_for_a_parked_order_without_its_path(counted: tup
     target, _ = counted
     _seed(target, "o-1", ["NEEDS_ATTENTION"])
 
-    with pytest.raises(RepairRefused, match="cannot tell which step it was parked from"):
+    with pytest.raises(RepairRefused, match="cannot tell which step it was parked from") as refused:
         repair(target, "o-1", "redrive")
+    assert refused.value.kind == "unknown_step"
 
     assert _item(target, "o-1")["status"] == "NEEDS_ATTENTION"
 
