@@ -1,7 +1,7 @@
 """Chaos for the local run: duplicate deliveries, crashes, malformed payloads, hostile input, throttling.
 
 Business failures (declines, failed shipments, refunds that keep failing) are decided by the
-order's content (see :mod:`harness.orders`); this module injects the infrastructure faults.
+order's content (see :mod:`harness.workload.orders`); this module injects the infrastructure faults.
 Every injected fault is counted in :class:`FaultCounter`, so the report can compare effects
 (from the sandbox ledgers) with causes.
 """
@@ -20,9 +20,9 @@ from unittest import mock
 
 from moto.core.exceptions import ServiceException
 
-from harness.hostile import KINDS as HOSTILE_KINDS
-from harness.hostile import HostileExecution, HostileMessage, make_hostile
-from harness.orders import check_rates
+from harness.workload.hostile import KINDS as HOSTILE_KINDS
+from harness.workload.hostile import HostileExecution, HostileMessage, make_hostile
+from harness.workload.orders import check_rates
 from local_cloud.clock import SimClock
 from local_cloud.faults import FaultCounter, throttle_dynamodb
 from local_cloud.lambda_runtime import SimulatedCrash
@@ -51,7 +51,7 @@ class FaultRates:
         malformed: per order, an extra malformed message.
         throttle: per DynamoDB item call / SQS send, a throttling error.
         hostile: per order, one extra hostile input of a kind chosen at random
-            (:mod:`harness.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
+            (:mod:`harness.workload.hostile`: deep nesting, oversize, floats, wrong types, unknown order).
         ambiguous: per provider request (charge, refund, ship, cancel), the provider acts and its
             answer is lost (read timeout or connection reset, at the transport).
         status_write_fail: per status-write attempt (the saga's direct DynamoDB integrations), a DynamoDB

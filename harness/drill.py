@@ -31,8 +31,8 @@ from typing import Any
 from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
 from harness.drill_ops import OpsConsole
 from harness.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
-from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun
+from harness.workload.orders import OrderMix, make_orders
 
 STACK = "OrderPipeline-dev"
 #: Simulated time an incident is given to page: the longest alarm period (StuckOrders, 10 minutes) and a

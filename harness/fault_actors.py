@@ -42,7 +42,7 @@ from urllib.parse import unquote, urlsplit
 
 from harness.fault_cells import Rule
 from harness.fault_inject import FaultPlan, find_order_id, provider_call
-from harness.orders import MARKER_HEX
+from harness.workload.orders import MARKER_HEX
 
 #: Wall seconds an actor or a held request waits at most for what it waits for.
 WAIT_CAP_SECONDS = 30.0

@@ -25,9 +25,9 @@ from harness.fault_phases import after_drain, race_actors, race_repair
 from harness.fault_races import all_cells
 from harness.lost_sales import lost_sales_line, run_lost_sales
 from harness.options import RunOptions
-from harness.orders import make_order
 from harness.pipeline import PipelineRun, local_pipeline
 from harness.report import order_statuses
+from harness.workload.orders import make_order
 from local_cloud.clients import aws
 from local_cloud.tables import scan_all
 from ops.errors import OpsError

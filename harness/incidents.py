@@ -30,9 +30,9 @@ from unittest import mock
 
 import botocore.client
 
-from harness.api_client import OrderApi
-from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun
+from harness.workload.api_client import OrderApi
+from harness.workload.orders import OrderMix, make_orders
 from local_cloud.errors import service_error
 from local_cloud.faults import FaultCounter
 from local_cloud.metrics import metric_key
@@ -258,7 +258,7 @@ def _body(order: dict[str, Any]) -> bytes:
 
 
 def _headers(order: dict[str, Any], cid: str | None) -> dict[str, str]:
-    from harness.api_client import idempotency_key
+    from harness.workload.api_client import idempotency_key
 
     headers = {"Idempotency-Key": idempotency_key(_body(order).decode())}
     if cid:

@@ -1,6 +1,6 @@
 """Lost sales: valid orders (good token, in stock, deliverable) that ended COMPENSATED or NEEDS_ATTENTION.
 
-The harness generated every order, so it knows which ones were valid (:func:`harness.orders.order_kind`
+The harness generated every order, so it knows which ones were valid (:func:`harness.workload.orders.order_kind`
 is ``"ok"``): such an order has no business reason to be cancelled or parked. Each one is reported
 with its cause, read from its executions' histories (the first task error, and the state it failed
 in): an operator's repair that asked for the compensation (``CompensationRequested``) is the
@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from harness.orders import order_kind
+from harness.workload.orders import order_kind
 from local_cloud.histories import execution_histories
 
 #: The invariant's name in the report's ``invariants``.

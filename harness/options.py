@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.chaos import FaultRates
-from harness.orders import OrderMix
+from harness.workload.orders import OrderMix
 from local_cloud.limits import Quotas
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import order_domain.clock
 from harness import reporter
-from harness.api_client import OrderApi, has_rest_api, serve_order_api
-from harness.hostile import HostileExecution
 from harness.options import RunOptions
-from harness.producer import Message, Producer
 from harness.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
+from harness.workload.api_client import OrderApi, has_rest_api, serve_order_api
+from harness.workload.hostile import HostileExecution
+from harness.workload.producer import Message, Producer
 from local_cloud.calls import outside_the_pipeline
 from local_cloud.clients import aws
 from local_cloud.clock import SimClock

@@ -11,14 +11,10 @@ from typing import Any
 from harness.chaos import DeliveryPlan
 from harness.costs import dollars_per_million_orders, per_order
 from harness.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
-from harness.hostile import PiiFindings, line_sizes, side_effects_by_order
-from harness.hostile import execution_name as hostile_execution_name
-from harness.hostile import outcomes as hostile_outcomes
 from harness.iam_reasons import explain
 from harness.invariants import check
 from harness.lost_sales import consumer_alarms, lost_sales
 from harness.notifications import per_incident
-from harness.orders import PII_PATTERN
 from harness.pager import composite_page_kinds, pager_section
 from harness.report import (
     TERMINAL,
@@ -31,6 +27,10 @@ from harness.report import (
 )
 from harness.run_view import RunView
 from harness.saga_checks import failed_executions, status_disagreements
+from harness.workload.hostile import PiiFindings, line_sizes, side_effects_by_order
+from harness.workload.hostile import execution_name as hostile_execution_name
+from harness.workload.hostile import outcomes as hostile_outcomes
+from harness.workload.orders import PII_PATTERN
 from local_cloud.calls import CallCounter
 from local_cloud.clients import aws
 from local_cloud.histories import (

@@ -17,7 +17,6 @@ from harness.incidents import Incident, IncidentRunner, provider_outages
 from harness.notifications import notifications_at_start
 from harness.oncall import repair_parked_as_operator
 from harness.options import RunOptions
-from harness.orders import make_orders
 from harness.pipeline import (
     LOCAL_LEDGER_TABLE,
     PipelineRun,
@@ -26,7 +25,6 @@ from harness.pipeline import (
     local_pipeline,
     serve_local_providers,
 )
-from harness.producer import MAX_BATCH_BYTES, _batches
 from harness.report import TERMINAL
 from harness.reporter import body_order_id, dlq_contents, finish_report
 from harness.synth import (
@@ -38,6 +36,8 @@ from harness.synth import (
     load_assembly,
     synthesize,
 )
+from harness.workload.orders import make_orders
+from harness.workload.producer import MAX_BATCH_BYTES, _batches
 from local_cloud.calls import count_aws_calls
 from local_cloud.clients import aws
 from local_cloud.environment import FAKE_ENV, local_aws, moto_behaviour, sqs_on_clock

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from harness.producer import Producer
+from harness.workload.producer import Producer
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture
 from local_cloud.clock import SimClock

@@ -31,12 +31,12 @@ from unittest import mock
 
 from harness.lost_sales import check_lost_sales, unpaged_lost_sales
 from harness.options import RunOptions
-from harness.orders import OrderMix, make_orders
 from harness.pipeline import PipelineRun, deployed_pipeline
 from harness.report import TERMINAL, order_statuses
 from harness.reporter import body_order_id
 from harness.reporter import dlq_contents as _dlq_contents
 from harness.synth import REPO_ROOT, load_assembly, synthesize
+from harness.workload.orders import OrderMix, make_orders
 from local_cloud.clock import SimClock
 from local_cloud.environment import local_aws
 from local_cloud.limits import Quotas, esm_concurrency

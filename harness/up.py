@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.local_endpoint import PortInUse as PortInUse  # what serve raises when a port is taken
 from harness.local_endpoint import endpoint_environment, moto_server_in_process, register_stack, subscribe_oncall
-from harness.orders import OrderMix
 from harness.pager import page_line
+from harness.workload.orders import OrderMix
 from ops.arguments import integer, non_negative, port, positive_float
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 def example_order(seed: int) -> dict[str, Any]:
     """An order that completes, with an ID no demo order uses."""
-    from harness.orders import make_orders
+    from harness.workload.orders import make_orders
 
     clean = OrderMix(out_of_stock_rate=0.0, decline_rate=0.0, ship_fail_rate=0.0, missing_correlation_rate=0.0)
     return {**make_orders(1, seed, clean)[0][0], "order_id": "order-try-1"}
@@ -244,9 +244,9 @@ def serve(
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
     from harness.notifications import notifications_at_start
-    from harness.orders import make_orders
     from harness.pipeline import deployed_pipeline
     from harness.synth import load_assembly
+    from harness.workload.orders import make_orders
     from local_cloud.clock import SimClock
     from local_cloud.environment import moto_behaviour
     from local_cloud.template import REGION

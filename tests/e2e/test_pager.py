@@ -12,8 +12,8 @@ from unittest import mock
 import pytest
 
 from harness.chaos import FaultRates
-from harness.orders import KINDS, OrderMix, make_orders, order_kind
 from harness.run import RunOptions, run_local
+from harness.workload.orders import KINDS, OrderMix, make_orders, order_kind
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

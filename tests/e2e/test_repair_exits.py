@@ -25,8 +25,8 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
-from harness.orders import make_order
 from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.template import CloudAssembly
 from ops.repair import repair
 

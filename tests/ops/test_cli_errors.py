@@ -15,7 +15,7 @@ import pytest
 
 from harness.chaos import FaultRates
 from harness.cli import main as workshop_main
-from harness.orders import OrderMix
+from harness.workload.orders import OrderMix
 from ops.cli import main
 from ops.errors import InvalidRates, OpsError
 from ops.target import TargetError

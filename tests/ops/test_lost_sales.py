@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.invariants import CHECKS
 from harness.lost_sales import INVARIANT, lost_sales
-from harness.orders import make_order
+from harness.workload.orders import make_order
 
 OK = make_order("order-1-00000", random.Random(1))
 DECLINED = make_order("order-1-00001", random.Random(1), "declined")

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from harness.chaos import SqsThrottled
-from harness.producer import Producer
+from harness.workload.producer import Producer
 from local_cloud.template import REGION
 
 ORDERS: list[tuple[dict[str, Any], str | None]] = [

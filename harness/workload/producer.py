@@ -8,10 +8,10 @@ from typing import Any
 
 import botocore.exceptions
 
-from harness.api_client import OrderApi
-from harness.hostile import HostileExecution
-from harness.hostile import execution_name as hostile_execution_name
-from harness.orders import INITIAL_STOCK, STOCKED_SKUS
+from harness.workload.api_client import OrderApi
+from harness.workload.hostile import HostileExecution
+from harness.workload.hostile import execution_name as hostile_execution_name
+from harness.workload.orders import INITIAL_STOCK, STOCKED_SKUS
 from local_cloud.clients import aws
 
 #: SQS refuses a batch whose messages add up to more than 256 KiB; stay well below it.
@@ -64,7 +64,7 @@ class Producer:
         self.api: OrderApi | None = None
 
     def seed_inventory(self) -> None:
-        """Every stocked SKU at :data:`~harness.orders.INITIAL_STOCK`."""
+        """Every stocked SKU at :data:`~harness.workload.orders.INITIAL_STOCK`."""
         ddb = aws("dynamodb")
         for sku in STOCKED_SKUS:
             ddb.put_item(

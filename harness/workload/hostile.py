@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.orders import make_order
+from harness.workload.orders import make_order
 from stacks.order_constructs.message_sizes import ORDERS_QUEUE_MAX_MESSAGE_BYTES
 
 OVERSIZE_REFUSED = "oversize_refused"
