@@ -44,7 +44,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str] | None, quotas: An
 
 def run_options(args: argparse.Namespace, quotas: Any) -> Any:
     """The :class:`~harness.run.RunOptions` of a parsed ``local run`` command."""
-    from harness.chaos import FaultRates
+    from harness.faults.chaos import FaultRates
     from harness.run import RunOptions
     from harness.workload.orders import OrderMix
 

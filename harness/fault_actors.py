@@ -40,8 +40,8 @@ from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
-from harness.fault_cells import Rule
-from harness.fault_inject import FaultPlan, find_order_id, provider_call
+from harness.faults.cells import Rule
+from harness.faults.inject import FaultPlan, find_order_id, provider_call
 from harness.workload.orders import MARKER_HEX
 
 #: Wall seconds an actor or a held request waits at most for what it waits for.

@@ -1,10 +1,10 @@
 """``ops local faults``: every fault at every Task state, in one local deployment, judged from the records.
 
-Each cell is one order (its own order ID, so the injection in :mod:`harness.fault_inject` is keyed
+Each cell is one order (its own order ID, so the injection in :mod:`harness.faults.inject` is keyed
 by it). The run: deploy, submit every cell's order, drain; run the repair cells' ``ops repair``;
 drain; advance simulated time past the sweeper's threshold, sweep, drain; evaluate the alarms; then
 classify each order from the orders table, the inventory reservations, the sandbox ledger and the
-needs-attention queue (:func:`harness.fault_cells.classify`), never from what the code meant.
+needs-attention queue (:func:`harness.faults.cells.classify`), never from what the code meant.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import order_domain.env as env_names
 from harness.fault_actors import Actors
-from harness.fault_cells import Cell, OrderFacts, classify, facts_from_records, render
-from harness.fault_inject import FaultPlan, inject_plan
 from harness.fault_phases import after_drain, race_actors, race_repair
 from harness.fault_races import all_cells
+from harness.faults.cells import Cell, OrderFacts, classify, facts_from_records, render
+from harness.faults.inject import FaultPlan, inject_plan
 from harness.lost_sales import lost_sales_line, run_lost_sales
 from harness.options import RunOptions
 from harness.pipeline import PipelineRun, local_pipeline

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from harness.fault_actors import Actors, next_attempt
-from harness.fault_cells import Cell
+from harness.faults.cells import Cell
 from local_cloud.clients import aws
 from sandbox.http_server import forget_keys
 

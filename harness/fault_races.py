@@ -1,5 +1,5 @@
 """The fault matrix's concurrency and time cells (issue 28): generated from the definition like the
-others (:func:`harness.fault_cells.generate_cells`), run by :mod:`harness.fault_actors` inside live
+others (:func:`harness.faults.cells.generate_cells`), run by :mod:`harness.fault_actors` inside live
 executions, and by :mod:`harness.fault_matrix` between its phases.
 
 Rows:
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.fault_cells import (
+from harness.faults.cells import (
     AMBIGUOUS_ACTIONS,
     REPAIR_ACTIONS,
     Cell,
@@ -51,7 +51,7 @@ REPAIR_RACES = ("sweep-inside-repair", "repair-inside-sweep")
 
 
 def all_cells(definition: Mapping[str, Any]) -> list[Cell]:
-    """The whole matrix: :func:`~harness.fault_cells.generate_cells` and the cells of this module."""
+    """The whole matrix: :func:`~harness.faults.cells.generate_cells` and the cells of this module."""
     states = task_states(definition)
     start = str(definition["StartAt"])
     routes = {name: route_to(states, start, name) for name in states}

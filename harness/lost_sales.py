@@ -35,7 +35,7 @@ ABORTED = "ExecutionAborted"
 OPERATOR_ERRORS = ("CompensationRequested", ABORTED)
 #: A provider's or the stock's decision (lambdas/order_domain/errors.py, BusinessOutcome): never ours. A valid order
 #: of a run never meets one; the fault matrix injects them on valid orders to reach the compensations.
-#: ``FaultMatrix.Route`` (harness.fault_cells.ROUTE_ERROR) is the matrix's own lever to take a wildcard catch and
+#: ``FaultMatrix.Route`` (harness.faults.cells.ROUTE_ERROR) is the matrix's own lever to take a wildcard catch and
 #: reach a compensation's cell: a cell's setup, injected like those outcomes, never a loss of ours.
 BUSINESS_ERRORS = (
     "PaymentDeclined",

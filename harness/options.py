@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.chaos import FaultRates
+from harness.faults.chaos import FaultRates
 from harness.workload.orders import OrderMix
 from local_cloud.limits import Quotas
 

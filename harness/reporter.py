@@ -8,9 +8,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from harness.chaos import DeliveryPlan
 from harness.costs import dollars_per_million_orders, per_order
 from harness.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
+from harness.faults.chaos import DeliveryPlan
 from harness.iam_reasons import explain
 from harness.invariants import check
 from harness.lost_sales import consumer_alarms, lost_sales

@@ -5,7 +5,7 @@
   fails without a word.
 - No terminal order's side effects disagree with its status: COMPLETED with exactly one capture,
   no refund and one live shipment; COMPENSATED with the money back, no live shipment and the
-  stock released (:func:`harness.fault_cells.classify`).
+  stock released (:func:`harness.faults.cells.classify`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.fault_cells import classify, facts_from_records
+from harness.faults.cells import classify, facts_from_records
 
 #: States whose successful exit means the order was announced on the needs-attention queue.
 PARK_MARKERS = ("NeedsAttention", "LastResort")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_order_api_local_run_via_api_keeps_every_invariant(assembly: CloudAssembly) -> None:
-    from harness.chaos import FaultRates
+    from harness.faults.chaos import FaultRates
     from harness.run import run_local
 
     faults = FaultRates(duplicate=0.2, malformed=0.2, hostile=0.2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.fault_cells import (
+from harness.faults.cells import (
     DYNAMODB_FAULTS,
     LAMBDA_SERVICE_FAULTS,
     ROUTE_ERROR,
@@ -15,8 +15,8 @@ from harness.fault_cells import (
     route_to,
     task_states,
 )
-from harness.fault_inject import find_order_id, provider_call
-from harness.fault_random import RandomFaults
+from harness.faults.inject import find_order_id, provider_call
+from harness.faults.random_faults import RandomFaults
 from harness.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
@@ -371,7 +371,7 @@ def test_cells_reach_a_fallback_recorder_by_failing_the_steps_own_outcome_write(
 
 
 def test_outcome_write_names_only_a_steps_update_to_an_outcome() -> None:
-    from harness.fault_inject import outcome_write
+    from harness.faults.inject import outcome_write
 
     def update(to: str) -> dict[str, Any]:
         return {"Key": {"order_id": {"S": "o-1"}}, "ExpressionAttributeValues": {":to": {"S": to}}}

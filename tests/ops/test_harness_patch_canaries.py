@@ -1,7 +1,7 @@
-"""Canaries for the patches the app's scenarios add on top of the emulator's (:data:`harness.patches.APP_PATCHES`:
-chaos and the fault matrix inject faults into third-party code): each fails loudly when an upgrade of moto,
-Powertools or urllib3 moves what a scenario patches. The emulator's own patches have their canaries in its
-package (``packages/local_cloud/tests/test_patch_canaries.py``).
+"""Canaries for the patches the app's scenarios add on top of the emulator's
+(:data:`harness.faults.patches.APP_PATCHES`: chaos and the fault matrix inject faults into third-party code): each
+fails loudly when an upgrade of moto, Powertools or urllib3 moves what a scenario patches. The emulator's own
+patches have their canaries in its package (``packages/local_cloud/tests/test_patch_canaries.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from harness import patches
+from harness.faults import patches
 from local_cloud import patches as emulator
 from local_cloud.patch_scan import unregistered_patches
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from harness.chaos import FaultRates, plan_deliveries
+from harness.faults.chaos import FaultRates, plan_deliveries
 from harness.invariants import check
 from harness.run import _batches, body_order_id
 from harness.workload import hostile

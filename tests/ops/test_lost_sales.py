@@ -189,7 +189,7 @@ def test_lost_sales_business_outcome_injected_on_a_valid_order_is_no_violation()
 def test_lost_sales_fault_matrix_route_is_a_cells_setup_not_a_loss() -> None:
     """``FaultMatrix.Route``: the matrix's lever to take a wildcard catch (to reach a compensation's fault cell),
     injected like a business outcome on a valid order: no loss of ours, no page expected."""
-    from harness.fault_cells import ROUTE_ERROR
+    from harness.faults.cells import ROUTE_ERROR
 
     histories = [_history(OK["order_id"], "ShipOrder", ROUTE_ERROR)]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])

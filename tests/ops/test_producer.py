@@ -10,7 +10,7 @@ from unittest import mock
 import boto3
 import pytest
 
-from harness.chaos import SqsThrottled
+from harness.faults.chaos import SqsThrottled
 from harness.workload.producer import Producer
 from local_cloud.template import REGION
 

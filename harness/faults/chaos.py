@@ -150,7 +150,7 @@ class SqsThrottled(ServiceException):
 
 
 #: Rate fields of the faults injected in the saga's glue and at the provider transport, and their
-#: kinds in :class:`harness.fault_random.RandomFaults`.
+#: kinds in :class:`harness.faults.random_faults.RandomFaults`.
 SAGA_FAULTS = {"ambiguous": "ambiguous", "status_write_fail": "status_write", "park_fail": "park", "stop": "stop"}
 
 
@@ -201,8 +201,8 @@ def inject(
                 stack.enter_context(mock.patch.object(SQSBackend, name, patched))
         saga_rates = {kind: getattr(rates, name) for name, kind in SAGA_FAULTS.items()}
         if definition is not None and any(saga_rates.values()):
-            from harness.fault_inject import inject_plan
-            from harness.fault_random import RandomFaults
+            from harness.faults.inject import inject_plan
+            from harness.faults.random_faults import RandomFaults
 
             stack.enter_context(inject_plan(RandomFaults(definition, saga_rates, seed + 7, counter)))
         yield

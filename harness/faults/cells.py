@@ -2,7 +2,7 @@
 
 Pure functions over the ASL definition and over facts read from the tables, the sandbox ledger, the
 needs-attention queue and the alarms: no moto here, so :mod:`tests.ops.test_fault_cells` tests them
-directly. The injection is :mod:`harness.fault_inject`; the run is :mod:`harness.fault_matrix`.
+directly. The injection is :mod:`harness.faults.inject`; the run is :mod:`harness.fault_matrix`.
 
 Fault names are the ones Step Functions reports for each integration:
 
@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.fault_judge import Effects as Effects
-from harness.fault_judge import OrderFacts as OrderFacts
-from harness.fault_judge import classify as classify
-from harness.fault_judge import facts_from_records as facts_from_records
+from harness.faults.judge import Effects as Effects
+from harness.faults.judge import OrderFacts as OrderFacts
+from harness.faults.judge import classify as classify
+from harness.faults.judge import facts_from_records as facts_from_records
 
 Integration = Literal["lambda", "dynamodb", "sqs", "other"]
 Persistence = Literal["once", "retries", "forever"]
@@ -353,7 +353,7 @@ def first_only(rule: Rule) -> Rule:
     return Rule(rule.state, rule.kind, rule.error, rule.persistence, rule.count, rule.timing, rule.action, True)
 
 
-# -- classification (harness.fault_judge; re-exported here for its callers) ---------------------
+# -- classification (harness.faults.judge; re-exported here for its callers) ---------------------
 
 # -- the matrix ------------------------------------------------------------------------------------
 

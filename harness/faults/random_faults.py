@@ -1,5 +1,5 @@
 """The chaos run's low-rate saga faults (``ops local run --status-write-fail-rate`` and the others), drawn
-per attempt and injected through the fault matrix's hooks (:mod:`harness.fault_inject`)."""
+per attempt and injected through the fault matrix's hooks (:mod:`harness.faults.inject`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.fault_cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, Rule, task_states
-from harness.fault_inject import FaultPlan
+from harness.faults.cells import DYNAMODB_FAULTS, OUTCOME_WRITE_FAULTS, Rule, task_states
+from harness.faults.inject import FaultPlan
 from local_cloud.faults import FaultCounter
 
 

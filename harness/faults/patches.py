@@ -1,6 +1,6 @@
 """The patches the order app's scenarios apply on top of the emulator's (:mod:`local_cloud.patches`).
 
-Chaos (:mod:`harness.chaos`) and the fault matrix (:mod:`harness.fault_inject`) inject faults
+Chaos (:mod:`harness.faults.chaos`) and the fault matrix (:mod:`harness.faults.inject`) inject faults
 into third-party code; each such patch is registered here, with its canary in
 ``tests/ops/test_harness_patch_canaries.py``. :data:`PATCHES` is both registries: the one table
 ``docs/local-run.md`` shows (:func:`markdown_rows`).
@@ -19,7 +19,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "aws_lambda_powertools.utilities.idempotency.persistence.base:BasePersistenceLayer.save_success",
         "fault-injection",
         "A crash after the side effect and before the completion marker (Powertools has no hook there).",
-        "harness.chaos.inject",
+        "harness.faults.chaos.inject",
         "test_canary_powertools_save_success_signature",
     ),
     Patch(
@@ -27,7 +27,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "moto.sqs.models:SQSBackend.{send_message,send_message_batch}",
         "fault-injection",
         "SQS sends answer RequestThrottled (moto has no fault injection).",
-        "harness.chaos.inject",
+        "harness.faults.chaos.inject",
         "test_canary_moto_sqs_send_signatures",
     ),
     Patch(
@@ -39,7 +39,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "acts, or after it acted), stops the execution or times it out there, keyed by the order ID in the "
         "state input; _from_error (on each subclass defining it) reports an injected error as named (moto's "
         "DynamoDB task would rename it DynamoDB.AmazonDynamoDBException).",
-        "harness.fault_inject.inject_plan",
+        "harness.faults.inject.inject_plan",
         "test_canary_execution_state_attempts_go_through_evaluate_with_timeout",
     ),
     Patch(
@@ -48,7 +48,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "fault-injection",
         "The fault matrix loses a provider's answer after the provider acted (read timeout, connection reset), "
         "at the HTTPS adapters' transport: urllib3 retries it with the same Idempotency-Key, as it would on AWS.",
-        "harness.fault_inject.inject_plan",
+        "harness.faults.inject.inject_plan",
         "test_canary_urllib3_make_request_errors_are_retried_by_urlopen",
     ),
     Patch(

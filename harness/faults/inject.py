@@ -29,7 +29,7 @@ from typing import Any
 from unittest import mock
 from urllib.parse import unquote, urlsplit
 
-from harness.fault_cells import Rule
+from harness.faults.cells import Rule
 from local_cloud.errors import service_error
 from local_cloud.faults import FaultCounter
 from local_cloud.lambda_runtime import SimulatedCrash
