@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
-from harness.costs import PerOrder, dollars_per_million_orders
+from harness.reporting.costs import PerOrder, dollars_per_million_orders
 from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
 from stacks.order_constructs.throttle import (
@@ -145,7 +145,7 @@ def predict(
             else None
         ),
         "usd_per_hour": round(rate * 3600 / 1e6 * usd[key], 2),
-        "usd_assumptions": "per-order units estimated from the template; prices from harness/costs.py",
+        "usd_assumptions": "per-order units estimated from the template; prices from harness/reporting/costs.py",
         "quota_increases_to_remove_backlog": increases,
     }
 

@@ -262,7 +262,7 @@ def _spike(args: argparse.Namespace) -> int:
             f"max depth {backlog['max_depth']}, drained {backlog['drained_after_seconds']} s after the peak, "
             f"latency p50 {latency['p50']} s p99 {latency['p99']} s"
         )
-    from harness.lost_sales import lost_sales_line
+    from harness.reporting.lost_sales import lost_sales_line
 
     # Beside the JSON (stdout is the report file): lost sales, and what --check refuses.
     print(lost_sales_line(report["lost_sales"]), file=sys.stderr if args.json else sys.stdout)

@@ -138,18 +138,18 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
         )
     if "pager" in report:
-        from harness.pager import pager_table
+        from harness.reporting.pager import pager_table
 
         print()
         for line in pager_table(report["pager"]):
             print(line)
     if "notifications" in report:
-        from harness.notifications import notification_lines
+        from harness.reporting.notifications import notification_lines
 
         for line in notification_lines(report["notifications"], int(report.get("notifications_at_start", 0))):
             print(line)
     if "lost_sales" in report:
-        from harness.lost_sales import lost_sales_line
+        from harness.reporting.lost_sales import lost_sales_line
 
         print(lost_sales_line(report["lost_sales"]))
     if "oncall" in report:

@@ -15,7 +15,7 @@ at times drawn from the run's seed, starts each incident:
 
 Cheap by design: a few dozen orders per shard and simulated time that costs nothing while idle. Each
 incident is reported with when it started and when it became harmful (:func:`Incident.as_report`); the
-pager (:mod:`harness.pager`) requires a page of its family's alarm within a minute of that time.
+pager (:mod:`harness.reporting.pager`) requires a page of its family's alarm within a minute of that time.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from harness.lost_sales import lost_sales
+from harness.reporting.lost_sales import lost_sales
 from local_cloud.histories import execution_histories
 
 #: At most this many parked orders are repaired per run (``ops orders`` pages are bounded; so is the on-call).

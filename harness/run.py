@@ -14,7 +14,6 @@ from typing import Any
 from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
 from harness.faults.chaos import SAGA_FAULTS, inject, plan_deliveries
 from harness.incidents import Incident, IncidentRunner, provider_outages
-from harness.notifications import notifications_at_start
 from harness.oncall import repair_parked_as_operator
 from harness.options import RunOptions
 from harness.pipeline import (
@@ -25,8 +24,9 @@ from harness.pipeline import (
     local_pipeline,
     serve_local_providers,
 )
-from harness.report import TERMINAL
-from harness.reporter import body_order_id, dlq_contents, finish_report
+from harness.reporting.notifications import notifications_at_start
+from harness.reporting.report import TERMINAL
+from harness.reporting.reporter import body_order_id, dlq_contents, finish_report
 from harness.synth import (
     DEFAULT_OUTDIR,
     LOCAL_PROVIDER_CONTEXT,
@@ -146,7 +146,7 @@ def _operator_phases(run: PipelineRun, report: dict[str, Any], options: RunOptio
 
 def replay_as_operator(run: PipelineRun, report: dict[str, Any]) -> dict[str, Any]:
     """:func:`replay_transient`, recorded in ``report["ops_commands"]`` with its simulated span: a notification
-    within it (or at the next evaluation) was caused by an ops command (:mod:`harness.notifications`)."""
+    within it (or at the next evaluation) was caused by an ops command (:mod:`harness.reporting.notifications`)."""
     started = run.clock.now()
     replay = replay_transient(run, report)
     run.evaluate_alarms()  # what the replay did is read at the next evaluation

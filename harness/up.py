@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.local_endpoint import PortInUse as PortInUse  # what serve raises when a port is taken
 from harness.local_endpoint import endpoint_environment, moto_server_in_process, register_stack, subscribe_oncall
-from harness.pager import page_line
+from harness.reporting.pager import page_line
 from harness.workload.orders import OrderMix
 from ops.arguments import integer, non_negative, port, positive_float
 
@@ -243,8 +243,8 @@ def serve(
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
-    from harness.notifications import notifications_at_start
     from harness.pipeline import deployed_pipeline
+    from harness.reporting.notifications import notifications_at_start
     from harness.synth import load_assembly
     from harness.workload.orders import make_orders
     from local_cloud.clock import SimClock

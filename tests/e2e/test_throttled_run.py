@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.lost_sales import INVARIANT
+from harness.reporting.lost_sales import INVARIANT
 from harness.run import RunOptions, run_local
 from harness.workload.orders import OrderMix
 from local_cloud.limits import Quotas

@@ -17,7 +17,7 @@ from harness.faults.cells import (
 )
 from harness.faults.inject import find_order_id, provider_call
 from harness.faults.random_faults import RandomFaults
-from harness.saga_checks import failed_executions, status_disagreements
+from harness.reporting.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 FORWARD_RETRY = [
@@ -321,7 +321,7 @@ def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was()
 
 
 def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
-    from harness.invariants import CHECKS
+    from harness.reporting.invariants import CHECKS
 
     held = CHECKS["no_reservation_held_for_incomplete_orders"]
     report: dict[str, Any] = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}

@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from harness.faults.chaos import FaultRates, plan_deliveries
-from harness.invariants import check
+from harness.reporting.invariants import check
 from harness.run import _batches, body_order_id
 from harness.workload import hostile
 from harness.workload.orders import PII_PATTERN, OrderMix, make_orders, order_kind

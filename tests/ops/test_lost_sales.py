@@ -1,12 +1,12 @@
-"""harness.lost_sales: valid orders cancelled or parked, with their cause, and --check's verdict on them."""
+"""harness.reporting.lost_sales: valid orders cancelled or parked, with their cause, and --check's verdict on them."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from harness.invariants import CHECKS
-from harness.lost_sales import INVARIANT, lost_sales
+from harness.reporting.invariants import CHECKS
+from harness.reporting.lost_sales import INVARIANT, lost_sales
 from harness.workload.orders import make_order
 
 OK = make_order("order-1-00000", random.Random(1))
@@ -214,7 +214,7 @@ def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any,
 def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
     """A throttled or failing intake holds its messages in the queue (SQS redelivers them): its page says
     nothing about an order the saga cancelled."""
-    from harness.lost_sales import consumer_alarms
+    from harness.reporting.lost_sales import consumer_alarms
 
     alarms: dict[str, dict[str, Any]] = {
         "IntakeThrottles": {"MetricName": "Throttles", "Dimensions": [{"Name": "FunctionName", "Value": "intake"}]},

@@ -72,7 +72,7 @@ def _top(module: str) -> str:
 # -- fresh interpreters ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "module",
-    ["harness.reporter", "local_cloud.deploy", "local_cloud.emulator", "harness.pipeline", "harness.run"],
+    ["harness.reporting.reporter", "local_cloud.deploy", "local_cloud.emulator", "harness.pipeline", "harness.run"],
 )
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run(

@@ -1,11 +1,11 @@
-"""harness.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
+"""harness.reporting.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.invariants import CHECKS
-from harness.pager import pager_section, pager_table, precision_recall
+from harness.reporting.invariants import CHECKS
+from harness.reporting.pager import pager_section, pager_table, precision_recall
 from local_cloud.alarm_actions import Notice
 
 DLQ = {
@@ -246,7 +246,7 @@ def test_pager_outage_alarm_page_not_explained_by_injected_throttling_inside_pro
 
 
 def test_pager_outage_failure_metrics_are_the_middlewares() -> None:
-    from harness.pager import OUTAGE_FAILURE_METRICS
+    from harness.reporting.pager import OUTAGE_FAILURE_METRICS
     from lambda_resilience.step import (
         DEPENDENCY_FAILURES_METRIC,
         FIRST_CALL_FAILURES_METRIC,

@@ -49,8 +49,8 @@ BUSINESS_ERRORS = (
 #: whose compensations then undo its own attempt only (decision 0028): that actor's act decides the order, and is
 #: judged as such. The fault matrix injects them on valid orders to reach the compensations (decision 0034).
 ANOTHER_ACTOR_ERRORS = ("StaleAttempt", "OrderMovedOn", "InvalidTransition")
-#: Page kinds (harness.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the saga's
-#: executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
+#: Page kinds (harness.reporting.pager.alarm_kind) that can announce a lost order: a step's errors or throttles, the
+#: saga's executions, parked or stuck orders, a provider outage. A DLQ, API or sweeper page announces something else.
 ANNOUNCING_KINDS = (
     "function",
     "function_throttled",
@@ -252,7 +252,7 @@ def unpaged_lost_sales(
 def run_lost_sales(run: Any, in_alarm: Collection[str]) -> dict[str, Any]:
     """The section for a run that evaluated its alarms (the fault matrix: once, at the end): its pages as the
     local run's report reads them, judged order by order (:func:`order_pages`)."""
-    from harness.pager import composite_page_kinds, pager_section
+    from harness.reporting.pager import composite_page_kinds, pager_section
 
     evaluator = run.alarm_evaluator
     queues = run.deployment.queues
@@ -278,7 +278,7 @@ def check_lost_sales(report: dict[str, Any]) -> str | None:
 
 
 def lost_sales_line(section: dict[str, Any]) -> str:
-    """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.lost_sales)."""
+    """``lost sales: N of M valid orders ...``: the run's lost sales in one line (harness.reporting.lost_sales)."""
     line = f"lost sales: {section['lost']} of {section['valid']} valid orders"
     if section["lost"]:
         by_operator = f", {section['operator']} by an operator" if section.get("operator") else ""

@@ -12,7 +12,7 @@ ticket, delivered or refused. They are grouped into incidents:
 A notification during an ``ops`` command the run made (``report["ops_commands"]``: the replay of
 ``--replay-transient``) or up to :data:`OPS_SETTLE_SECONDS` after it was caused by that command; one at the
 deployment's start (``report["notifications_at_start"]``) was caused by the deploy. ``--check`` fails on
-either, and on an incident with more than one notification (:mod:`harness.invariants`).
+either, and on an incident with more than one notification (:mod:`harness.reporting.invariants`).
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def pager_section(
 ) -> dict[str, list[dict[str, Any]]]:
     """Pages (ALARM notifications) with their cause, and each harmful injected fault with its pages.
     ``composites``: a composite alarm's notification -> the kinds of its alarms in the incident it opened
-    (:func:`harness.notifications.composite_kinds`); it announces each of them."""
+    (:func:`harness.reporting.notifications.composite_kinds`); it announces each of them."""
     faults: Mapping[str, int] = report.get("faults_injected") or {}
     pages: list[dict[str, Any]] = []
     for n in actions.history if actions else []:
@@ -272,12 +272,12 @@ def pages(actions: AlarmActions | None) -> list[dict[str, Any]]:
 
 
 def composite_page_kinds(run: Any, dlq_names: set[str]) -> dict[tuple[str, float], list[str]]:
-    """Each composite notification's kinds (:func:`harness.notifications.composite_kinds`) of a local run."""
+    """Each composite notification's kinds (:func:`harness.reporting.notifications.composite_kinds`) of a local run."""
     evaluator = run.alarm_evaluator
     if evaluator.composites is None:
         return {}
     kind_of = {name: alarm_kind(alarm, dlq_names) for name, alarm in evaluator.alarms.items()}
     rules = {name: rule.alarms() for name, rule in evaluator.composites.rules.items()}
-    from harness.notifications import composite_kinds
+    from harness.reporting.notifications import composite_kinds
 
     return composite_kinds(evaluator.transitions, rules, kind_of)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.lost_sales import INVARIANT as LOST_SALES
-from harness.lost_sales import check_lost_sales
-from harness.pager import precision_recall
+from harness.reporting.lost_sales import INVARIANT as LOST_SALES
+from harness.reporting.lost_sales import check_lost_sales
+from harness.reporting.pager import precision_recall
 from harness.workload.hostile import EXPECTED_SQS_ENDS, MAX_LOG_LINE_BYTES, SQS_KINDS, UNKNOWN_ORDER
 
 Check = Callable[[dict[str, Any]], str | None]

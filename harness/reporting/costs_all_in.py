@@ -1,4 +1,4 @@
-"""The whole bill per million orders: the pipeline's own resources (:mod:`harness.costs`) plus the REST
+"""The whole bill per million orders: the pipeline's own resources (:mod:`harness.reporting.costs`) plus the REST
 API, CloudWatch Logs (functions and state machine), custom metrics, traces, KMS and Secrets Manager,
 each from a local run's own counts (log lines and bytes, metric series, execution history events,
 invocations, AWS calls) and AWS's published prices (decision 0022).

@@ -8,15 +8,15 @@ import time
 from collections import Counter
 from typing import Any
 
-from harness.costs import dollars_per_million_orders, per_order
-from harness.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
 from harness.faults.chaos import DeliveryPlan
-from harness.iam_reasons import explain
-from harness.invariants import check
-from harness.lost_sales import consumer_alarms, lost_sales
-from harness.notifications import per_incident
-from harness.pager import composite_page_kinds, pager_section
-from harness.report import (
+from harness.reporting.costs import dollars_per_million_orders, per_order
+from harness.reporting.costs_all_in import BEFORE, WARN_APP_LOGS, all_in
+from harness.reporting.iam_reasons import explain
+from harness.reporting.invariants import check
+from harness.reporting.lost_sales import consumer_alarms, lost_sales
+from harness.reporting.notifications import per_incident
+from harness.reporting.pager import composite_page_kinds, pager_section
+from harness.reporting.report import (
     TERMINAL,
     dlq_depths,
     ledger_summary,
@@ -25,8 +25,8 @@ from harness.report import (
     order_statuses,
     scan_all,
 )
-from harness.run_view import RunView
-from harness.saga_checks import failed_executions, status_disagreements
+from harness.reporting.run_view import RunView
+from harness.reporting.saga_checks import failed_executions, status_disagreements
 from harness.workload.hostile import PiiFindings, line_sizes, side_effects_by_order
 from harness.workload.hostile import execution_name as hostile_execution_name
 from harness.workload.hostile import outcomes as hostile_outcomes
@@ -83,7 +83,8 @@ def order_summary(run: RunView) -> tuple[dict[str, int], list[dict[str, Any]]]:
             "order_id": oid,
             "status": orders.get(oid, {}).get("status", "NOT_ACCEPTED"),
             "correlation_id": orders.get(oid, {}).get("correlation_id"),
-            # When it was received and last moved: the lost-sales check's order-by-order page (harness.lost_sales).
+            # When it was received and last moved: the lost-sales check's order-by-order page
+            # (harness.reporting.lost_sales).
             "created_at": orders.get(oid, {}).get("created_at"),
             "updated_at": orders.get(oid, {}).get("updated_at"),
         }
