@@ -172,7 +172,7 @@ def load_template(assembly_dir: Path | None) -> CloudAssembly:
     import os
     from unittest import mock
 
-    from harness.synth import DEFAULT_OUTDIR, synthesize
+    from harness.stack.synth import DEFAULT_OUTDIR, synthesize
     from local_cloud.environment import FAKE_ENV
 
     with mock.patch.dict(os.environ, FAKE_ENV):

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.cli_run import run_command
 from harness.drill import add_drill_parser, main_drill
-from harness.up import add_up_parser, main_up
+from harness.stack.up import add_up_parser, main_up
 from local_cloud.errors import LocalCloudError
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative

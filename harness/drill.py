@@ -31,7 +31,7 @@ from typing import Any
 from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
 from harness.drill_ops import OpsConsole
 from harness.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
-from harness.pipeline import PipelineRun
+from harness.stack.pipeline import PipelineRun
 from harness.workload.orders import OrderMix, make_orders
 
 STACK = "OrderPipeline-dev"
@@ -301,9 +301,9 @@ def _calls_by_argv(incidents: list[IncidentRun]) -> dict[tuple[str, ...], int]:
 def run_drill(options: DrillOptions) -> dict[str, Any]:
     """The whole drill; its records (incidents, growth, failures)."""
     from harness.incidents import provider_outages
-    from harness.local_endpoint import subscribe_oncall
-    from harness.options import RunOptions
-    from harness.pipeline import local_pipeline
+    from harness.stack.local_endpoint import subscribe_oncall
+    from harness.stack.options import RunOptions
+    from harness.stack.pipeline import local_pipeline
     from local_cloud.faults import FaultCounter
     from local_cloud.template import REGION
 

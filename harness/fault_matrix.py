@@ -23,10 +23,10 @@ from harness.fault_phases import after_drain, race_actors, race_repair
 from harness.fault_races import all_cells
 from harness.faults.cells import Cell, OrderFacts, classify, facts_from_records, render
 from harness.faults.inject import FaultPlan, inject_plan
-from harness.options import RunOptions
-from harness.pipeline import PipelineRun, local_pipeline
 from harness.reporting.lost_sales import lost_sales_line, run_lost_sales
 from harness.reporting.report import order_statuses
+from harness.stack.options import RunOptions
+from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.orders import make_order
 from local_cloud.clients import aws
 from local_cloud.tables import scan_all

@@ -17,7 +17,7 @@ from local_cloud.clients import aws
 from sandbox.http_server import forget_keys
 
 if TYPE_CHECKING:
-    from harness.pipeline import PipelineRun
+    from harness.stack.pipeline import PipelineRun
 
 
 def age_order(run: PipelineRun, order_id: str, seconds: float) -> None:

@@ -1,7 +1,7 @@
 """Incidents of the families docs/decisions/0023 pages on, injected at random simulated times of the run.
 
 ``ops local run --incidents ...`` (``make chaos``) lets the simulated time after the first drain pass as
-on AWS (:meth:`harness.pipeline.PipelineRun.advance`: the sweeper's schedule, alarms every minute) and,
+on AWS (:meth:`harness.stack.pipeline.PipelineRun.advance`: the sweeper's schedule, alarms every minute) and,
 at times drawn from the run's seed, starts each incident:
 
 - ``provider_outage``: for :data:`OUTAGE_SECONDS` a provider stand-in answers 503 (its ``provider_unavailable``)
@@ -30,7 +30,7 @@ from unittest import mock
 
 import botocore.client
 
-from harness.pipeline import PipelineRun
+from harness.stack.pipeline import PipelineRun
 from harness.workload.api_client import OrderApi
 from harness.workload.orders import OrderMix, make_orders
 from local_cloud.errors import service_error

@@ -15,8 +15,11 @@ from harness.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, swee
 from harness.faults.chaos import SAGA_FAULTS, inject, plan_deliveries
 from harness.incidents import Incident, IncidentRunner, provider_outages
 from harness.oncall import repair_parked_as_operator
-from harness.options import RunOptions
-from harness.pipeline import (
+from harness.reporting.notifications import notifications_at_start
+from harness.reporting.report import TERMINAL
+from harness.reporting.reporter import body_order_id, dlq_contents, finish_report
+from harness.stack.options import RunOptions
+from harness.stack.pipeline import (
     LOCAL_LEDGER_TABLE,
     PipelineRun,
     create_local_ledger,
@@ -24,10 +27,7 @@ from harness.pipeline import (
     local_pipeline,
     serve_local_providers,
 )
-from harness.reporting.notifications import notifications_at_start
-from harness.reporting.report import TERMINAL
-from harness.reporting.reporter import body_order_id, dlq_contents, finish_report
-from harness.synth import (
+from harness.stack.synth import (
     DEFAULT_OUTDIR,
     LOCAL_PROVIDER_CONTEXT,
     LOCAL_PROVIDER_ORIGIN,

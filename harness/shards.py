@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.options import RunOptions
 from harness.reporting.costs import dollars_per_million_orders, per_order
 from harness.reporting.iam_reasons import explain
 from harness.reporting.invariants import check
-from harness.synth import load_assembly
+from harness.stack.options import RunOptions
+from harness.stack.synth import load_assembly
 from local_cloud.iam_enforce import merge_reports as merge_iam
 from ops.errors import UsageError
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from harness.options import RunOptions
-from harness.pipeline import PipelineRun, deployed_pipeline
 from harness.reporting.lost_sales import check_lost_sales, unpaged_lost_sales
 from harness.reporting.report import TERMINAL, order_statuses
 from harness.reporting.reporter import body_order_id
 from harness.reporting.reporter import dlq_contents as _dlq_contents
-from harness.synth import REPO_ROOT, load_assembly, synthesize
+from harness.stack.options import RunOptions
+from harness.stack.pipeline import PipelineRun, deployed_pipeline
+from harness.stack.synth import REPO_ROOT, load_assembly, synthesize
 from harness.workload.orders import OrderMix, make_orders
 from local_cloud.clock import SimClock
 from local_cloud.environment import local_aws

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.iam_checks import tokenise
-from harness.options import RunOptions
-from harness.pipeline import local_pipeline
+from harness.stack.options import RunOptions
+from harness.stack.pipeline import local_pipeline
 from harness.workload.orders import KINDS, make_order
 from local_cloud.iam_enforce import IamEnforcer
 from local_cloud.template import CloudAssembly

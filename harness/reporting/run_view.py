@@ -1,4 +1,4 @@
-"""What the reporter reads of a local run: :class:`RunView`, which :class:`harness.pipeline.PipelineRun` is.
+"""What the reporter reads of a local run: :class:`RunView`, which :class:`harness.stack.pipeline.PipelineRun` is.
 
 The pipeline imports the reporter to build its report; the reporter imports this protocol, not the
 pipeline, so the two have no import cycle (not even under ``TYPE_CHECKING``).

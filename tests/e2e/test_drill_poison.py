@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def poisoned(assembly: CloudAssembly) -> Iterator[tuple[IncidentRun, list[str], str]]:
     """The drill's poison-message incident; the alarms in ALARM after it; the orders DLQ's depth after it."""
-    from harness.local_endpoint import subscribe_oncall
+    from harness.stack.local_endpoint import subscribe_oncall
 
     with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
         outputs = run.deployment.outputs()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.pipeline import PipelineRun, local_pipeline
 from harness.run import RunOptions, synthesize
+from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.api_client import idempotency_key
 from harness.workload.orders import make_order
 from lambda_resilience.testing import in_memory_tracing

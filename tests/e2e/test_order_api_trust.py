@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from botocore.credentials import Credentials
 
-from harness.pipeline import PipelineRun, local_pipeline
 from harness.run import RunOptions
+from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.orders import make_order
 from local_cloud.apigateway.server import OTHER_CALLER
 from local_cloud.template import REGION, CloudAssembly

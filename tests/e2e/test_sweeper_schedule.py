@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.pipeline import PipelineRun, local_pipeline
 from harness.reporting.pager import alarm_kind
 from harness.run import RunOptions
+from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.orders import OrderMix, make_orders
 from local_cloud.template import CloudAssembly
 

@@ -38,7 +38,7 @@ def test_producer_via_api_posts_each_order_and_records_refusals(api: Any) -> Non
 
 
 def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
-    from harness.up import LocalEndpoint, _api_lines
+    from harness.stack.up import LocalEndpoint, _api_lines
 
     lines = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION, "http://127.0.0.1:2/v1"))
     text = "\n".join(lines)

@@ -1,6 +1,7 @@
 """What each speed patch saves: paired, interleaved local runs with the patch on and off (CPU seconds).
 
-Usage: ``python -m harness.patch_costs [--orders 150] [--patches a,b] [--assembly cdk.out-dir]`` (``make patch-costs``).
+Usage: ``python -m harness.stack.patch_costs [--orders 150] [--patches a,b] [--assembly cdk.out-dir]``
+(``make patch-costs``).
 
 Each speed patch of :data:`local_cloud.patches.PATCHES` (kind ``speed``) is switched off for one run through
 ``OPS_LOCAL_DISABLE_PATCHES``; baseline runs (every patch on) sit between them, so a run with a patch off is
@@ -129,7 +130,7 @@ def table(costs: list[Cost], noise: float, baselines: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.patch_costs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.stack.patch_costs", description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=150, help="orders per run (default 150)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--patches", help="comma-separated speed patch names (default: every speed patch)")
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="patch-costs-") as tmp:
         assembly = args.assembly
         if assembly is None:
-            from harness.synth import synthesize
+            from harness.stack.synth import synthesize
 
             assembly = synthesize(Path(tmp) / "cdk.out", "dev").outdir
         runs, costs, noise = measure(names, args.orders, Path(assembly), args.seed)

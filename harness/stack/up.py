@@ -12,7 +12,7 @@ When the template has a REST API (the order API), it is served too, on its own p
 (``--api-port``), by :mod:`local_cloud.apigateway` from the template's own ``AWS::ApiGateway::*``
 resources: ``http://127.0.0.1:<port>/<stage>/<path>``, SigV4 with the local credentials.
 
-The endpoint itself (moto's server, the environment, the outputs stack) is :mod:`harness.local_endpoint`.
+The endpoint itself (moto's server, the environment, the outputs stack) is :mod:`harness.stack.local_endpoint`.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from harness.local_endpoint import PortInUse as PortInUse  # what serve raises when a port is taken
-from harness.local_endpoint import endpoint_environment, moto_server_in_process, register_stack, subscribe_oncall
 from harness.reporting.pager import page_line
+from harness.stack.local_endpoint import PortInUse as PortInUse  # what serve raises when a port is taken
+from harness.stack.local_endpoint import endpoint_environment, moto_server_in_process, register_stack, subscribe_oncall
 from harness.workload.orders import OrderMix
 from ops.arguments import integer, non_negative, port, positive_float
 
 if TYPE_CHECKING:
-    from harness.options import RunOptions
-    from harness.pipeline import PipelineRun
+    from harness.stack.options import RunOptions
+    from harness.stack.pipeline import PipelineRun
 
 DEFAULT_PORT = 4566
 IDLE_WAIT_SECONDS = 0.1  # how long the loop sleeps when no queue has anything to deliver
@@ -217,7 +217,7 @@ class _Loop:
 
 def _run_options(options: UpOptions) -> RunOptions:
     """The run behind ``local up``: the API served on 127.0.0.1."""
-    from harness.options import RunOptions
+    from harness.stack.options import RunOptions
 
     return RunOptions(
         orders=options.orders,
@@ -243,9 +243,9 @@ def serve(
 
     ``on_ready`` is called with the endpoint once the stack is deployed and registered.
     """
-    from harness.pipeline import deployed_pipeline
     from harness.reporting.notifications import notifications_at_start
-    from harness.synth import load_assembly
+    from harness.stack.pipeline import deployed_pipeline
+    from harness.stack.synth import load_assembly
     from harness.workload.orders import make_orders
     from local_cloud.clock import SimClock
     from local_cloud.environment import moto_behaviour

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from harness.options import RunOptions
+from harness.stack.options import RunOptions
 from local_cloud.environment import FAKE_ENV
 from local_cloud.template import REGION, CloudAssembly
 from ops.errors import OpsError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUTDIR = REPO_ROOT / ".build" / "local.out"
 
 #: The local run deploys stage dev with the HTTPS provider adapters (prod's code path), pointed at

@@ -17,9 +17,9 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import order_domain.clock
-from harness.options import RunOptions
 from harness.reporting import reporter
-from harness.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
+from harness.stack.options import RunOptions
+from harness.stack.synth import LOCAL_PROVIDER_ORIGIN, LOCAL_SECRETS, load_assembly
 from harness.workload.api_client import OrderApi, has_rest_api, serve_order_api
 from harness.workload.hostile import HostileExecution
 from harness.workload.producer import Message, Producer
