@@ -276,8 +276,8 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
     if args.local_command == "run":
         return run_command(args, argv, quotas(args))
     if args.local_command == "faults":
-        from harness.fault_matrix import MatrixOptions
-        from harness.fault_matrix import main as main_faults
+        from harness.matrix.fault_matrix import MatrixOptions
+        from harness.matrix.fault_matrix import main as main_faults
 
         matrix = MatrixOptions(
             state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly

@@ -2,7 +2,7 @@
 
 Pure functions over the ASL definition and over facts read from the tables, the sandbox ledger, the
 needs-attention queue and the alarms: no moto here, so :mod:`tests.ops.test_fault_cells` tests them
-directly. The injection is :mod:`harness.faults.inject`; the run is :mod:`harness.fault_matrix`.
+directly. The injection is :mod:`harness.faults.inject`; the run is :mod:`harness.matrix.fault_matrix`.
 
 Fault names are the ones Step Functions reports for each integration:
 
@@ -200,7 +200,7 @@ class Rule:
     ``error`` is the transport kind), ``race`` (run the actor ``error`` inside the state, ``timing``
     before or after it acted, variant ``action``), ``duplicate`` (a second live invocation of the step,
     variant ``action``), ``inflight`` (the provider keeps ``action``'s first request in flight and
-    answers its retries 409): :mod:`harness.fault_actors`; ``outcome_write`` (the step's own outcome
+    answers its retries 409): :mod:`harness.matrix.actors`; ``outcome_write`` (the step's own outcome
     write fails with the DynamoDB code ``error``, or the function dies there: ``crash``).
     ``first_execution_only``: a stop, a timeout, or a setup a repair comes after (the outage is over).
     """
@@ -229,7 +229,7 @@ class Cell:
     rules: tuple[Rule, ...]
     repair: str = ""  # the ops repair action to run once the first execution has ended
     setup: str = ""  # repair cells: what brought the order where the repair finds it
-    #: Once the first execution ended, before the repairs (harness.fault_races): ``attempt2``,
+    #: Once the first execution ended, before the repairs (harness.matrix.races): ``attempt2``,
     #: ``forget-keys``, ``expire-records``, ``expire-both``.
     after_drain: str = ""
     #: A repair racing the sweeper: ``sweep-inside-repair`` or ``repair-inside-sweep``.

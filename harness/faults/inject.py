@@ -52,7 +52,7 @@ class FaultPlan:
     _first_execution: dict[str, str] = field(default_factory=dict)
     _current: dict[str, tuple[str, str]] = field(default_factory=dict)  # order -> (state, execution)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    #: The concurrent actors (harness.fault_actors.Actors: ``race(plan, rule, order_id)`` and
+    #: The concurrent actors (harness.matrix.actors.Actors: ``race(plan, rule, order_id)`` and
     #: ``hooks(plan)``), for ``race``, ``duplicate`` and ``inflight`` rules.
     actors: Any = None
 

@@ -58,7 +58,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "The fault matrix holds a duplicate live invocation right after its IN_PROGRESS record is written, "
         "while Step Functions' own invocation runs; and deletes an order's expired records once, as "
         "DynamoDB's TTL would, before they are read (Powertools has no hook there).",
-        "harness.fault_actors.inject_actors",
+        "harness.matrix.actors.inject_actors",
         "test_canary_powertools_save_inprogress_signature",
     ),
     Patch(
@@ -67,7 +67,7 @@ APP_PATCHES: tuple[Patch, ...] = (
         "fault-injection",
         "ListExecutions is eventually consistent on AWS; the fault matrix leaves an order's executions out of "
         "it while a cell says so (moto's is strongly consistent).",
-        "harness.fault_actors.inject_actors",
+        "harness.matrix.actors.inject_actors",
         "test_canary_moto_list_executions_answers_results_and_a_token",
     ),
 )

@@ -310,7 +310,7 @@ def test_random_faults_roll_the_same_for_a_seed_whatever_order_the_calls_arrive_
 
 
 def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was() -> None:
-    from harness.fault_matrix import judge
+    from harness.matrix.fault_matrix import judge
 
     stuck = facts(status="SHIPPED", captures=1, live_shipments=1)
     assert judge(stuck, {"result": "refused", "left_as_it_was": True}) == ("REFUSED", [])

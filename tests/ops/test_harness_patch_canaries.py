@@ -80,7 +80,7 @@ def test_canary_powertools_save_inprogress_signature() -> None:
 
 
 def test_canary_moto_list_executions_answers_results_and_a_token() -> None:
-    """fault_actors filters the backend's (executions, next token); the response reads it that way."""
+    """harness.matrix.actors filters the backend's (executions, next token); the response reads it that way."""
     from moto.stepfunctions.models import StepFunctionBackend
     from moto.stepfunctions.responses import StepFunctionResponse
 

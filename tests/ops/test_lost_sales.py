@@ -198,7 +198,7 @@ def test_lost_sales_fault_matrix_route_is_a_cells_setup_not_a_loss() -> None:
 
 def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any, capsys: Any) -> None:
     """``make faults`` fails on a lost sale nobody was paged for, even with every cell's outcome judged sound."""
-    import harness.fault_matrix as matrix
+    import harness.matrix.fault_matrix as matrix
 
     histories = [_history(OK["order_id"], "ShipOrder", "Lambda.ServiceException")]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])

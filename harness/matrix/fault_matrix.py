@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import order_domain.env as env_names
-from harness.fault_actors import Actors
-from harness.fault_phases import after_drain, race_actors, race_repair
-from harness.fault_races import all_cells
 from harness.faults.cells import Cell, OrderFacts, classify, facts_from_records, render
 from harness.faults.inject import FaultPlan, inject_plan
+from harness.matrix.actors import Actors
+from harness.matrix.phases import after_drain, race_actors, race_repair
+from harness.matrix.races import all_cells
 from harness.reporting.lost_sales import lost_sales_line, run_lost_sales
 from harness.reporting.report import order_statuses
 from harness.stack.options import RunOptions

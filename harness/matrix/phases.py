@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
-from harness.fault_actors import Actors, next_attempt
 from harness.faults.cells import Cell
+from harness.matrix.actors import Actors, next_attempt
 from local_cloud.clients import aws
 from sandbox.http_server import forget_keys
 

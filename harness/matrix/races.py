@@ -1,6 +1,6 @@
 """The fault matrix's concurrency and time cells (issue 28): generated from the definition like the
-others (:func:`harness.faults.cells.generate_cells`), run by :mod:`harness.fault_actors` inside live
-executions, and by :mod:`harness.fault_matrix` between its phases.
+others (:func:`harness.faults.cells.generate_cells`), run by :mod:`harness.matrix.actors` inside live
+executions, and by :mod:`harness.matrix.fault_matrix` between its phases.
 
 Rows:
 

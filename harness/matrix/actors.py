@@ -66,7 +66,7 @@ def _wait(until: Callable[[], bool], cap: float = WAIT_CAP_SECONDS) -> bool:
 
 @dataclass
 class Actors:
-    """What the race actors act through (set by :mod:`harness.fault_matrix` from its run)."""
+    """What the race actors act through (set by :mod:`harness.matrix.fault_matrix` from its run)."""
 
     sweep: Callable[[], Any] = lambda: None
     age: Callable[[str], None] = lambda order_id: None
