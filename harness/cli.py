@@ -214,7 +214,7 @@ def _add_spike_parser(local_commands: Any) -> None:
 
 
 def _incidents(value: str) -> tuple[str, ...]:
-    from harness.incidents import parse_incidents
+    from harness.run.incidents import parse_incidents
 
     try:
         return parse_incidents(value)

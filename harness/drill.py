@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
 from harness.drill_ops import OpsConsole
-from harness.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
+from harness.run.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
 from harness.stack.pipeline import PipelineRun
 from harness.workload.orders import OrderMix, make_orders
 
@@ -300,7 +300,7 @@ def _calls_by_argv(incidents: list[IncidentRun]) -> dict[tuple[str, ...], int]:
 
 def run_drill(options: DrillOptions) -> dict[str, Any]:
     """The whole drill; its records (incidents, growth, failures)."""
-    from harness.incidents import provider_outages
+    from harness.run.incidents import provider_outages
     from harness.stack.local_endpoint import subscribe_oncall
     from harness.stack.options import RunOptions
     from harness.stack.pipeline import local_pipeline

@@ -33,7 +33,7 @@ HARMFUL: dict[str, tuple[str, ...]] = {
 #: Faults whose harm depends on getting past the edge -> the report's count of those that did. A malformed order
 #: the order API refused (400) told its caller at once: no incident, no page; one dead-lettered is an incident.
 REACHED_THE_PIPELINE: dict[str, str] = {"malformed": "malformed_in_dlq_as_permanent"}
-#: Each injected incident's family (harness.incidents) -> the alarm kind that must announce it, within
+#: Each injected incident's family (harness.run.incidents) -> the alarm kind that must announce it, within
 #: :data:`INCIDENT_PAGE_SECONDS` of the incident becoming harmful (the seeds' one minute).
 INCIDENT_ALARM: dict[str, str] = {
     "provider_outage": "provider_outage",

@@ -21,7 +21,7 @@ class RunOptions:
     echo_logs: bool = False
     faults: FaultRates = field(default_factory=FaultRates)
     replay_transient: bool = False
-    repair_parked: bool = False  # then redrive parked orders as the on-call's runbook says (harness.oncall)
+    repair_parked: bool = False  # then redrive parked orders as the on-call's runbook says (harness.run.oncall)
     shard: int = 0  # this process runs the orders whose index % shards == shard
     shards: int = 1
     quotas: Quotas = field(default_factory=Quotas)  # AWS limits enforced in the run (local_cloud.limits)
@@ -32,5 +32,5 @@ class RunOptions:
     #: The scheduled rules' targets (logical ID prefixes) fired on the simulated clock per their rule's
     #: ScheduleExpression while the run drains or lets time pass (local_cloud.schedules); () fires none.
     scheduled_targets: tuple[str, ...] = ("Sweeper",)
-    #: Incident families injected after the first drain (harness.incidents; a family twice: two incidents).
+    #: Incident families injected after the first drain (harness.run.incidents; a family twice: two incidents).
     incidents: tuple[str, ...] = ()

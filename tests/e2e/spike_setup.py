@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.run import synthesize
+from harness.run.run import synthesize
 from harness.spike import SpikeOptions, run_spike
 from local_cloud.limits import Quotas
 

@@ -16,8 +16,8 @@ import pytest
 from harness.drill import STACK, Drill
 from harness.drill_judge import IncidentRun
 from harness.drill_ops import OpsConsole
-from harness.incidents import ProviderOutage
-from harness.run import RunOptions, local_pipeline
+from harness.run.incidents import ProviderOutage
+from harness.run.run import RunOptions, local_pipeline
 from local_cloud.faults import FaultCounter
 from local_cloud.template import REGION, CloudAssembly
 

@@ -69,7 +69,7 @@ def test_hostile_run_logs_stay_small_and_free_of_order_data(hostile_run: tuple[i
 def test_hostile_correlation_id_with_quotes_and_spaces_traced_end_to_end(assembly: CloudAssembly) -> None:
     import random
 
-    from harness.run import RunOptions, local_pipeline
+    from harness.run.run import RunOptions, local_pipeline
     from harness.workload.orders import make_order
     from ops.trace import trace
 
@@ -98,7 +98,7 @@ def test_hostile_oversize_at_the_queue_limit_is_dead_lettered_one_byte_over_is_r
     import boto3
     from botocore.exceptions import ClientError
 
-    from harness.run import RunOptions, local_pipeline
+    from harness.run.run import RunOptions, local_pipeline
     from harness.workload.hostile import oversize_body
 
     with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:

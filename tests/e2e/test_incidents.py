@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from harness.incidents import ALL
 from harness.reporting.pager import INCIDENT_ALARM
-from harness.run import RunOptions, run_local
+from harness.run.incidents import ALL
+from harness.run.run import RunOptions, run_local
 from harness.workload.orders import OrderMix
 from local_cloud.template import CloudAssembly
 

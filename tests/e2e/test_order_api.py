@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.run import RunOptions, synthesize
+from harness.run.run import RunOptions, synthesize
 from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.api_client import idempotency_key
 from harness.workload.orders import make_order

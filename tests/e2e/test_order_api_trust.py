@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from botocore.credentials import Credentials
 
-from harness.run import RunOptions
+from harness.run.run import RunOptions
 from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.orders import make_order
 from local_cloud.apigateway.server import OTHER_CALLER

@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from harness.faults.chaos import FaultRates
-from harness.run import RunOptions, run_local
+from harness.run.run import RunOptions, run_local
 from harness.workload.orders import KINDS, OrderMix, make_orders, order_kind
 from local_cloud.template import CloudAssembly
 

@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from harness.run import RunOptions, run_local
+from harness.run.run import RunOptions, run_local
 from harness.workload.orders import OrderMix
 from local_cloud.template import CloudAssembly
 

@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
 from harness.workload.orders import make_order
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.reporting.pager import alarm_kind
-from harness.run import RunOptions
+from harness.run.run import RunOptions
 from harness.stack.pipeline import PipelineRun, local_pipeline
 from harness.workload.orders import OrderMix, make_orders
 from local_cloud.template import CloudAssembly

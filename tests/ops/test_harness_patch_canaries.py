@@ -24,7 +24,7 @@ OWN_TARGETS = {
     "order_domain.clock",
     "ops.repair",
     "order_domain.sweeper",
-    "payment",  # lambdas/sandbox/payment.py: the stand-in provider chaos takes down (harness.incidents)
+    "payment",  # lambdas/sandbox/payment.py: the stand-in provider chaos takes down (harness.run.incidents)
     "carrier",  # lambdas/sandbox/carrier.py
 }
 

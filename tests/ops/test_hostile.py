@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from harness.faults.chaos import FaultRates, plan_deliveries
 from harness.reporting.invariants import check
-from harness.run import _batches, body_order_id
+from harness.run.run import _batches, body_order_id
 from harness.workload import hostile
 from harness.workload.orders import PII_PATTERN, OrderMix, make_orders, order_kind
 from local_cloud.faults import FaultCounter

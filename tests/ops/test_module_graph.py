@@ -77,7 +77,7 @@ def _top(module: str) -> str:
         "local_cloud.deploy",
         "local_cloud.emulator",
         "harness.stack.pipeline",
-        "harness.run",
+        "harness.run.run",
     ],
 )
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:

@@ -135,7 +135,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
 
 def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: str) -> tuple[int, str]:
     """``ops local run --check`` on a run whose report holds ``section`` as its pager: (exit status, stderr)."""
-    import harness.run
+    import harness.run.run
     from harness.cli import main
 
     def run_local(_options: Any) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: 
         report["invariants"] = {"pager_precision_and_recall_100_percent": CHECKS[PAGER_CHECK](report)}
         return report
 
-    monkeypatch.setattr(harness.run, "run_local", run_local)
+    monkeypatch.setattr(harness.run.run, "run_local", run_local)
     code = main(["local", "run", "--orders", "1", "--check", "--json", *extra])
     return code, capsys.readouterr().err
 

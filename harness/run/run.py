@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from harness.faults.chaos import SAGA_FAULTS, inject, plan_deliveries
-from harness.incidents import Incident, IncidentRunner, provider_outages
 from harness.matrix.fault_matrix import SWEEP_MARGIN_SECONDS, deployed_definition, sweeper_threshold
-from harness.oncall import repair_parked_as_operator
 from harness.reporting.notifications import notifications_at_start
 from harness.reporting.report import TERMINAL
 from harness.reporting.reporter import body_order_id, dlq_contents, finish_report
+from harness.run.incidents import Incident, IncidentRunner, provider_outages
+from harness.run.oncall import repair_parked_as_operator
 from harness.stack.options import RunOptions
 from harness.stack.pipeline import (
     LOCAL_LEDGER_TABLE,
