@@ -73,8 +73,8 @@ def _add_capacity_parser(commands: Any) -> None:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from harness.capacity import format_capacity, predict_from_assembly
-    from harness.spike import parse_rate
+    from harness.spike.capacity import format_capacity, predict_from_assembly
+    from harness.spike.spike import parse_rate
 
     prediction = predict_from_assembly(
         parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)
@@ -239,7 +239,7 @@ def quotas(args: argparse.Namespace) -> Any:
 
 
 def _spike(args: argparse.Namespace) -> int:
-    from harness.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
+    from harness.spike.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
 
     options = SpikeOptions(
         baseline_per_second=parse_rate(args.baseline),

@@ -161,7 +161,7 @@ def test_lost_sales_invariant_holds_on_a_report_without_the_section() -> None:
 
 
 def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
-    from harness.spike import check_spike
+    from harness.spike.spike import check_spike
 
     histories = [_history(OK["order_id"], "ChargePayment", "Lambda.TooManyRequestsException")]
     report: dict[str, Any] = {
@@ -236,13 +236,13 @@ def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
 
 def test_lost_sales_spike_prints_its_lost_sales_line(monkeypatch: Any, capsys: Any) -> None:
     """``make spike`` (``--json --check``) says ``lost sales: N`` beside its JSON, and fails on an unpaged one."""
-    import harness.spike
+    import harness.spike.spike
     from harness.cli import main
 
     histories = [_history(OK["order_id"], "ChargePayment", "Sandbox.Timedout")]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
     report = {"lost_sales": section, "check_problems": ["1 valid orders lost and nobody paged"], "series": []}
-    monkeypatch.setattr(harness.spike, "run_spike", lambda options: report)
+    monkeypatch.setattr(harness.spike.spike, "run_spike", lambda options: report)
     assert main(["local", "spike", "--json", "--check", "--no-plot"]) == 1
     err = capsys.readouterr().err
     assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in err

@@ -389,7 +389,7 @@ def run_spike(options: SpikeOptions) -> dict[str, Any]:
         report = spike_report(driver, time.monotonic() - started)
     report["check_problems"] = check_spike(report)
     if options.plot is not None:
-        from harness.spike_plot import plot_spike
+        from harness.spike.spike_plot import plot_spike
 
         plot_spike(report, options.plot)
         report["plot"] = str(options.plot)
