@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli_run import run_command
-from harness.drill import add_drill_parser, main_drill
+from harness.drill.drill import add_drill_parser, main_drill
 from harness.stack.up import add_up_parser, main_up
 from local_cloud.errors import LocalCloudError
 from ops.arguments import integer as _integer

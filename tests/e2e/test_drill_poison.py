@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.drill import STACK, Drill
-from harness.drill_judge import IncidentRun
-from harness.drill_ops import OpsConsole
+from harness.drill.console import OpsConsole
+from harness.drill.drill import STACK, Drill
+from harness.drill.judge import IncidentRun
 from harness.run.incidents import ProviderOutage
 from harness.run.run import RunOptions, local_pipeline
 from local_cloud.faults import FaultCounter

@@ -1,7 +1,7 @@
 """``python -m harness drill`` (``make drill``): a scripted on-call drill on the local stack (issue 41, point 8).
 
 Five incidents, one after another on the simulated clock (CloudWatch evaluating every minute, the sweeper on
-its schedule), each answered with ``python -m ops`` commands only (:mod:`harness.drill_ops`):
+its schedule), each answered with ``python -m ops`` commands only (:mod:`harness.drill.console`):
 
 - a declined card: "what happened to order X" -> ``ops order``;
 - a poison message: "why was I paged" -> the notification (alarm, runbook) and ``ops trace``; "is it safe to
@@ -15,7 +15,7 @@ its schedule), each answered with ``python -m ops`` commands only (:mod:`harness
 
 Per incident: the notifications sent (page or ticket topic), the time to the first (simulated), the commands
 and their AWS calls; the notifications raised while the operator acted. Then the read commands and a repair
-again after more history: their AWS calls must not grow. ``--check`` (:func:`harness.drill_judge.judge`).
+again after more history: their AWS calls must not grow. ``--check`` (:func:`harness.drill.judge.judge`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
-from harness.drill_ops import OpsConsole
+from harness.drill.console import OpsConsole
+from harness.drill.judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge, shape
 from harness.run.incidents import HEALTHY, OUTAGE_ORDERS, OUTAGE_SECONDS, ProviderOutage
 from harness.stack.pipeline import PipelineRun
 from harness.workload.orders import OrderMix, make_orders

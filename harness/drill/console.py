@@ -16,7 +16,7 @@ from typing import Any
 
 import boto3
 
-from harness.drill_judge import CommandRun
+from harness.drill.judge import CommandRun
 from ops.target import Target
 
 
