@@ -169,7 +169,7 @@ PATCH_COST_ORDERS ?= 200
 
 patch-costs: setup ## each speed patch's cost to drop: paired, interleaved local runs with it on and off (CPU s)
 	@mkdir -p reports
-	$(PY) -m harness.patch_costs --orders $(PATCH_COST_ORDERS) --json reports/patch-costs.json
+	$(PY) -m harness.stack.patch_costs --orders $(PATCH_COST_ORDERS) --json reports/patch-costs.json
 
 CHAOS_ORDERS ?= 2000
 CHAOS_FAULTS ?= --duplicate-rate 0.1 --crash-rate 0.03 --decline-rate 0.1 --ship-fail-rate 0.1 \

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli_run import run_command
-from harness.drill import add_drill_parser, main_drill
-from harness.up import add_up_parser, main_up
+from harness.drill.drill import add_drill_parser, main_drill
+from harness.stack.up import add_up_parser, main_up
 from local_cloud.errors import LocalCloudError
 from ops.arguments import integer as _integer
 from ops.arguments import non_negative as _non_negative
@@ -73,8 +73,8 @@ def _add_capacity_parser(commands: Any) -> None:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from harness.capacity import format_capacity, predict_from_assembly
-    from harness.spike import parse_rate
+    from harness.spike.capacity import format_capacity, predict_from_assembly
+    from harness.spike.spike import parse_rate
 
     prediction = predict_from_assembly(
         parse_rate(args.rate), args.minutes, quotas(args), args.assembly, baseline=parse_rate(args.baseline)
@@ -214,7 +214,7 @@ def _add_spike_parser(local_commands: Any) -> None:
 
 
 def _incidents(value: str) -> tuple[str, ...]:
-    from harness.incidents import parse_incidents
+    from harness.run.incidents import parse_incidents
 
     try:
         return parse_incidents(value)
@@ -239,7 +239,7 @@ def quotas(args: argparse.Namespace) -> Any:
 
 
 def _spike(args: argparse.Namespace) -> int:
-    from harness.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
+    from harness.spike.spike import DEFAULT_PLOT, SpikeOptions, parse_rate, run_spike
 
     options = SpikeOptions(
         baseline_per_second=parse_rate(args.baseline),
@@ -262,7 +262,7 @@ def _spike(args: argparse.Namespace) -> int:
             f"max depth {backlog['max_depth']}, drained {backlog['drained_after_seconds']} s after the peak, "
             f"latency p50 {latency['p50']} s p99 {latency['p99']} s"
         )
-    from harness.lost_sales import lost_sales_line
+    from harness.reporting.lost_sales import lost_sales_line
 
     # Beside the JSON (stdout is the report file): lost sales, and what --check refuses.
     print(lost_sales_line(report["lost_sales"]), file=sys.stderr if args.json else sys.stdout)
@@ -276,8 +276,8 @@ def run_local_command(args: argparse.Namespace, argv: Sequence[str] | None) -> i
     if args.local_command == "run":
         return run_command(args, argv, quotas(args))
     if args.local_command == "faults":
-        from harness.fault_matrix import MatrixOptions
-        from harness.fault_matrix import main as main_faults
+        from harness.matrix.fault_matrix import MatrixOptions
+        from harness.matrix.fault_matrix import main as main_faults
 
         matrix = MatrixOptions(
             state=args.state, fault=args.fault, persistence=args.persistence, assembly_dir=args.assembly

@@ -11,11 +11,11 @@ from typing import Any
 
 def run_command(args: argparse.Namespace, argv: Sequence[str] | None, quotas: Any) -> int:
     """Run a parsed ``local run`` command on these quotas; the exit status."""
-    from harness.run import run_local
+    from harness.run.run import run_local
 
     options = run_options(args, quotas)
     if args.workers > 1:
-        from harness.shards import run_sharded
+        from harness.run.shards import run_sharded
 
         passthrough = [a for a in (argv if argv is not None else sys.argv[1:])[2:]]
         passthrough = _without(
@@ -23,7 +23,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str] | None, quotas: An
         )
         report = run_sharded(options, passthrough, args.workers)
     else:
-        from harness.shards import shard_options
+        from harness.run.shards import shard_options
 
         report = run_local(shard_options(options, args.shard, args.shards))
     if args.expect_no_pages:
@@ -43,10 +43,10 @@ def run_command(args: argparse.Namespace, argv: Sequence[str] | None, quotas: An
 
 
 def run_options(args: argparse.Namespace, quotas: Any) -> Any:
-    """The :class:`~harness.run.RunOptions` of a parsed ``local run`` command."""
-    from harness.chaos import FaultRates
-    from harness.orders import OrderMix
-    from harness.run import RunOptions
+    """The :class:`~harness.run.run.RunOptions` of a parsed ``local run`` command."""
+    from harness.faults.chaos import FaultRates
+    from harness.run.run import RunOptions
+    from harness.workload.orders import OrderMix
 
     return RunOptions(
         orders=args.orders,
@@ -138,22 +138,22 @@ def _print_summary(report: dict[str, Any]) -> None:
             f"{usd['express_workflow']} Express (what Express would lose: docs/decisions/0001)"
         )
     if "pager" in report:
-        from harness.pager import pager_table
+        from harness.reporting.pager import pager_table
 
         print()
         for line in pager_table(report["pager"]):
             print(line)
     if "notifications" in report:
-        from harness.notifications import notification_lines
+        from harness.reporting.notifications import notification_lines
 
         for line in notification_lines(report["notifications"], int(report.get("notifications_at_start", 0))):
             print(line)
     if "lost_sales" in report:
-        from harness.lost_sales import lost_sales_line
+        from harness.reporting.lost_sales import lost_sales_line
 
         print(lost_sales_line(report["lost_sales"]))
     if "oncall" in report:
-        from harness.oncall import oncall_line
+        from harness.run.oncall import oncall_line
 
         print(oncall_line(report["oncall"]))
     failed = sorted(name for name, why in report["invariants"].items() if why)

@@ -46,6 +46,30 @@ def test_import_contracts_product_and_workshop_are_disjoint() -> None:
     assert {"local_cloud", "harness", "tools"} <= set(product["forbidden_modules"])
 
 
+def test_import_contracts_harness_layers_name_every_group() -> None:
+    """The harness is a few named groups under one entry point (``python -m harness``), in a fixed order: the
+    layers contract names each of its packages and modules once, and holds the entry point on top."""
+    layers = _contract("harness-layers")
+    assert layers["containers"] == ["harness"] and layers["exhaustive"] is True
+    named = [name.strip() for layer in layers["layers"] for name in layer.split(":")]
+    harness = REPO / "harness"
+    children = {p.stem for p in harness.glob("*.py") if p.stem != "__init__"}
+    children |= {d.name for d in harness.iterdir() if (d / "__init__.py").is_file()}
+    assert sorted(named) == sorted(children)
+    assert named[:2] == ["__main__", "cli"] and named[-1] == "workload"
+    assert {p.stem for p in harness.glob("*.py")} == {"__init__", "__main__", "cli", "cli_run"}
+
+
+def test_import_contracts_no_package_is_git_ignored() -> None:
+    """A package in a folder .gitignore names (``reports/``, the run output) is skipped by git, ruff and the
+    module-graph scans: every package's ``__init__.py`` is one git tracks."""
+    tops = [d for root in PACKAGE_ROOTS for d in root.iterdir() if (d / "__init__.py").is_file()]
+    inits = [str(p.relative_to(REPO)) for top in tops if top.name not in NOT_PYTHON for p in top.rglob("__init__.py")]
+    assert "harness/reporting/__init__.py" in inits
+    ignored = subprocess.run(["git", "check-ignore", *inits], cwd=REPO, capture_output=True, text=True, check=False)
+    assert ignored.stdout.split() == []
+
+
 def test_import_contracts_make_lint_runs_them() -> None:
     makefile = (REPO / "Makefile").read_text()
     lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]

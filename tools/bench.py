@@ -14,7 +14,7 @@ Figures:
   (``batch_latency_ratio_runs``); the headline figure is the worst of the three.
 - usd_per_million_orders_all_in (with its parts): the whole bill of the business-mix run, the pipeline's
   own resources plus REST API, CloudWatch Logs, custom metrics, traces, KMS and Secrets Manager, with
-  the levers chosen in decision 0022 (``harness.costs_all_in``); ``..._before_levers``: the same
+  the levers chosen in decision 0022 (``harness.reporting.costs_all_in``); ``..._before_levers``: the same
   run's counts priced as the stack was before issue 30; ``..._warn_app_logs``: the further lever not
   taken (the functions' INFO lines dropped in prod).
 - import_time_ratio_vs_boto3: a handler module's import time over ``import boto3``, fresh processes

@@ -85,8 +85,8 @@ def _edge_label(errors: list[str]) -> str:
 
 def mermaid(definition: dict[str, Any]) -> str:
     """The definition's states and transitions as a Mermaid flowchart: ``Next`` and ``Default`` solid,
-        ``Catch`` dotted and labelled with its errors (a named catch to where the state's ``States.ALL`` goes is drawn as
-    that one); Fail and Succeed states rounded. Retries are not drawn."""
+    ``Catch`` dotted and labelled with its errors (a named catch to where the state's ``States.ALL`` goes is drawn
+    as that one); Fail and Succeed states rounded. Retries are not drawn."""
     states: dict[str, Any] = definition["States"]
     lines = ["flowchart TD", f"    start((start)) --> {definition['StartAt']}"]
     for name, state in states.items():

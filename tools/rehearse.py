@@ -236,7 +236,7 @@ def check_incidents(endpoint: str, composites: list[str]) -> float:
 
 def subscribe_oncall_on(endpoint: str) -> None:
     """The on-call's stand-in (an SQS queue) subscribed to the deployed stack's alarm topics on MiniStack."""
-    from harness.local_endpoint import subscribe_oncall
+    from harness.stack.local_endpoint import subscribe_oncall
 
     def client(service: str) -> Any:
         return _client(endpoint, service)

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-import harness.reporter as reporter
+import harness.reporting.reporter as reporter
 from tools.bench import BUSINESS_MIX, PIPELINE_ORDERS
 
 #: (execution ARN, its history events), as the local run's reporter receives them.

@@ -1,6 +1,6 @@
 """Record the calls a local run makes, for the IAM simulator: ``python -m harness.engines record``.
 
-One order of every kind (harness.orders.KINDS) through the dev template's local pipeline; each principal's
+One order of every kind (harness.workload.orders.KINDS) through the dev template's local pipeline; each principal's
 distinct (action, resource) checks, allowed or denied, its platform uses included, with its role's logical ID
 and the stack's name as a token (so the prod template's roles can be asked too). Re-record when the handlers'
 calls change; the file is harness/engines/recorded_calls.json.
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.iam_checks import tokenise
-from harness.options import RunOptions
-from harness.orders import KINDS, make_order
-from harness.pipeline import local_pipeline
+from harness.stack.options import RunOptions
+from harness.stack.pipeline import local_pipeline
+from harness.workload.orders import KINDS, make_order
 from local_cloud.iam_enforce import IamEnforcer
 from local_cloud.template import CloudAssembly
 

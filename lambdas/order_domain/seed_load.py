@@ -3,10 +3,10 @@
 - **The seeds' peak**: 50,000 orders a minute on Black Friday (the seeds' own figure: "Traffic spikes to 50,000
   events per minute", the first two seed articles; /work/shared/BRIEF.md, "Limits": "50,000 events/min, about
   833/s"). How long it lasts the seeds do not say: 5 minutes is ``make spike``'s assumption
-  (``harness/spike.py``, ``SpikeOptions.minutes``), kept here.
+  (``harness/spike/spike.py``, ``SpikeOptions.minutes``), kept here.
 - **An ordinary month**: 10 million orders, about 3.86 a second, 231 a minute. Not a seed figure (the seeds give
   50 a minute, in staging): the project's assumption for a shop whose Black Friday peaks at 50,000 a minute,
-  the figure ``harness/costs_all_in.py`` (``ORDERS_PER_MONTH``) spreads monthly charges over. It is above the
+  the figure ``harness/reporting/costs_all_in.py`` (``ORDERS_PER_MONTH``) spreads monthly charges over. It is above the
   seeds' 50 a minute, so sizing to it is the cautious side.
 
 The sweeper's reconciliation capacity (:mod:`order_domain.reconcile_sizing`) is derived from these.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.synth import synthesize_once, xdist_run_root
+from harness.stack.synth import synthesize_once, xdist_run_root
 from local_cloud.template import CloudAssembly
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.run import synthesize
-from harness.spike import SpikeOptions, run_spike
+from harness.run.run import synthesize
+from harness.spike.spike import SpikeOptions, run_spike
 from local_cloud.limits import Quotas
 
 QUOTAS = Quotas(sfn_start_bucket=130, sfn_start_refill=30)

@@ -12,8 +12,8 @@ from unittest import mock
 import boto3
 import pytest
 
-from harness.orders import make_order
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.template import CloudAssembly
 from ops.dlq import list_queues, replay_queue

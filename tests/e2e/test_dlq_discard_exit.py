@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.template import CloudAssembly
 from ops.cli import main
 from tests.e2e.test_dlq import dlq_messages, send_raw

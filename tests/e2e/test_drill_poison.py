@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.drill import STACK, Drill
-from harness.drill_judge import IncidentRun
-from harness.drill_ops import OpsConsole
-from harness.incidents import ProviderOutage
-from harness.run import RunOptions, local_pipeline
+from harness.drill.console import OpsConsole
+from harness.drill.drill import STACK, Drill
+from harness.drill.judge import IncidentRun
+from harness.run.incidents import ProviderOutage
+from harness.run.run import RunOptions, local_pipeline
 from local_cloud.faults import FaultCounter
 from local_cloud.template import REGION, CloudAssembly
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def poisoned(assembly: CloudAssembly) -> Iterator[tuple[IncidentRun, list[str], str]]:
     """The drill's poison-message incident; the alarms in ALARM after it; the orders DLQ's depth after it."""
-    from harness.local_endpoint import subscribe_oncall
+    from harness.stack.local_endpoint import subscribe_oncall
 
     with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
         outputs = run.deployment.outputs()

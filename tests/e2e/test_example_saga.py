@@ -17,7 +17,7 @@ from aws_cdk.assertions import Annotations, Match
 
 from constructs_lib.checks import ResilienceChecks
 from constructs_lib.function import DEFAULT_RUNTIME
-from harness.run import local_aws
+from harness.run.run import local_aws
 from local_cloud.clock import SimClock
 from local_cloud.deploy import LocalDeployment
 from local_cloud.iam_enforce import IamEnforcer, enforce_iam

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.fault_cells import GOOD_OUTCOMES, render
-from harness.fault_matrix import MatrixOptions, run_matrix
+from harness.faults.cells import GOOD_OUTCOMES, render
+from harness.matrix.fault_matrix import MatrixOptions, run_matrix
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

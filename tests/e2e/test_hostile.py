@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.hostile import EXPECTED_SQS_ENDS, KINDS, OVERSIZE_REFUSED, SQS_KINDS, UNKNOWN_ORDER
+from harness.workload.hostile import EXPECTED_SQS_ENDS, KINDS, OVERSIZE_REFUSED, SQS_KINDS, UNKNOWN_ORDER
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
@@ -69,8 +69,8 @@ def test_hostile_run_logs_stay_small_and_free_of_order_data(hostile_run: tuple[i
 def test_hostile_correlation_id_with_quotes_and_spaces_traced_end_to_end(assembly: CloudAssembly) -> None:
     import random
 
-    from harness.orders import make_order
-    from harness.run import RunOptions, local_pipeline
+    from harness.run.run import RunOptions, local_pipeline
+    from harness.workload.orders import make_order
     from ops.trace import trace
 
     cid = 'cid "quoted" with space'
@@ -98,8 +98,8 @@ def test_hostile_oversize_at_the_queue_limit_is_dead_lettered_one_byte_over_is_r
     import boto3
     from botocore.exceptions import ClientError
 
-    from harness.hostile import oversize_body
-    from harness.run import RunOptions, local_pipeline
+    from harness.run.run import RunOptions, local_pipeline
+    from harness.workload.hostile import oversize_body
 
     with local_pipeline(RunOptions(assembly_dir=assembly.outdir), assembly) as run:
         queue_url = run.target().output("OrdersQueueUrl")

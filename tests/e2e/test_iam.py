@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.run import RunOptions, aws, local_pipeline, run_local
+from harness.run.run import RunOptions, aws, local_pipeline, run_local
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

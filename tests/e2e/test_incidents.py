@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.incidents import ALL
-from harness.orders import OrderMix
-from harness.pager import INCIDENT_ALARM
-from harness.run import RunOptions, run_local
+from harness.reporting.pager import INCIDENT_ALARM
+from harness.run.incidents import ALL
+from harness.run.run import RunOptions, run_local
+from harness.workload.orders import OrderMix
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.orders import DECLINE_TOKEN, OUT_OF_STOCK_SKU, UNDELIVERABLE_COUNTRY, OrderMix, make_orders
-from harness.run import RunOptions, run_local
+from harness.run.run import RunOptions, run_local
+from harness.workload.orders import DECLINE_TOKEN, OUT_OF_STOCK_SKU, UNDELIVERABLE_COUNTRY, OrderMix, make_orders
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness.api_client import idempotency_key
-from harness.orders import make_order
-from harness.pipeline import PipelineRun, local_pipeline
-from harness.run import RunOptions, synthesize
+from harness.run.run import RunOptions, synthesize
+from harness.stack.pipeline import PipelineRun, local_pipeline
+from harness.workload.api_client import idempotency_key
+from harness.workload.orders import make_order
 from lambda_resilience.testing import in_memory_tracing
 from local_cloud.clients import aws
 from local_cloud.otel_layer import LAYER_SCOPE

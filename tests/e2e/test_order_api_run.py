@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run import RunOptions
+from harness.run.run import RunOptions
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e
 
 
 def test_order_api_local_run_via_api_keeps_every_invariant(assembly: CloudAssembly) -> None:
-    from harness.chaos import FaultRates
-    from harness.run import run_local
+    from harness.faults.chaos import FaultRates
+    from harness.run.run import run_local
 
     faults = FaultRates(duplicate=0.2, malformed=0.2, hostile=0.2)
     report = run_local(RunOptions(orders=8, seed=4, via="api", faults=faults, assembly_dir=assembly.outdir))

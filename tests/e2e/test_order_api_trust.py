@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from botocore.credentials import Credentials
 
-from harness.orders import make_order
-from harness.pipeline import PipelineRun, local_pipeline
-from harness.run import RunOptions
+from harness.run.run import RunOptions
+from harness.stack.pipeline import PipelineRun, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.apigateway.server import OTHER_CALLER
 from local_cloud.template import REGION, CloudAssembly
 from ops.order_api import ApiAnswer, signed_request

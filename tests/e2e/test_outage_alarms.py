@@ -198,7 +198,7 @@ def test_outage_alarms_an_outage_at_the_seeds_rate_pages_in_its_first_minute(
 def test_outage_alarms_the_chaos_runs_outage_pages_however_it_falls_on_the_minutes(
     pager: tuple[LocalDeployment, MetricStore, AlarmEvaluator, AlarmActions], offset: float
 ) -> None:
-    """make chaos's outage (harness/incidents.py): 90 s of 503s while 16 orders arrive. Wherever it starts in
+    """make chaos's outage (harness/run/incidents.py): 90 s of 503s while 16 orders arrive. Wherever it starts in
     a minute, one of the (at most three) minutes it spans holds at least 6 of the 16 first calls, all refused:
     6 - 0.5 x 6 > 2 pages, once, within a minute of that minute's end."""
     deployment, store, evaluator, actions = pager

@@ -11,9 +11,9 @@ from unittest import mock
 
 import pytest
 
-from harness.chaos import FaultRates
-from harness.orders import KINDS, OrderMix, make_orders, order_kind
-from harness.run import RunOptions, run_local
+from harness.faults.chaos import FaultRates
+from harness.run.run import RunOptions, run_local
+from harness.workload.orders import KINDS, OrderMix, make_orders, order_kind
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

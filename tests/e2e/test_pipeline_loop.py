@@ -15,7 +15,7 @@ from unittest import mock
 import boto3
 import pytest
 
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
 from local_cloud.lambda_runtime import LocalFunction
 from local_cloud.template import CloudAssembly
 

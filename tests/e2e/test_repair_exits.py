@@ -25,8 +25,8 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
-from harness.orders import make_order
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.template import CloudAssembly
 from ops.repair import repair
 
@@ -134,10 +134,10 @@ def test_repair_exits_each_parked_order_leaves_and_the_parked_alarm_follows(pipe
 
 
 def test_oncall_repair_parked_redrives_what_the_runbook_says_and_leaves_the_rest(pipeline: PipelineRun) -> None:
-    """``--repair-parked`` (harness.oncall): the needs-attention runbook's answer, with the product's ``ops``
+    """``--repair-parked`` (harness.run.oncall): the needs-attention runbook's answer, with the product's ``ops``
     functions: a valid order parked with nothing undone is redriven and completes (a sale recovered, no longer
     lost); one whose compensation ran is refused, left for a person; the section counts both."""
-    from harness.oncall import oncall_line, repair_parked_as_operator
+    from harness.run.oncall import oncall_line, repair_parked_as_operator
 
     run = pipeline
     _park(run, "oncall-shipped", "ok", "COMPLETED")  # nothing undone: the runbook redrives it

@@ -9,8 +9,8 @@ from unittest import mock
 
 import pytest
 
-from harness.orders import OrderMix
-from harness.run import RunOptions, run_local
+from harness.run.run import RunOptions, run_local
+from harness.workload.orders import OrderMix
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

@@ -16,8 +16,8 @@ import boto3
 import pytest
 from moto.dynamodb.exceptions import DynamodbException
 
-from harness.orders import make_order
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly
 from ops.repair import order_executions, repair
@@ -146,8 +146,8 @@ def test_saga_ship_outcome_write_throttled_is_recorded_by_mark_completed_never_c
     """The parcel left and ShipOrder's own write was throttled (botocore gave up): the function says
     ``EffectDoneOutcomeNotWritten``, MarkCompleted records COMPLETED; nothing is cancelled or refunded,
     and the step is not rerun (one parcel, one carrier call)."""
-    from harness.fault_cells import Rule
-    from harness.fault_inject import FaultPlan, inject_plan
+    from harness.faults.cells import Rule
+    from harness.faults.inject import FaultPlan, inject_plan
 
     plan = FaultPlan()
     plan.add("glue-throttled", [Rule("ShipOrder", "outcome_write", "ThrottlingException", "once", 1)])
@@ -197,8 +197,8 @@ def test_saga_park_failing_sends_the_last_resort_message(pipeline: PipelineRun) 
 def ship_dies_after_the_parcel(order_id: str) -> Iterator[None]:
     """Every ShipOrder attempt books the parcel (the same one: the carrier's key) and dies before its
     outcome write: to Step Functions an unknown outcome (Sandbox.Timedout), retried, then caught."""
-    from harness.fault_cells import Rule
-    from harness.fault_inject import FaultPlan, inject_plan
+    from harness.faults.cells import Rule
+    from harness.faults.inject import FaultPlan, inject_plan
 
     plan = FaultPlan()
     plan.add(order_id, [Rule("ShipOrder", "outcome_write", "crash")])
@@ -255,8 +255,8 @@ def test_saga_shipment_not_cancellable_parks_without_refund(pipeline: PipelineRu
 
 def test_saga_execution_stopped_by_an_operator_alarms(pipeline: PipelineRun) -> None:
     """An ABORTED execution (StopExecution in ChargePayment) leaves an order half-done: ExecutionsAborted > 0 alarms."""
-    from harness.fault_cells import Rule
-    from harness.fault_inject import FaultPlan, inject_plan
+    from harness.faults.cells import Rule
+    from harness.faults.inject import FaultPlan, inject_plan
 
     assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())
     plan = FaultPlan()
@@ -272,8 +272,8 @@ def test_saga_execution_stopped_after_idle_time_pages_within_a_minute(pipeline: 
     (https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html): once simulated
     time has run ahead of the wall clock (visibility timeouts, idle jumps), a stop still pages within
     a minute of the stop, on the simulated clock."""
-    from harness.fault_cells import Rule
-    from harness.fault_inject import FaultPlan, inject_plan
+    from harness.faults.cells import Rule
+    from harness.faults.inject import FaultPlan, inject_plan
 
     pipeline.clock.advance(3600.0)  # an hour of idle time: the simulated clock runs ahead of moto's
     assert not any("ExecutionsAbortedAlarm" in a for a in pipeline.evaluate_alarms())

@@ -7,7 +7,7 @@ import json as _json
 
 import pytest
 
-from harness.run import RunOptions, local_pipeline
+from harness.run.run import RunOptions, local_pipeline
 from local_cloud.faults import ThrottledError
 from local_cloud.template import CloudAssembly
 from tests.e2e.test_saga_glue import (

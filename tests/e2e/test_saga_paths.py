@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from harness.orders import make_order
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from local_cloud.template import CloudAssembly
 from ops.repair import RepairRefused, order_executions, repair
 

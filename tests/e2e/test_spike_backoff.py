@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.capacity import predict, template_figures
+from harness.spike.capacity import predict, template_figures
 from local_cloud.template import CloudAssembly
 from tests.e2e.spike_setup import QUOTAS, SPIKE, Spike, spike_fixture
 

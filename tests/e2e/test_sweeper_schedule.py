@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.orders import OrderMix, make_orders
-from harness.pager import alarm_kind
-from harness.pipeline import PipelineRun, local_pipeline
-from harness.run import RunOptions
+from harness.reporting.pager import alarm_kind
+from harness.run.run import RunOptions
+from harness.stack.pipeline import PipelineRun, local_pipeline
+from harness.workload.orders import OrderMix, make_orders
 from local_cloud.template import CloudAssembly
 
 pytestmark = pytest.mark.e2e

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from harness.lost_sales import INVARIANT
-from harness.orders import OrderMix
-from harness.run import RunOptions, run_local
+from harness.reporting.lost_sales import INVARIANT
+from harness.run.run import RunOptions, run_local
+from harness.workload.orders import OrderMix
 from local_cloud.limits import Quotas
 from local_cloud.template import CloudAssembly
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.orders import make_order
-from harness.run import PipelineRun, RunOptions, local_pipeline
+from harness.run.run import PipelineRun, RunOptions, local_pipeline
+from harness.workload.orders import make_order
 from lambda_resilience.aws import from_item
 from lambda_resilience.testing import in_memory_tracing
 from local_cloud.clients import aws

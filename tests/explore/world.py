@@ -5,7 +5,7 @@ One moto (``mock_aws``) and one set of loaded handlers for the whole process (a 
 is ~100 ms: too slow per example); each example starts from :meth:`World.reset` (moto's backends
 emptied, the stack's tables, queue and state machine created again under the same names the handlers
 were configured with). The clock is ``order_domain.clock.now`` patched, as the local run's
-``HANDLER_CLOCKS`` does (harness/pipeline.py): the lease, the sweeper's thresholds and every
+``HANDLER_CLOCKS`` does (harness/stack/pipeline.py): the lease, the sweeper's thresholds and every
 ``updated_at`` follow it; rules move it by seconds to days.
 """
 

@@ -21,8 +21,8 @@ deployment = _gateway.deployment
 
 # -- the app's producer through the API (harness --via api) -------------------------------------------
 def test_producer_via_api_posts_each_order_and_records_refusals(api: Any) -> None:
-    from harness.api_client import OrderApi, idempotency_key
-    from harness.producer import Producer
+    from harness.workload.api_client import OrderApi, idempotency_key
+    from harness.workload.producer import Producer
 
     producer = Producer(api.deployment.queues["OrdersQueue"]["url"], "", "")
     producer.api = OrderApi(api.server.stage_url(fixture.STAGE))
@@ -38,7 +38,7 @@ def test_producer_via_api_posts_each_order_and_records_refusals(api: Any) -> Non
 
 
 def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
-    from harness.up import LocalEndpoint, _api_lines
+    from harness.stack.up import LocalEndpoint, _api_lines
 
     lines = _api_lines(LocalEndpoint("http://127.0.0.1:1", "S", {}, REGION, "http://127.0.0.1:2/v1"))
     text = "\n".join(lines)
@@ -50,7 +50,7 @@ def test_local_up_banner_shows_the_api_url_and_a_sigv4_curl() -> None:
 
 
 def test_order_api_port_in_use_is_an_operator_error(api: Any) -> None:
-    from harness.api_client import serve_order_api
+    from harness.workload.api_client import serve_order_api
     from ops.errors import OpsError
 
     with pytest.raises(OpsError, match="--api-port"), serve_order_api(api.deployment, api.server.port):

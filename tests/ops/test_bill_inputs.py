@@ -1,11 +1,11 @@
-"""What the whole bill (harness.costs_all_in) takes from the prod template rather than from a run (a harness
+"""What the whole bill (harness.reporting.costs_all_in) takes from the prod template rather than from a run (a harness
 test: the product's tests import nothing of ops/)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.costs_all_in import KMS_KEYED_RESOURCES
+from harness.reporting.costs_all_in import KMS_KEYED_RESOURCES
 from tests.infra.conftest import PROD_CONTEXT, SynthResult, synth_pipeline
 
 

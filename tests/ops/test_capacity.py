@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.capacity import REQUEUE_MAX_SECONDS, api_throttle, load_template, predict, template_figures
+from harness.spike.capacity import REQUEUE_MAX_SECONDS, api_throttle, load_template, predict, template_figures
 from local_cloud.limits import LARGE_REGIONS as EMULATOR_LARGE_REGIONS
 from local_cloud.limits import Quotas
 from stacks.order_constructs.throttle import LARGE_REGIONS, ServiceQuotas

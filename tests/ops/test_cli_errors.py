@@ -13,9 +13,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from harness.chaos import FaultRates
 from harness.cli import main as workshop_main
-from harness.orders import OrderMix
+from harness.faults.chaos import FaultRates
+from harness.workload.orders import OrderMix
 from ops.cli import main
 from ops.errors import InvalidRates, OpsError
 from ops.target import TargetError

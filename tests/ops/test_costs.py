@@ -1,10 +1,10 @@
-"""harness/costs.py: Lambda priced at the arm64 rate, x86_64 alongside for comparison."""
+"""harness/reporting/costs.py: Lambda priced at the arm64 rate, x86_64 alongside for comparison."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.costs import (
+from harness.reporting.costs import (
     LAMBDA_ARCHITECTURE,
     LAMBDA_PER_GB_SECOND,
     LAMBDA_PER_MILLION_REQUESTS,

@@ -1,11 +1,11 @@
-"""The whole bill (harness.costs_all_in): every line item from the run's counts, the levers' effect."""
+"""The whole bill (harness.reporting.costs_all_in): every line item from the run's counts, the levers' effect."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from harness.costs_all_in import BEFORE, CHOSEN, WARN_APP_LOGS, Levers, all_in
+from harness.reporting.costs_all_in import BEFORE, CHOSEN, WARN_APP_LOGS, Levers, all_in
 
 _EMF = json.dumps(
     {

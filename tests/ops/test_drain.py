@@ -1,4 +1,4 @@
-"""harness.pipeline.PipelineRun.drain: --timeout bounds a pipeline that stopped moving, not a slow one.
+"""harness.stack.pipeline.PipelineRun.drain: --timeout bounds a pipeline that stopped moving, not a slow one.
 
 A 2,000-order business run timed out at the 300 s default on a loaded machine while it was still delivering
 and invoking: wall time says how busy the machine is, not whether the pipeline is stuck.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.pipeline import PipelineRun
+from harness.stack.pipeline import PipelineRun
 from local_cloud import driver
 from local_cloud.clock import SimClock
 from local_cloud.schedules import Schedules

@@ -1,4 +1,4 @@
-"""The drill's terminal (:mod:`harness.drill_ops`): an ``ops`` command's output, exit status and AWS calls,
+"""The drill's terminal (:mod:`harness.drill.console`): an ``ops`` command's output, exit status and AWS calls,
 counted with a botocore ``before-call`` hook on the command's own session (moto answers)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from harness.drill_ops import OpsConsole
+from harness.drill.console import OpsConsole
 
 
 @pytest.fixture

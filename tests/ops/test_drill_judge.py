@@ -6,7 +6,7 @@ AWS calls grow with the history (the same command at two history sizes) each fai
 
 from __future__ import annotations
 
-from harness.drill_judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge
+from harness.drill.judge import CommandRun, Growth, IncidentRun, Notification, drill_table, judge
 
 
 def _note(alarm: str, at: float, severity: str = "page") -> Notification:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.fault_cells import (
+from harness.faults.cells import (
     DYNAMODB_FAULTS,
     LAMBDA_SERVICE_FAULTS,
     ROUTE_ERROR,
@@ -15,9 +15,9 @@ from harness.fault_cells import (
     route_to,
     task_states,
 )
-from harness.fault_inject import find_order_id, provider_call
-from harness.fault_random import RandomFaults
-from harness.saga_checks import failed_executions, status_disagreements
+from harness.faults.inject import find_order_id, provider_call
+from harness.faults.random_faults import RandomFaults
+from harness.reporting.saga_checks import failed_executions, status_disagreements
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 FORWARD_RETRY = [
@@ -310,7 +310,7 @@ def test_random_faults_roll_the_same_for_a_seed_whatever_order_the_calls_arrive_
 
 
 def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was() -> None:
-    from harness.fault_matrix import judge
+    from harness.matrix.fault_matrix import judge
 
     stuck = facts(status="SHIPPED", captures=1, live_shipments=1)
     assert judge(stuck, {"result": "refused", "left_as_it_was": True}) == ("REFUSED", [])
@@ -321,7 +321,7 @@ def test_judge_a_refused_repair_is_fine_only_when_the_order_was_left_as_it_was()
 
 
 def test_no_reservation_held_leaves_parked_orders_to_the_operator() -> None:
-    from harness.invariants import CHECKS
+    from harness.reporting.invariants import CHECKS
 
     held = CHECKS["no_reservation_held_for_incomplete_orders"]
     report: dict[str, Any] = {"side_effects": {"reservations_outstanding": 2}, "ledger": {}}
@@ -371,7 +371,7 @@ def test_cells_reach_a_fallback_recorder_by_failing_the_steps_own_outcome_write(
 
 
 def test_outcome_write_names_only_a_steps_update_to_an_outcome() -> None:
-    from harness.fault_inject import outcome_write
+    from harness.faults.inject import outcome_write
 
     def update(to: str) -> dict[str, Any]:
         return {"Key": {"order_id": {"S": "o-1"}}, "ExpressionAttributeValues": {":to": {"S": to}}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.fault_judge import classify, facts_from_records
+from harness.faults.judge import classify, facts_from_records
 
 
 def _op(action: str, status: str, attempt: int, extra: str = "") -> dict[str, Any]:

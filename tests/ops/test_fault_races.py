@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.fault_actors import next_attempt
-from harness.fault_races import all_cells
-from harness.orders import PII_PATTERN
+from harness.matrix.actors import next_attempt
+from harness.matrix.races import all_cells
+from harness.workload.orders import PII_PATTERN
 
 from .test_fault_cells import saga
 

@@ -1,7 +1,7 @@
-"""Canaries for the patches the app's scenarios add on top of the emulator's (:data:`harness.patches.APP_PATCHES`:
-chaos and the fault matrix inject faults into third-party code): each fails loudly when an upgrade of moto,
-Powertools or urllib3 moves what a scenario patches. The emulator's own patches have their canaries in its
-package (``packages/local_cloud/tests/test_patch_canaries.py``).
+"""Canaries for the patches the app's scenarios add on top of the emulator's
+(:data:`harness.faults.patches.APP_PATCHES`: chaos and the fault matrix inject faults into third-party code): each
+fails loudly when an upgrade of moto, Powertools or urllib3 moves what a scenario patches. The emulator's own
+patches have their canaries in its package (``packages/local_cloud/tests/test_patch_canaries.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from harness import patches
+from harness.faults import patches
 from local_cloud import patches as emulator
 from local_cloud.patch_scan import unregistered_patches
 
@@ -24,7 +24,7 @@ OWN_TARGETS = {
     "order_domain.clock",
     "ops.repair",
     "order_domain.sweeper",
-    "payment",  # lambdas/sandbox/payment.py: the stand-in provider chaos takes down (harness.incidents)
+    "payment",  # lambdas/sandbox/payment.py: the stand-in provider chaos takes down (harness.run.incidents)
     "carrier",  # lambdas/sandbox/carrier.py
 }
 
@@ -80,7 +80,7 @@ def test_canary_powertools_save_inprogress_signature() -> None:
 
 
 def test_canary_moto_list_executions_answers_results_and_a_token() -> None:
-    """fault_actors filters the backend's (executions, next token); the response reads it that way."""
+    """harness.matrix.actors filters the backend's (executions, next token); the response reads it that way."""
     from moto.stepfunctions.models import StepFunctionBackend
     from moto.stepfunctions.responses import StepFunctionResponse
 

@@ -13,11 +13,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from harness import hostile
-from harness.chaos import FaultRates, plan_deliveries
-from harness.invariants import check
-from harness.orders import PII_PATTERN, OrderMix, make_orders, order_kind
-from harness.run import _batches, body_order_id
+from harness.faults.chaos import FaultRates, plan_deliveries
+from harness.reporting.invariants import check
+from harness.run.run import _batches, body_order_id
+from harness.workload import hostile
+from harness.workload.orders import PII_PATTERN, OrderMix, make_orders, order_kind
 from local_cloud.faults import FaultCounter
 
 INTAKE_MAX_BODY = 65_536

@@ -14,9 +14,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceDynamoDB,
 )
 
-from harness.fault_cells import Rule
-from harness.fault_inject import _outcome_write_hook
-from harness.incidents import _orders_queue_failing
+from harness.faults.cells import Rule
+from harness.faults.inject import _outcome_write_hook
+from harness.run.incidents import _orders_queue_failing
 from local_cloud.template import REGION
 
 

@@ -1,6 +1,6 @@
 """docs/design.md lists every invariant with the test that checks it (issue 40's acceptance).
 
-Every run invariant (``harness.invariants.CHECKS``: ``ops local run --check``, chaos, faults, spike) and
+Every run invariant (``harness.reporting.invariants.CHECKS``: ``ops local run --check``, chaos, faults, spike) and
 every exploration invariant (``tests/explore/invariants.py``'s ``INVARIANTS``) is the first cell of a
 table row of docs/design.md that names a test function (`` `test_...` ``), and each test so named is
 defined under tests/. The exploration's names are read from its source (tests.ops may not import
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.invariants import CHECKS
+from harness.reporting.invariants import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"

@@ -14,9 +14,9 @@ from typing import Any
 import boto3
 import pytest
 
-from harness.orders import OrderMix, make_orders
-from harness.synth import synthesize_once, xdist_run_root
-from harness.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
+from harness.stack.synth import synthesize_once, xdist_run_root
+from harness.stack.up import LocalEndpoint, PortInUse, UpOptions, add_up_parser, serve
+from harness.workload.orders import OrderMix, make_orders
 from local_cloud.function_env import InvocationEnviron
 from local_cloud.template import CloudAssembly
 from ops.repair import RepairRefused, repair

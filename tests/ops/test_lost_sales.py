@@ -1,13 +1,13 @@
-"""harness.lost_sales: valid orders cancelled or parked, with their cause, and --check's verdict on them."""
+"""harness.reporting.lost_sales: valid orders cancelled or parked, with their cause, and --check's verdict on them."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from harness.invariants import CHECKS
-from harness.lost_sales import INVARIANT, lost_sales
-from harness.orders import make_order
+from harness.reporting.invariants import CHECKS
+from harness.reporting.lost_sales import INVARIANT, lost_sales
+from harness.workload.orders import make_order
 
 OK = make_order("order-1-00000", random.Random(1))
 DECLINED = make_order("order-1-00001", random.Random(1), "declined")
@@ -161,7 +161,7 @@ def test_lost_sales_invariant_holds_on_a_report_without_the_section() -> None:
 
 
 def test_lost_sales_spike_check_refuses_a_lost_sale() -> None:
-    from harness.spike import check_spike
+    from harness.spike.spike import check_spike
 
     histories = [_history(OK["order_id"], "ChargePayment", "Lambda.TooManyRequestsException")]
     report: dict[str, Any] = {
@@ -189,7 +189,7 @@ def test_lost_sales_business_outcome_injected_on_a_valid_order_is_no_violation()
 def test_lost_sales_fault_matrix_route_is_a_cells_setup_not_a_loss() -> None:
     """``FaultMatrix.Route``: the matrix's lever to take a wildcard catch (to reach a compensation's fault cell),
     injected like a business outcome on a valid order: no loss of ours, no page expected."""
-    from harness.fault_cells import ROUTE_ERROR
+    from harness.faults.cells import ROUTE_ERROR
 
     histories = [_history(OK["order_id"], "ShipOrder", ROUTE_ERROR)]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
@@ -198,7 +198,7 @@ def test_lost_sales_fault_matrix_route_is_a_cells_setup_not_a_loss() -> None:
 
 def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any, capsys: Any) -> None:
     """``make faults`` fails on a lost sale nobody was paged for, even with every cell's outcome judged sound."""
-    import harness.fault_matrix as matrix
+    import harness.matrix.fault_matrix as matrix
 
     histories = [_history(OK["order_id"], "ShipOrder", "Lambda.ServiceException")]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
@@ -214,7 +214,7 @@ def test_lost_sales_fault_matrix_fails_on_an_unpaged_lost_sale(monkeypatch: Any,
 def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
     """A throttled or failing intake holds its messages in the queue (SQS redelivers them): its page says
     nothing about an order the saga cancelled."""
-    from harness.lost_sales import consumer_alarms
+    from harness.reporting.lost_sales import consumer_alarms
 
     alarms: dict[str, dict[str, Any]] = {
         "IntakeThrottles": {"MetricName": "Throttles", "Dimensions": [{"Name": "FunctionName", "Value": "intake"}]},
@@ -236,13 +236,13 @@ def test_lost_sales_queue_consumer_page_announces_no_lost_order() -> None:
 
 def test_lost_sales_spike_prints_its_lost_sales_line(monkeypatch: Any, capsys: Any) -> None:
     """``make spike`` (``--json --check``) says ``lost sales: N`` beside its JSON, and fails on an unpaged one."""
-    import harness.spike
+    import harness.spike.spike
     from harness.cli import main
 
     histories = [_history(OK["order_id"], "ChargePayment", "Sandbox.Timedout")]
     section = lost_sales(SUBMITTED, _details("COMPENSATED"), histories, pages=[])
     report = {"lost_sales": section, "check_problems": ["1 valid orders lost and nobody paged"], "series": []}
-    monkeypatch.setattr(harness.spike, "run_spike", lambda options: report)
+    monkeypatch.setattr(harness.spike.spike, "run_spike", lambda options: report)
     assert main(["local", "spike", "--json", "--check", "--no-plot"]) == 1
     err = capsys.readouterr().err
     assert "lost sales: 1 of 1 valid orders (1 to our infrastructure, 1 nobody was paged for)" in err

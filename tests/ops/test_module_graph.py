@@ -72,7 +72,13 @@ def _top(module: str) -> str:
 # -- fresh interpreters ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "module",
-    ["harness.reporter", "local_cloud.deploy", "local_cloud.emulator", "harness.pipeline", "harness.run"],
+    [
+        "harness.reporting.reporter",
+        "local_cloud.deploy",
+        "local_cloud.emulator",
+        "harness.stack.pipeline",
+        "harness.run.run",
+    ],
 )
 def test_module_graph_former_hubs_import_first_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run(
@@ -114,8 +120,8 @@ def test_module_graph_boundary_checks_can_fail() -> None:
     """The scanners see what they must: an app import, an emulator import, a sys.path edit."""
     assert "order_domain.clock" in imported_modules("def f():\n    from order_domain import clock\n")
     assert "local_cloud.lambda_runtime" in imported_modules("import local_cloud.lambda_runtime\n")
-    assert "harness.pipeline" in imported_modules(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import harness.pipeline\n", typing_too=True
+    assert "harness.stack.pipeline" in imported_modules(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import harness.stack.pipeline\n", typing_too=True
     )
     assert sys_path_uses("import sys\nsys.path.insert(0, 'x')\n") == [2]
     assert sys_path_uses("from sys import path\n") == [1]

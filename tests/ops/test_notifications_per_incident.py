@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.invariants import CHECKS
-from harness.notifications import composite_kinds, per_incident
+from harness.reporting.invariants import CHECKS
+from harness.reporting.notifications import composite_kinds, per_incident
 
 CHECK = CHECKS["one_notification_per_incident_none_from_deploys_or_ops"]
 #: What one parked order sent before the composite (the local run, --status-write-fail-rate 0.1, seed 7).

@@ -1,11 +1,11 @@
-"""harness.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
+"""harness.reporting.pager: each page explained or not, each harmful fault paged or not, and --check's verdict."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.invariants import CHECKS
-from harness.pager import pager_section, pager_table, precision_recall
+from harness.reporting.invariants import CHECKS
+from harness.reporting.pager import pager_section, pager_table, precision_recall
 from local_cloud.alarm_actions import Notice
 
 DLQ = {
@@ -135,7 +135,7 @@ def test_pager_new_fault_families_are_paged_and_explained() -> None:
 
 def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: str) -> tuple[int, str]:
     """``ops local run --check`` on a run whose report holds ``section`` as its pager: (exit status, stderr)."""
-    import harness.run
+    import harness.run.run
     from harness.cli import main
 
     def run_local(_options: Any) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def _check_exit(monkeypatch: Any, capsys: Any, section: dict[str, Any], *extra: 
         report["invariants"] = {"pager_precision_and_recall_100_percent": CHECKS[PAGER_CHECK](report)}
         return report
 
-    monkeypatch.setattr(harness.run, "run_local", run_local)
+    monkeypatch.setattr(harness.run.run, "run_local", run_local)
     code = main(["local", "run", "--orders", "1", "--check", "--json", *extra])
     return code, capsys.readouterr().err
 
@@ -246,7 +246,7 @@ def test_pager_outage_alarm_page_not_explained_by_injected_throttling_inside_pro
 
 
 def test_pager_outage_failure_metrics_are_the_middlewares() -> None:
-    from harness.pager import OUTAGE_FAILURE_METRICS
+    from harness.reporting.pager import OUTAGE_FAILURE_METRICS
     from lambda_resilience.step import (
         DEPENDENCY_FAILURES_METRIC,
         FIRST_CALL_FAILURES_METRIC,

@@ -10,8 +10,8 @@ from unittest import mock
 import boto3
 import pytest
 
-from harness.chaos import SqsThrottled
-from harness.producer import Producer
+from harness.faults.chaos import SqsThrottled
+from harness.workload.producer import Producer
 from local_cloud.template import REGION
 
 ORDERS: list[tuple[dict[str, Any], str | None]] = [

@@ -1,20 +1,20 @@
-"""The local run's invariants (``harness.invariants.CHECKS``) see what they name.
+"""The local run's invariants (``harness.reporting.invariants.CHECKS``) see what they name.
 
 For each check without a test of its own elsewhere: a report where the invariant is broken (the check
 names what broke, and no other check fails on it) and one where it holds. The report's sections are
 built by the functions the run builds them with where those are pure (``log_summary``, ``dlq_states``,
 ``failed_executions``, ``status_disagreements``, IAM's ``explain`` of a principal's report), by hand
-otherwise, in the shape ``harness.reporter.finish_report`` writes. No emulator runs.
+otherwise, in the shape ``harness.reporting.reporter.finish_report`` writes. No emulator runs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.iam_reasons import explain
-from harness.invariants import check
-from harness.report import log_summary
-from harness.saga_checks import failed_executions, status_disagreements
+from harness.reporting.iam_reasons import explain
+from harness.reporting.invariants import check
+from harness.reporting.report import log_summary
+from harness.reporting.saga_checks import failed_executions, status_disagreements
 from local_cloud.alarms import AlarmEvaluator
 from local_cloud.capture import LineCapture
 from local_cloud.iam import policy_from_documents

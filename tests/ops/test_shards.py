@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.shards import shard_cpus, spawn_pinned, wait_cpu_seconds
+from harness.run.shards import shard_cpus, spawn_pinned, wait_cpu_seconds
 
 
 def test_shards_wait_cpu_seconds_counts_the_shard_process_user_and_system_time() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 import order_domain.env as env_names
 from constructs_lib.function import DEFAULT_RUNTIME
-from harness.synth import LOCAL_PROVIDER_ORIGIN, synthesize_once, xdist_run_root
-from harness.up import UpOptions
+from harness.stack.synth import LOCAL_PROVIDER_ORIGIN, synthesize_once, xdist_run_root
+from harness.stack.up import UpOptions
 from ops.smoke import SmokeOptions, charge_function_environment, format_table, run_smoke
 from ops.target import Target
 from tests.ops.test_local_up import Served

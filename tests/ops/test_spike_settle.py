@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from unittest import mock
 
-from harness import spike
+from harness.spike import spike
 
 
 def test_spike_settle_waits_for_executions_slowed_by_load() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from harness import synth
+from harness.stack import synth
 
 
 def _fake_synthesize(calls: list[Path]) -> Any:

@@ -104,7 +104,7 @@ BUSY_THREADS_CHILD = textwrap.dedent(
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
 def test_clock_threads_of_one_pinned_process_taking_turns_are_work_not_starvation() -> None:
-    """A chaos shard runs pinned to its own CPU (harness/shards.py): its threads wait on the runqueue for
+    """A chaos shard runs pinned to its own CPU (harness/run/shards.py): its threads wait on the runqueue for
     each other, as they wait for the GIL when free. That is work: simulated time must follow the time the
     process ran. Pinned to one CPU, that is its CPU time (on a quiet machine, the wall time; on a loaded one,
     less: other processes on that CPU starve it, which the clock rightly leaves out, so the wall time is no
