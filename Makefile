@@ -30,7 +30,8 @@ help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 # uv (requirements-bootstrap.txt) installs the packages with pip's own settings (tools/uv_pip.py): the same
-# versions as pip, bytecode compiled, in a fraction of pip's time. If uv cannot be installed or fails, pip does.
+# versions as pip, bytecode compiled as pip does (most of the time left), downloads cached and in parallel.
+# If uv cannot be installed or fails, the virtualenv is made again and pip installs it.
 UV_BOOTSTRAP := $(VENV)/uv-bootstrap
 
 $(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt requirements-bootstrap.txt tools/uv_pip.py lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml packages/constructs_lib/pyproject.toml
