@@ -24,40 +24,25 @@ export AWS_DEFAULT_REGION ?= us-east-1
 # No call leaves the machine: the CDK CLI's telemetry would (tools/rehearse.py).
 export CDK_DISABLE_CLI_TELEMETRY := 1
 
-.PHONY: help setup venv-packages velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs drill clean
+.PHONY: help setup velocity-engine rehearse demo test packages packages-example lint typecheck unit harness-tests e2e synth cfn-lint asl-validate engines engines-record bench chaos explore business faults spike patch-costs drill clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-# uv (requirements-bootstrap.txt) installs the packages with pip's own settings (tools/uv_pip.py): the same
-# versions as pip, bytecode compiled as pip does (most of the time left), downloads cached and in parallel.
-# If uv cannot be installed or fails, the virtualenv is made again and pip installs it.
-UV_BOOTSTRAP := $(VENV)/uv-bootstrap
-
-$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt requirements-bootstrap.txt tools/uv_pip.py lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml packages/constructs_lib/pyproject.toml
+$(VENV_STAMP): requirements.txt requirements-dev.txt requirements-lambda-runtime.txt requirements-otel-layer.txt lambdas/requirements.txt lambdas/pyproject.toml packages/lambda_resilience/pyproject.toml packages/local_cloud/pyproject.toml packages/iam_conditions/pyproject.toml packages/constructs_lib/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python $(LAMBDA_PYTHON) (the Lambda runtime's) not found: install it or pass PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; assert v == "$(LAMBDA_PYTHON)", f"{sys.executable} is Python {v}, the Lambda runtime is $(LAMBDA_PYTHON)"'
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	@if $(PY) -m pip install --quiet --target $(UV_BOOTSTRAP) -r requirements-bootstrap.txt && \
-		$(MAKE) --no-print-directory venv-packages INSTALL="$(PY) tools/uv_pip.py $(UV_BOOTSTRAP)/bin/uv install"; \
-	then :; else echo "make setup: uv failed, installing with pip instead"; rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && \
-		$(MAKE) --no-print-directory venv-packages INSTALL="$(PY) -m pip install"; fi
-	@touch $@
-
-# The virtualenv's packages, installed by $(INSTALL): uv's pip interface or pip (the rule above).
-venv-packages:
-	@test -n "$(INSTALL)" || { echo "venv-packages is make setup's step: run make setup"; exit 1; }
-	$(INSTALL) --quiet --upgrade pip
-	$(INSTALL) --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@# The Lambda runtime's own bundled packages, one directory each (tests/handlers/test_import_path.py).
 	grep -E '^[A-Za-z]' requirements-lambda-runtime.txt | while read -r spec; do \
-		$(INSTALL) --quiet --no-deps --target "$(VENV)/lambda-runtime/$${spec/==/-}" "$$spec" || exit 1; done
+		$(PY) -m pip install --quiet --no-deps --target "$(VENV)/lambda-runtime/$${spec/==/-}" "$$spec" || exit 1; done
 	@# AWS's OpenTelemetry layer's package set, as its build leaves it (make bench measures it).
-	$(INSTALL) --quiet --target $(VENV)/otel-distro -r requirements-otel-layer.txt
+	$(PY) -m pip install --quiet --target $(VENV)/otel-distro -r requirements-otel-layer.txt
 	rm -rf $(VENV)/otel-distro/urllib3 $(VENV)/otel-distro/urllib3-*.dist-info
-	@# uv's lock files: each directory holds its packages alone, as pip leaves it.
-	rm -f $(VENV)/lambda-runtime/*/.lock $(VENV)/otel-distro/.lock
+	@touch $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
