@@ -31,7 +31,6 @@ import pytest
 from aws_lambda_powertools.utilities.validation import validate
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 import lambda_resilience.aws as aws_clients
 import order_domain.env as env_names
@@ -41,6 +40,7 @@ from order_domain.inventory import reservation_key
 from order_domain.model import ORDER_SCHEMA
 from order_domain.orders import OrderRepository
 from order_domain.status import OrderStatus
+from tests.moto_session import mocked_aws
 
 Handler = Callable[[Any, Any], Any]
 
@@ -64,7 +64,7 @@ _ids = itertools.count(1)
 def aws() -> Iterator[None]:
     """Every AWS call of the test goes to moto; no cached client survives into or out of it."""
     aws_clients.reset_clients()
-    with mock_aws():
+    with mocked_aws():
         yield
     aws_clients.reset_clients()
 

@@ -13,16 +13,16 @@ import boto3
 import pytest
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from moto import mock_aws
 
 from lambda_resilience.aws import reset_clients
 from lambda_resilience.testing import FakeLambdaContext, LogLines, serialised_dynamodb
+from tests.moto_session import mocked_aws
 
 
 @pytest.fixture
 def aws() -> Iterator[None]:
     reset_clients()
-    with mock_aws(), serialised_dynamodb():
+    with mocked_aws(), serialised_dynamodb():
         yield
     reset_clients()
 

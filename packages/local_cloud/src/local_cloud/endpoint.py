@@ -89,7 +89,7 @@ def _reset_handler_clients() -> None:
     """Forget boto3 clients the handlers' shared layer cached (they name an endpoint)."""
     shared_aws = sys.modules.get("lambda_resilience.aws")
     if shared_aws is not None:
-        shared_aws.reset_clients()
+        shared_aws.reset_clients(session=True)  # the endpoint brings its own credentials
 
 
 @contextmanager
