@@ -17,10 +17,15 @@ from moto import mock_aws
 _session: dict[str, boto3.session.Session] = {}
 
 
+def reuse_one_session() -> None:
+    """Under a started ``mock_aws``: its default boto3 session becomes the process's one (moto restores
+    its own when it stops). Created after moto is imported, so moto's botocore handler is among the session's."""
+    boto3.DEFAULT_SESSION = _session.setdefault("default", boto3.session.Session())
+
+
 @contextmanager
 def mocked_aws() -> Iterator[None]:
-    """``mock_aws()`` whose default boto3 session is the process's one (restored by moto when it stops)."""
+    """``mock_aws()`` whose default boto3 session is the process's one."""
     with mock_aws():
-        # Created after moto is imported, so moto's botocore handler is among the session's.
-        boto3.DEFAULT_SESSION = _session.setdefault("default", boto3.session.Session())
+        reuse_one_session()
         yield

@@ -18,6 +18,7 @@ import pytest
 from harness.run.run import synthesize
 from harness.spike.spike import SpikeOptions, run_spike
 from local_cloud.limits import Quotas
+from local_cloud.template import CloudAssembly
 
 QUOTAS = Quotas(sfn_start_bucket=130, sfn_start_refill=30)
 
@@ -33,10 +34,13 @@ SPIKE: dict[str, Any] = {
 Spike = tuple[dict[str, Any], Path]  # the spike's report and its cloud assembly's folder
 
 
-def spike(tmp: Path, backoff: bool) -> Spike:
-    """Synthesize the dev stage (intake backoff on or off) into ``tmp`` and run the spike against it."""
-    out = tmp / ("backoff" if backoff else "today")
-    synthesize(out, "dev", {"intake_throttle_backoff": backoff})
+def spike(tmp: Path, backoff: bool, assembly: CloudAssembly) -> Spike:
+    """Run the spike on the dev stage: with intake's backoff (the default), the test run's own assembly; without
+    it, a synth of that variant into ``tmp``."""
+    out = assembly.outdir
+    if not backoff:
+        out = tmp / "today"
+        synthesize(out, "dev", {"intake_throttle_backoff": False})
     options = SpikeOptions(**SPIKE, throttle_backoff=backoff, assembly_dir=out, plot=None)
     return run_spike(options), out
 
@@ -45,7 +49,7 @@ def spike_fixture(backoff: bool) -> Callable[..., Spike]:
     """A module-scoped fixture running the spike once per module (with or without intake's backoff)."""
 
     @pytest.fixture(scope="module")
-    def run(tmp_path_factory: pytest.TempPathFactory) -> Spike:
-        return spike(tmp_path_factory.mktemp("spike"), backoff=backoff)
+    def run(tmp_path_factory: pytest.TempPathFactory, assembly: CloudAssembly) -> Spike:
+        return spike(tmp_path_factory.mktemp("spike"), backoff=backoff, assembly=assembly)
 
     return run

@@ -44,6 +44,7 @@ from tests.handlers.conftest import (
     _create_table,
     load_handler,
 )
+from tests.moto_session import reuse_one_session
 
 IDEMPOTENCY, ORDERS, INVENTORY, LEDGER = "x-idempotency", "x-orders", "x-inventory", "x-ledger"
 STATE_MACHINE = "x-order-saga"
@@ -139,6 +140,7 @@ class World:
         self.hooks: Any = None
         self._mock = mock_aws()
         self._mock.start()
+        reuse_one_session()
         aws_clients.reset_clients()
         self._original_call = BaseClient._make_api_call
 

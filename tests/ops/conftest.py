@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from moto import mock_aws
 
+from tests.moto_session import mocked_aws
 from tests.ops.emulator_fixtures import load
 
 #: Autouse, registered by being here: fails the test that leaves a registered patch target changed.
@@ -15,5 +15,5 @@ no_patch_outlives_its_test = load("patch_guard").no_patch_outlives_its_test
 
 @pytest.fixture
 def aws() -> Iterator[None]:
-    with mock_aws():
+    with mocked_aws():
         yield

@@ -82,3 +82,15 @@ def test_target_client_is_built_once_per_service(aws: None) -> None:
     assert target.client("sqs") is sqs
     assert target.client("dynamodb") is not sqs
     assert sqs.meta.region_name == "eu-west-1"
+
+
+def test_target_clients_of_every_service_come_from_one_session(aws: None) -> None:
+    """A new session parses botocore's service data again (about 260 ms of CPU per client, docs/results.md)."""
+    from unittest import mock
+
+    target = Target({"OrdersTableName": "orders-table"}, region="eu-west-1")
+    with mock.patch.object(boto3.session, "Session", wraps=boto3.session.Session) as sessions:
+        target.client("sqs")
+        target.client("dynamodb")
+        assert target.session() is target.session()
+    assert sessions.call_count == 1
