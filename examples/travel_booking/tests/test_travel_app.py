@@ -52,18 +52,19 @@ def test_travel_app_local_run_declined_card_pages_nobody_throttle_retried(
 ) -> None:
     ok = json.dumps({"booking_id": "b-ok", "card": OK_CARD})
     declined = json.dumps({"booking_id": "b-declined", "card": DECLINED_CARD})
-    # More throttled calls than the SDK's own attempts of both first invocations: each ReserveHotel fails once.
+    # More throttled calls than the SDK's own attempts of one invocation: a ReserveHotel fails, the saga retries it.
     starts = ["--start", f"BookingSaga={ok}", "--start", f"BookingSaga={declined}"]
     status, report = _run(assembly, capsys, *starts, "--throttle", "Bookings=11")
     assert status == 0 and report["pages"] == [] and report["alarms_in_alarm"] == [], report
     first, second = report["executions"]
     assert first["status"] == second["status"] == "SUCCEEDED"
     assert first["states"] == ["ReserveHotel", "BookFlight", "ChargeCard"]
-    # Throttled (how many times each depends on how the two executions' calls interleave), retried by the saga.
-    assert first["task_failures"] and set(first["task_failures"]) == {"TransientStepError"}
     assert second["states"] == ["ReserveHotel", "BookFlight", "ChargeCard", "CancelFlight", "CancelHotel"]
     *throttled, declined = second["task_failures"]
-    assert set(throttled) <= {"TransientStepError"} and declined == "CardDeclined"  # no refund: nothing charged
+    assert declined == "CardDeclined"  # no refund: nothing charged
+    # Throttled and retried by the saga: which execution, and how often, depends on how their calls interleave.
+    retried = first["task_failures"] + throttled
+    assert retried and set(retried) == {"TransientStepError"}
     # AWS counts every failed invocation in Errors; ExpectedErrors takes these off the alarm.
     failures = len(first["task_failures"]) + len(second["task_failures"])
     assert sum(report["function_errors"].values()) == failures
