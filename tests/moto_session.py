@@ -20,7 +20,9 @@ _session: dict[str, boto3.session.Session] = {}
 def reuse_one_session() -> None:
     """Under a started ``mock_aws``: its default boto3 session becomes the process's one (moto restores
     its own when it stops). Created after moto is imported, so moto's botocore handler is among the session's."""
-    boto3.DEFAULT_SESSION = _session.setdefault("default", boto3.session.Session())
+    if "default" not in _session:
+        _session["default"] = boto3.session.Session()
+    boto3.DEFAULT_SESSION = _session["default"]
 
 
 @contextmanager
