@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from botocore.exceptions import ClientError
 
@@ -53,20 +53,9 @@ REPAIR_HOLDER = "ops-repair:"
 DEFAULT_LEASE_SECONDS = 3600
 
 
-class RepairRefused(OpsError):
-    """The repair would be unsafe or pointless; the message says what, why, and what to do instead; ``kind``
-    names the rule that refused it (one of :data:`REFUSALS`), for a caller that counts refusals."""
-
-    def __init__(self, message: str, kind: str) -> None:
-        if kind not in REFUSALS:
-            raise ValueError(f"unknown refusal kind {kind!r}")
-        super().__init__(message)
-        self.kind = kind
-
-
 #: Why a repair is refused: the order is unknown or terminal, a compensation ran (redrive), its park names no step
 #: (redrive), the reason is refused, an execution still runs, another actor holds or moved it, the name is taken.
-REFUSALS = (
+Refusal = Literal[
     "unknown_order",
     "terminal",
     "compensation_ran",
@@ -75,7 +64,20 @@ REFUSALS = (
     "execution_running",
     "order_busy",
     "name_taken",
-)
+]
+REFUSALS: tuple[str, ...] = get_args(Refusal)
+
+
+class RepairRefused(OpsError):
+    """The repair would be unsafe or pointless; the message says what, why, and what to do instead; ``kind``
+    names the rule that refused it (one of :data:`REFUSALS`, checked by mypy at each raise), for a caller that
+    counts refusals."""
+
+    def __init__(self, message: str, kind: Refusal) -> None:
+        if kind not in REFUSALS:
+            raise ValueError(f"unknown refusal kind {kind!r}")
+        super().__init__(message)
+        self.kind: Refusal = kind
 
 
 def load_order(target: Target, order_id: str) -> dict[str, Any] | None:

@@ -8,21 +8,23 @@ are the process's fake ones (tests/conftest.py); the region and endpoint are rea
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import boto3
 from moto import mock_aws
 
-_session: dict[str, boto3.session.Session] = {}
+
+@functools.cache
+def _process_session() -> boto3.session.Session:
+    return boto3.session.Session()
 
 
 def reuse_one_session() -> None:
     """Under a started ``mock_aws``: its default boto3 session becomes the process's one (moto restores
     its own when it stops). Created after moto is imported, so moto's botocore handler is among the session's."""
-    if "default" not in _session:
-        _session["default"] = boto3.session.Session()
-    boto3.DEFAULT_SESSION = _session["default"]
+    boto3.DEFAULT_SESSION = _process_session()
 
 
 @contextmanager

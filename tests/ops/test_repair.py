@@ -229,4 +229,4 @@ def test_repair_refusal_names_a_known_kind() -> None:
 
     assert RepairRefused("refusing to redrive order o-1: ...", "compensation_ran").kind in REFUSALS
     with pytest.raises(ValueError, match="unknown refusal kind"):
-        RepairRefused("refusing ...", "because")
+        RepairRefused("refusing ...", "because")  # type: ignore[arg-type]
