@@ -59,9 +59,9 @@ def failures_table(target: Target) -> str | None:
 
 def list_queues(target: Target, *, wait_seconds: int | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """``{queue: {category: {count, oldest_age_seconds}}}`` for every DLQ of the stack (``"not received"``:
-    messages the DLQ counts that no receive returned). ``wait_seconds``: the long poll (default: the library's)."""
+    messages the DLQ counts that no receive returned). ``wait_seconds``: the long poll (default: the target's)."""
     dlq = lambda_dlq_module()
-    wait = {} if wait_seconds is None else {"wait_seconds": wait_seconds}
+    wait = target.receive_wait(wait_seconds)
     out = {}
     for name, (_, dlq_output) in QUEUES.items():
         url = target.output(dlq_output)
@@ -81,7 +81,7 @@ def replay_queue(
     wait_seconds: int | None = None,
 ) -> dict[str, Any]:
     check_replay_request(queue, category, force=force, dry_run=dry_run)
-    wait = {} if wait_seconds is None else {"wait_seconds": wait_seconds}
+    wait = target.receive_wait(wait_seconds)
     source_output, dlq_output = QUEUES[queue]
     report = lambda_dlq_module().replay(
         target.client,

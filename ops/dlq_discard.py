@@ -50,7 +50,7 @@ def discard(
         raise UsageError("the stack has no FailuresTableName output: nowhere to archive the message")
     replay = lambda_dlq_module()
     dlq_url = target.output(QUEUES[queue][1])
-    wait = {} if wait_seconds is None else {"wait_seconds": wait_seconds}
+    wait = target.receive_wait(wait_seconds)
     message = replay.hold(target.client, dlq_url, table, message_id, **wait)
     if message is None:
         raise MessageNotFound(f"message {message_id} not found in the {queue} DLQ (see ops dlq list)")

@@ -61,7 +61,7 @@ class SmokeCleanup(SmokeRun):
 
         table = failures_table(self.target)
         dlq_url = self.target.output("OrdersDlqUrl")
-        for message in lambda_dlq_module().peek(self.target.client, dlq_url, table):
+        for message in lambda_dlq_module().peek(self.target.client, dlq_url, table, **self.target.receive_wait(None)):
             if message.correlation_id == correlation_id:
                 self.target.client("sqs").delete_message(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle)
                 if table:

@@ -198,7 +198,10 @@ class SmokeOrders(SmokeRun):
         dlq = lambda_dlq_module()
         while True:
             for message in dlq.peek(
-                self.target.client, self.target.output("OrdersDlqUrl"), failures_table(self.target)
+                self.target.client,
+                self.target.output("OrdersDlqUrl"),
+                failures_table(self.target),
+                **self.target.receive_wait(None),
             ):
                 if message.correlation_id == correlation_id:
                     return message
@@ -232,7 +235,10 @@ class SmokeOrders(SmokeRun):
         dead = [
             m
             for m in lambda_dlq_module().peek(
-                self.target.client, self.target.output("OrdersDlqUrl"), failures_table(self.target)
+                self.target.client,
+                self.target.output("OrdersDlqUrl"),
+                failures_table(self.target),
+                **self.target.receive_wait(None),
             )
             if m.correlation_id == correlation_id
         ]

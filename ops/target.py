@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 
+from lambda_resilience.receive import MAX_WAIT_SECONDS
 from ops.errors import OpsError
 
 DEFAULT_STACK = "OrderPipeline-dev"
@@ -31,12 +32,25 @@ class Target:
     region: str | None = None
     profile: str | None = None
     endpoint_url: str | None = None
+    #: Each SQS read's long poll (``WaitTimeSeconds``): None, the library's (1 s; real SQS answers a short poll
+    #: from a sample of its servers, so only long-polled empty answers end a read); 0 for a queue with one
+    #: server (moto, the local emulator), where a short poll sees every message and a long one only waits.
+    sqs_wait_seconds: int | None = None
     _session: Any = field(default=None, compare=False, repr=False)
     #: One client per service: building a client reads botocore's service model files, which a
     #: DLQ peek or replay would otherwise do for every message (boto3 clients are thread-safe).
     _clients: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: The session, once made: a new one parses botocore's service data again (about 260 ms of CPU per client).
     _made: list[Any] = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sqs_wait_seconds is not None and not 0 <= self.sqs_wait_seconds <= MAX_WAIT_SECONDS:
+            raise ValueError(f"sqs_wait_seconds must be within 0..{MAX_WAIT_SECONDS}, got {self.sqs_wait_seconds}")
+
+    def receive_wait(self, command_wait: int | None) -> dict[str, int]:
+        """The keyword arguments of a DLQ read: the command's own ``--wait-seconds``, else this target's."""
+        wait = self.sqs_wait_seconds if command_wait is None else command_wait
+        return {} if wait is None else {"wait_seconds": wait}
 
     def output(self, name: str) -> str:
         try:
@@ -83,6 +97,7 @@ class Target:
         region: str | None = None,
         profile: str | None = None,
         endpoint_url: str | None = None,
+        sqs_wait_seconds: int | None = None,
     ) -> Target:
         """Read the stack's outputs with CloudFormation DescribeStacks.
 
@@ -103,4 +118,4 @@ class Target:
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         if not outputs:
             raise TargetError(f"stack {stack!r} has no outputs; is it the order pipeline's stack?")
-        return cls(outputs, region, profile, endpoint_url)
+        return cls(outputs, region, profile, endpoint_url, sqs_wait_seconds)

@@ -168,7 +168,7 @@ def _dlq_events(target: Target, correlation_ids: set[str]) -> list[TraceEvent]:
             url = target.output(dlq_output)
         except TargetError:
             continue
-        for message in dlq.peek(target.client, url, failures_table(target)):
+        for message in dlq.peek(target.client, url, failures_table(target), **target.receive_wait(None)):
             if message.correlation_id in correlation_ids:
                 text = f"{message.category} {message.error_type or ''}: {message.error_message or ''}".strip()
                 events.append(TraceEvent(message.sent_timestamp, f"dlq:{name}", text))

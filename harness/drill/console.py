@@ -28,7 +28,8 @@ class OpsConsole:
         self.calls: list[str] = []
         self.session = boto3.session.Session(region_name=region)
         self.session.events.register("before-call", self._count)
-        self.target = Target(outputs, region=region, _session=self.session)
+        # The local stack's SQS is one server: its DLQ reads short-poll (the same calls, without a long poll's wait).
+        self.target = Target(outputs, region=region, sqs_wait_seconds=0, _session=self.session)
         self.typed: list[CommandRun] = []
 
     def _count(self, model: Any, **_: Any) -> None:

@@ -274,8 +274,9 @@ class PipelineRun:
 
     # -- reporting --------------------------------------------------------------------------------
     def target(self) -> Target:
-        """The ops target for this deployment: the same commands as against a deployed stack."""
-        return Target(self.deployment.outputs(), region=REGION)
+        """The ops target for this deployment: the same commands as against a deployed stack. moto is one server:
+        a short poll sees every message, so the DLQ reads short-poll (a long poll would only wait)."""
+        return Target(self.deployment.outputs(), region=REGION, sqs_wait_seconds=0)
 
     def order_summary(self) -> tuple[dict[str, int], list[dict[str, Any]]]:
         """Order counts by outcome, and each submitted order's status and correlation ID."""

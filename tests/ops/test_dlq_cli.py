@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
@@ -13,6 +13,8 @@ from ops.cli import build_parser, main
 from ops.dlq import format_list
 
 STACK = "OrderPipeline-dev"
+#: The ``ops_on_moto`` fixture (tests/ops/conftest.py): ``python -m ops <argv>``, its exit status.
+OpsCli = Callable[[list[str]], int]
 
 
 @pytest.fixture
@@ -49,13 +51,16 @@ def bodies(url: str) -> list[str]:
     return sorted(m["Body"] for m in messages.get("Messages", []))
 
 
-def test_dlq_list_shows_every_category(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlq_list_shows_every_category(
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first list as the on-call types it (the CLI's default long poll), the second on moto's one server."""
     for body, category in (("a", "unknown"), ("b", "unknown"), ("c", "permanent"), ("d", "transient")):
         dead_letter(queues["OrdersDlqUrl"], body, category)
     assert main(["dlq", "list", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert {c: e["count"] for c, e in summary["orders"].items()} == {"unknown": 2, "permanent": 1, "transient": 1}
-    assert main(["dlq", "list"]) == 0
+    assert ops_on_moto(["dlq", "list"]) == 0
     rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:]]
     assert rows == [
         ["orders", "transient", "1"],
@@ -74,35 +79,41 @@ def test_dlq_list_format_keeps_categories_it_does_not_know() -> None:
     assert text.splitlines()[-1].split() == ["orders", "mystery", "3", "5", "s"]
 
 
-def test_dlq_replay_unknown_category_without_force(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlq_replay_unknown_category_without_force(
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
+) -> None:
     unknown = dead_letter(queues["OrdersDlqUrl"], "bug", "unknown")
     dead_letter(queues["OrdersDlqUrl"], "poison", "permanent")
     dead_letter(queues["OrdersDlqUrl"], "slow", "transient")
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "unknown"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "unknown"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["replayed"] == [unknown]
     assert bodies(queues["OrdersQueueUrl"]) == ["bug"]
     assert bodies(queues["OrdersDlqUrl"]) == ["poison", "slow"]
 
 
-def test_dlq_replay_permanent_needs_force(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlq_replay_permanent_needs_force(
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
+) -> None:
     poison = dead_letter(queues["OrdersDlqUrl"], "poison", "permanent")
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "permanent"]) == 2
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "permanent"]) == 2
     assert "--force" in capsys.readouterr().err
     assert bodies(queues["OrdersQueueUrl"]) == []
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "permanent", "--force"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "permanent", "--force"]) == 0
     assert json.loads(capsys.readouterr().out)["replayed"] == [poison]
     assert bodies(queues["OrdersQueueUrl"]) == ["poison"]
 
 
-def test_dlq_replay_unclassified_and_all(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlq_replay_unclassified_and_all(
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
+) -> None:
     redriven = dead_letter(queues["OrdersDlqUrl"], "redriven", None)  # no category, no failure record
     dead_letter(queues["OrdersDlqUrl"], "poison", "permanent")
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "all", "--dry-run"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "all", "--dry-run"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["would_replay"] == [redriven]
     assert list(report["skipped"].values()) == ["permanent (use --force)"]
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
     assert json.loads(capsys.readouterr().out)["replayed"] == [redriven]
 
 
@@ -114,7 +125,7 @@ def test_dlq_replay_help_lists_every_category(capsys: pytest.CaptureFixture[str]
     assert "transient (default)" in text and "permanent (needs --force)" in text and "unknown (" in text
 
 
-def test_dlq_replay_keeps_every_attribute_shape_sqs_allows(queues: dict[str, str]) -> None:
+def test_dlq_replay_keeps_every_attribute_shape_sqs_allows(queues: dict[str, str], ops_on_moto: OpsCli) -> None:
     """Issue 28: a message redriven by SQS with 10 attributes (SQS's maximum), one of them binary and
     one a Number, is replayed as it was: no attribute added beyond 10, binary kept as bytes."""
     attributes: dict[str, dict[str, object]] = {
@@ -127,7 +138,7 @@ def test_dlq_replay_keeps_every_attribute_shape_sqs_allows(queues: dict[str, str
     sqs = boto3.client("sqs")
     sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody="full", MessageAttributes=attributes)
 
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
 
     (message,) = sqs.receive_message(
         QueueUrl=queues["OrdersQueueUrl"], MessageAttributeNames=["All"], MaxNumberOfMessages=10
@@ -140,19 +151,21 @@ def test_dlq_replay_keeps_every_attribute_shape_sqs_allows(queues: dict[str, str
     assert bodies(queues["OrdersDlqUrl"]) == []
 
 
-def test_dlq_replay_adds_replay_count_when_there_is_room(queues: dict[str, str]) -> None:
+def test_dlq_replay_adds_replay_count_when_there_is_room(queues: dict[str, str], ops_on_moto: OpsCli) -> None:
     sqs = boto3.client("sqs")
     blob = {"DataType": "Binary", "BinaryValue": b"\xff"}
     sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody="small", MessageAttributes={"blob": blob})
 
-    assert main(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--category", "unclassified"]) == 0
 
     (message,) = sqs.receive_message(QueueUrl=queues["OrdersQueueUrl"], MessageAttributeNames=["All"])["Messages"]
     assert message["MessageAttributes"]["blob"]["BinaryValue"] == b"\xff"
     assert message["MessageAttributes"]["replay_count"]["StringValue"] == "1"
 
 
-def test_dlq_replay_dry_run_details_each_message(queues: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dlq_replay_dry_run_details_each_message(
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
+) -> None:
     sqs = boto3.client("sqs")
     attributes = {
         "correlation_id": {"DataType": "String", "StringValue": "cid-9"},
@@ -160,7 +173,7 @@ def test_dlq_replay_dry_run_details_each_message(queues: dict[str, str], capsys:
     }
     body = json.dumps({"order_id": "order-9", "payment_attempt": 3, "payment": {"token": "tok_secret"}})
     sqs.send_message(QueueUrl=queues["OrdersDlqUrl"], MessageBody=body, MessageAttributes=attributes)
-    assert main(["dlq", "replay", "--queue", "orders", "--dry-run"]) == 0
+    assert ops_on_moto(["dlq", "replay", "--queue", "orders", "--dry-run"]) == 0
     out = capsys.readouterr().out
     (detail,) = json.loads(out)["would_replay_details"]
     assert (detail["order_id"], detail["attempt"], detail["correlation_id"], detail["category"]) == (
@@ -174,7 +187,7 @@ def test_dlq_replay_dry_run_details_each_message(queues: dict[str, str], capsys:
 
 
 def test_dlq_history_without_a_failures_table_is_one_line(
-    queues: dict[str, str], capsys: pytest.CaptureFixture[str]
+    queues: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["dlq", "history", "--hours", "2"]) == 2
+    assert ops_on_moto(["dlq", "history", "--hours", "2"]) == 2
     assert "no FailuresTableName output" in capsys.readouterr().err

@@ -8,15 +8,15 @@ SQS, CloudFormation, DynamoDB and STS on moto."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from ops.cli import main
-
 STACK = "OrderPipeline-dev"
+#: The ``ops_on_moto`` fixture (tests/ops/conftest.py): ``python -m ops <argv>``, its exit status.
+OpsCli = Callable[[list[str]], int]
 
 
 @pytest.fixture
@@ -60,12 +60,14 @@ def _depth(url: str) -> int:
 
 
 def test_dlq_discard_archives_then_deletes_a_permanent_message(
-    stack: dict[str, str], capsys: pytest.CaptureFixture[str]
+    stack: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     body = '{"order_id": "order-1", "payment_attempt": 1}'
     poison = _dead_letter(stack["OrdersDlqUrl"], body, "permanent")
     kept = _dead_letter(stack["OrdersDlqUrl"], "other", "permanent")
-    code = main(["dlq", "discard", "--queue", "orders", "--message-id", poison, "--reason", "poison, ticket OPS-1"])
+    code = ops_on_moto(
+        ["dlq", "discard", "--queue", "orders", "--message-id", poison, "--reason", "poison, ticket OPS-1"]
+    )
     assert code == 0, capsys.readouterr().err
     printed = json.loads(capsys.readouterr().out)
     assert printed["message_id"] == poison and printed["order_id"] == "order-1"
@@ -83,25 +85,25 @@ def test_dlq_discard_archives_then_deletes_a_permanent_message(
 
 
 def test_dlq_discard_refuses_a_transient_message_without_force(
-    stack: dict[str, str], capsys: pytest.CaptureFixture[str]
+    stack: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A transient failure succeeds when replayed: discarding it would lose a sale; --force says you mean it."""
     slow = _dead_letter(stack["OrdersDlqUrl"], "slow", "transient")
-    assert main(["dlq", "discard", "--queue", "orders", "--message-id", slow, "--reason", "x"]) == 2
+    assert ops_on_moto(["dlq", "discard", "--queue", "orders", "--message-id", slow, "--reason", "x"]) == 2
     assert "replay" in capsys.readouterr().err
     assert _depth(stack["OrdersDlqUrl"]) == 1
-    assert main(["dlq", "discard", "--queue", "orders", "--message-id", slow, "--reason", "x", "--force"]) == 0
+    assert ops_on_moto(["dlq", "discard", "--queue", "orders", "--message-id", slow, "--reason", "x", "--force"]) == 0
     assert _depth(stack["OrdersDlqUrl"]) == 0
 
 
 def test_dlq_discard_without_a_reason_or_an_unknown_message_changes_nothing(
-    stack: dict[str, str], capsys: pytest.CaptureFixture[str]
+    stack: dict[str, str], ops_on_moto: OpsCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     poison = _dead_letter(stack["OrdersDlqUrl"], "poison", "permanent")
-    assert main(["dlq", "discard", "--queue", "orders", "--message-id", poison, "--reason", "  "]) == 2
+    assert ops_on_moto(["dlq", "discard", "--queue", "orders", "--message-id", poison, "--reason", "  "]) == 2
     assert "reason" in capsys.readouterr().err
     missing = ["dlq", "discard", "--queue", "orders", "--message-id", "no-such-id", "--reason", "x"]
-    assert main(missing) == 2
+    assert ops_on_moto(missing) == 2
     assert "not found" in capsys.readouterr().err
     assert _depth(stack["OrdersDlqUrl"]) == 1
     scan = boto3.client("dynamodb").scan(TableName="failures")

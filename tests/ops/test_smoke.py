@@ -201,7 +201,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 
 def _smoke(monkeypatch: pytest.MonkeyPatch, pipeline: FakePipeline, **options: Any) -> SmokeReport:
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
-    target = Target.from_stack(STACK, region=REGION)
+    # moto is one server: its DLQ reads short-poll (a long poll there only waits; real SQS: tests/ops/test_target.py).
+    target = Target.from_stack(STACK, region=REGION, sqs_wait_seconds=0)
     # The page path needs CloudWatch's alarm actions: tests/ops/test_smoke_local.py checks it against `ops local up`.
     defaults: dict[str, Any] = {
         "timeout_seconds": 5.0,
@@ -362,7 +363,7 @@ def test_smoke_fails_by_its_deadline_when_nothing_processes_orders(
 ) -> None:
     pipeline = FakePipeline(stack)
     monkeypatch.setattr("ops.smoke.payment_port", lambda target, env: FakePort(pipeline))
-    target = Target.from_stack(STACK, region=REGION)
+    target = Target.from_stack(STACK, region=REGION, sqs_wait_seconds=0)
     options = SmokeOptions(timeout_seconds=0.2, alarm_wait_seconds=0.0, sleep=lambda s: None, page_path=False)
     report = run_smoke(target, options)
     failed = _failed(report)
@@ -397,8 +398,8 @@ def test_smoke_cli_exit_status_and_table(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "duplicate charges" in out and "passed (13/13 checks)" in out
-    pipeline.dead_letter = False
-    assert main([*argv, "--json"]) == 1
+    pipeline.dead_letter = False  # the smoke then polls the DLQ to its deadline: short polls on moto's one server
+    assert main([*argv, "--json"], target=Target.from_stack(STACK, region=REGION, sqs_wait_seconds=0)) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False
     assert [c["check"] for c in report["checks"] if not c["ok"]] == ["malformed: orders DLQ category"]
