@@ -34,7 +34,7 @@ from botocore.exceptions import ClientError
 
 import lambda_resilience.aws as aws_clients
 import order_domain.env as env_names
-from lambda_resilience.testing import FakeLambdaContext
+from lambda_resilience.testing import FakeLambdaContext, new_process_logger
 from order_domain import saga_start
 from order_domain.inventory import reservation_key
 from order_domain.model import ORDER_SCHEMA
@@ -297,6 +297,7 @@ def load_handler(code_dir: Path, handler: str, env: dict[str, str]) -> Handler:
     assert spec is not None and spec.loader is not None, f"no {module_name}.py in {code_dir}"
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and typing resolve names through sys.modules
+    new_process_logger(env.get("POWERTOOLS_SERVICE_NAME", "service_undefined"))
     with mock.patch.dict(os.environ, env):
         spec.loader.exec_module(module)
     function: Handler = getattr(module, function_name)

@@ -9,6 +9,8 @@
   steps) sees AWS's per-item atomicity.
 - :func:`in_memory_tracing`: tracing on, every finished span kept in memory (OpenTelemetry SDK's
   ``InMemorySpanExporter`` behind a ``SimpleSpanProcessor``), for asserting a trace's shape.
+- :func:`new_process_logger`: before loading a handler again in the same process, so that its Powertools
+  ``Logger`` is configured from the environment you load it under, as at a cold start.
 
 Nothing here is imported by the middleware itself; moto is only needed by the function that uses it.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 import time
 import uuid
@@ -31,6 +34,18 @@ if TYPE_CHECKING:
 #: The account and region the fake context's ARN names (moto's default account).
 FAKE_ACCOUNT = "123456789012"
 FAKE_REGION = "us-east-1"
+
+
+def new_process_logger(service: str) -> None:
+    """Let the next Powertools ``Logger`` of ``service`` start from a new logger, as a cold start's process does.
+
+    A logger is global by name in a process, and Powertools leaves one it configured before as it is, level
+    included: a handler loaded again under another ``POWERTOOLS_LOG_LEVEL`` would keep the first level. The
+    name (and its children's) is dropped from logging's registry; a module loaded before keeps its logger.
+    """
+    registry = logging.Logger.manager.loggerDict
+    for name in [n for n in list(registry) if n == service or n.startswith(f"{service}.")]:
+        registry.pop(name, None)
 
 
 class FakeLambdaContext:

@@ -85,6 +85,20 @@ def _powertools_handlers() -> Iterator[logging.StreamHandler[Any]]:
                 yield handler
 
 
+def forget_powertools_logger(service: str) -> None:
+    """Let the next Powertools ``Logger`` of ``service`` start from a new logger, as in a new process.
+
+    A cold start is a new process on Lambda: its first ``Logger`` sets the service's logger up (level from the
+    function's environment, handler, formatter). In one process a logger is global by name, and Powertools
+    leaves one it configured before as it is, level included: an earlier load at CRITICAL (another test's quiet
+    handlers) silenced a later function's INFO lines. The name (and its children's) is dropped from logging's
+    registry, so ``logging.getLogger`` makes a new one; a module loaded before keeps the logger it holds.
+    """
+    registry = logging.Logger.manager.loggerDict
+    for name in [n for n in list(registry) if n == service or n.startswith(f"{service}.")]:
+        registry.pop(name, None)
+
+
 def point_powertools_loggers_at(stream: TextIO | io.TextIOBase) -> None:
     """Re-point every Powertools logger handler created so far at ``stream``."""
     for handler in _powertools_handlers():

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
-from local_cloud.capture import LineCapture, point_powertools_loggers_at
+from local_cloud.capture import LineCapture, forget_powertools_logger, point_powertools_loggers_at
 from local_cloud.clock import SimClock
 from local_cloud.function_env import function_environment
 from local_cloud.otel_layer import layer_invocation
@@ -86,6 +86,8 @@ def load_handler(code_dir: Path, handler: str, env: Mapping[str, str]) -> Callab
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {source}")
     module: ModuleType = importlib.util.module_from_spec(spec)
+    # Powertools' default service name when the function sets none.
+    forget_powertools_logger(env.get("POWERTOOLS_SERVICE_NAME", "service_undefined"))
     with function_environment(env):
         sys.modules[unique] = module
         spec.loader.exec_module(module)
