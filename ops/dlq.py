@@ -57,6 +57,12 @@ def failures_table(target: Target) -> str | None:
         return None
 
 
+def peek(target: Target, url: str) -> list[Any]:
+    """Every message of the DLQ at ``url`` with its category (``lambda_resilience.replay.peek``: each hidden for
+    the look only), read with the target's long poll."""
+    return list(lambda_dlq_module().peek(target.client, url, failures_table(target), **target.receive_wait()))
+
+
 def list_queues(target: Target, *, wait_seconds: int | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """``{queue: {category: {count, oldest_age_seconds}}}`` for every DLQ of the stack (``"not received"``:
     messages the DLQ counts that no receive returned). ``wait_seconds``: the long poll (default: the target's)."""

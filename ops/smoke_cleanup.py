@@ -57,11 +57,11 @@ class SmokeCleanup(SmokeRun):
             dynamodb.delete_item(TableName=inventory, Key=key)
 
     def _remove_dead_letter(self, correlation_id: str) -> None:
-        from ops.dlq import failures_table, lambda_dlq_module
+        from ops.dlq import failures_table, peek
 
         table = failures_table(self.target)
         dlq_url = self.target.output("OrdersDlqUrl")
-        for message in lambda_dlq_module().peek(self.target.client, dlq_url, table, **self.target.receive_wait(None)):
+        for message in peek(self.target, dlq_url):
             if message.correlation_id == correlation_id:
                 self.target.client("sqs").delete_message(QueueUrl=dlq_url, ReceiptHandle=message.receipt_handle)
                 if table:

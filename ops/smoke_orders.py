@@ -193,16 +193,10 @@ class SmokeOrders(SmokeRun):
 
     def dead_lettered(self, correlation_id: str, deadline: float) -> Any:
         """The orders DLQ's message with ``correlation_id`` (a DlqMessage), or None by the deadline."""
-        from ops.dlq import failures_table, lambda_dlq_module
+        from ops.dlq import peek
 
-        dlq = lambda_dlq_module()
         while True:
-            for message in dlq.peek(
-                self.target.client,
-                self.target.output("OrdersDlqUrl"),
-                failures_table(self.target),
-                **self.target.receive_wait(None),
-            ):
+            for message in peek(self.target, self.target.output("OrdersDlqUrl")):
                 if message.correlation_id == correlation_id:
                     return message
             if time.monotonic() > deadline:
@@ -229,18 +223,9 @@ class SmokeOrders(SmokeRun):
 
     def _check_not_enqueued(self, correlation_id: str, name: str) -> None:
         """What the API refused reached neither an order row nor the DLQ."""
-        from ops.dlq import failures_table, lambda_dlq_module
+        from ops.dlq import peek
 
         row = self.order(f"smoke-{self.options.run_id}-{name.replace(' ', '-')}")
-        dead = [
-            m
-            for m in lambda_dlq_module().peek(
-                self.target.client,
-                self.target.output("OrdersDlqUrl"),
-                failures_table(self.target),
-                **self.target.receive_wait(None),
-            )
-            if m.correlation_id == correlation_id
-        ]
+        dead = [m for m in peek(self.target, self.target.output("OrdersDlqUrl")) if m.correlation_id == correlation_id]
         observed = "order row" if row else ("dead-lettered" if dead else "nowhere")
         self.report.check(f"{name}: reached the pipeline", "nowhere", observed)

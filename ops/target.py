@@ -47,7 +47,7 @@ class Target:
         if self.sqs_wait_seconds is not None and not 0 <= self.sqs_wait_seconds <= MAX_WAIT_SECONDS:
             raise ValueError(f"sqs_wait_seconds must be within 0..{MAX_WAIT_SECONDS}, got {self.sqs_wait_seconds}")
 
-    def receive_wait(self, command_wait: int | None) -> dict[str, int]:
+    def receive_wait(self, command_wait: int | None = None) -> dict[str, int]:
         """The keyword arguments of a DLQ read: the command's own ``--wait-seconds``, else this target's."""
         wait = self.sqs_wait_seconds if command_wait is None else command_wait
         return {} if wait is None else {"wait_seconds": wait}

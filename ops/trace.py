@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lambda_resilience.log_queries import trace_query
-from ops.dlq import QUEUES, failures_table, lambda_dlq_module
+from ops.dlq import QUEUES, peek
 from ops.errors import UsageError
 from ops.log_query import query_groups
 from ops.order_view import executions_by_name
@@ -161,14 +161,13 @@ def _execution_events(target: Target, order_ids: set[str]) -> list[TraceEvent]:
 
 
 def _dlq_events(target: Target, correlation_ids: set[str]) -> list[TraceEvent]:
-    dlq = lambda_dlq_module()
     events = []
     for name, (_, dlq_output) in QUEUES.items():
         try:
             url = target.output(dlq_output)
         except TargetError:
             continue
-        for message in dlq.peek(target.client, url, failures_table(target), **target.receive_wait(None)):
+        for message in peek(target, url):
             if message.correlation_id in correlation_ids:
                 text = f"{message.category} {message.error_type or ''}: {message.error_message or ''}".strip()
                 events.append(TraceEvent(message.sent_timestamp, f"dlq:{name}", text))

@@ -129,16 +129,13 @@ def report(run: RunView, wall_seconds: float) -> dict[str, Any]:
 
 def dlq_contents(run: RunView) -> tuple[dict[str, dict[str, int]], list[Any]]:
     """Every DLQ message of the stack (left in place), and counts by queue and category."""
-    from ops.dlq import QUEUES, failures_table, lambda_dlq_module
+    from ops.dlq import QUEUES, peek
 
-    target = run.target()
+    target = run.target()  # moto is one server: its target short-polls (no false empty answer to wait out)
     messages: list[Any] = []
     categories: dict[str, dict[str, int]] = {}
     for name, (_, dlq_output) in QUEUES.items():
-        # wait_seconds=0: moto is one server, a short poll sees every message (no false empty answer to wait out).
-        found = lambda_dlq_module().peek(
-            target.client, target.output(dlq_output), failures_table(target), wait_seconds=0
-        )
+        found = peek(target, target.output(dlq_output))
         categories[name] = dict(Counter(m.category for m in found))
         messages.extend((name, m) for m in found)
     return categories, messages

@@ -168,8 +168,7 @@ def replay_transient(run: PipelineRun, before: dict[str, Any]) -> dict[str, Any]
         max_messages=None,
         rate=None,
         force=False,
-        wait_seconds=0,  # moto is one server: a short poll sees every message
-    )
+    )  # the run's target short-polls: moto is one server
     run.drain()
     after = run.report(0)
     statuses = {d["order_id"]: d["status"] for d in after["order_details"]}

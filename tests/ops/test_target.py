@@ -96,28 +96,28 @@ def test_target_clients_of_every_service_come_from_one_session(aws: None) -> Non
     assert sessions.call_count == 1
 
 
-def _receive_waits(target: Target) -> list[int]:
-    """``WaitTimeSeconds`` of every ReceiveMessage ``ops dlq list`` makes through ``target``."""
+def _receive_waits(sqs_wait_seconds: int | None) -> list[int]:
+    """``WaitTimeSeconds`` of every ReceiveMessage ``ops dlq list`` makes through a target with that setting."""
     from ops.dlq import list_queues
 
-    sqs = target.session().client("sqs")
+    session = boto3.session.Session(region_name="us-east-1")
+    sqs = session.client("sqs")
     urls = {name: sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("o", "o-dlq", "a", "a-dlq")}
     outputs = {"OrdersQueueUrl": urls["o"], "OrdersDlqUrl": urls["o-dlq"]}
     outputs |= {"NeedsAttentionQueueUrl": urls["a"], "NeedsAttentionDlqUrl": urls["a-dlq"]}
-    target = Target(outputs, region="us-east-1", sqs_wait_seconds=target.sqs_wait_seconds, _session=target.session())
     waits: list[int] = []
-    target.session().events.register(
+    session.events.register(
         "provide-client-params.sqs.ReceiveMessage", lambda params, **_: waits.append(params["WaitTimeSeconds"])
     )
-    list_queues(target)
+    list_queues(Target(outputs, sqs_wait_seconds=sqs_wait_seconds, _session=session))
     return waits
 
 
 def test_target_sqs_reads_long_poll_by_default_and_short_poll_a_one_server_queue(aws: None) -> None:
     """Real SQS needs long polls (an empty short poll proves nothing); a one-server emulator (moto, the local
     endpoint) answers a short poll with every message, and a long poll there only waits."""
-    assert set(_receive_waits(Target({}, region="us-east-1"))) == {1}
-    assert set(_receive_waits(Target({}, region="us-east-1", sqs_wait_seconds=0))) == {0}
+    assert set(_receive_waits(None)) == {1}
+    assert set(_receive_waits(0)) == {0}
     with pytest.raises(ValueError, match=r"sqs_wait_seconds must be within 0\.\.20"):
         Target({}, sqs_wait_seconds=21)
 
