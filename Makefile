@@ -173,7 +173,7 @@ bench: setup ## middleware benchmark: prints figures, writes reports/bench-resul
 
 PATCH_COST_ORDERS ?= 200
 
-patch-costs: setup ## each speed patch's cost to drop: paired, interleaved local runs with it on and off (CPU s)
+patch-costs: setup ## each speed change's cost to drop: paired, interleaved runs with it on and off (CPU s)
 	@mkdir -p reports
 	$(PY) -m harness.stack.patch_costs --orders $(PATCH_COST_ORDERS) --json reports/patch-costs.json
 

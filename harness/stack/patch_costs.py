@@ -1,16 +1,18 @@
-"""What each speed patch saves: paired, interleaved local runs with the patch on and off (CPU seconds).
+"""What each speed change saves: paired, interleaved runs with it on and off (CPU seconds).
 
-Usage: ``python -m harness.stack.patch_costs [--orders 150] [--patches a,b] [--assembly cdk.out-dir]``
+Usage: ``python -m harness.stack.patch_costs [--orders 150] [--patches a,b] [--gate] [--assembly cdk.out-dir]``
 (``make patch-costs``).
 
-Each speed patch of :data:`local_cloud.patches.PATCHES` (kind ``speed``) is switched off for one run through
-``OPS_LOCAL_DISABLE_PATCHES``; baseline runs (every patch on) sit between them, so a run with a patch off is
-compared with the baselines just before and after it, on the same machine under the same load:
-``B, off(p1), B, off(p2), B, ...``. Each run is a fresh ``python -m harness local run`` of the same orders, seed
-and faults as ``make chaos`` (smaller), on one synthesized assembly; its cost is the CPU time (user + system)
-of the process and everything it waited for (``RUSAGE_CHILDREN``), not wall time: the machine is shared.
-A patch pays when its run without it costs more than both neighbouring baselines and more than the
-baselines' own spread (``--check`` fails otherwise). Prints a table; ``--json`` writes the figures.
+Each speed change of :data:`local_cloud.patches_speed.SPEED_CHANGES` (or each patch or change named with
+``--patches``) is switched off for one run through ``OPS_LOCAL_DISABLE_PATCHES``; baseline runs (every patch on)
+sit between them, so a run with a change off is compared with the baselines just before and after it, on the same
+machine under the same load: ``B, off(c1), B, off(c2), B, ...``. Each run is a fresh ``python -m harness local
+run`` of the same orders, seed and faults as ``make chaos`` (smaller), on one synthesized assembly; or, with
+``--gate``, ``make workshop-tests`` (the part of ``make test`` the emulator runs: issue 43's rule is 10% of
+``make test``'s end-to-end time). Its cost is the CPU time (user + system) of the process and everything it
+waited for (``RUSAGE_CHILDREN``), and its wall time. A change pays when its run without it costs more than both
+neighbouring baselines and more than the baselines' own spread (``--check`` fails otherwise). Prints a table;
+``--json`` writes the figures.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from local_cloud.patches import DISABLE_ENV, PATCHES
+from local_cloud.patches_speed import SPEED_CHANGES
 
 #: The faults of ``make chaos`` (Makefile CHAOS_FAULTS): the patches are measured on the run they speed up.
 CHAOS_FAULTS = [
@@ -56,14 +59,22 @@ class Cost:
     saves: float  # without - mean(baselines)
     saves_percent: float
     measurable: bool
+    wall_without: float = 0.0  # wall s of the run with the patch off
+    wall_baselines: tuple[float, float] = (0.0, 0.0)
 
 
 def speed_patches() -> list[str]:
-    return [p.name for p in PATCHES if p.kind == "speed"]
+    """Every name ``--patches`` takes: the speed patches and the changes they form."""
+    return [p.name for p in PATCHES if p.kind == "speed"] + [c.name for c in SPEED_CHANGES]
 
 
-def run_once(disabled: str, orders: int, assembly: Path, seed: int) -> Run:
-    """One ``ops local run`` with ``disabled`` switched off; its CPU seconds (and its children's)."""
+#: ``--gate``'s run: the emulator's share of ``make test``.
+GATE_COMMAND = ["make", "-s", "workshop-tests"]
+
+
+def run_once(disabled: str, orders: int, assembly: Path | None, seed: int) -> Run:
+    """One ``ops local run`` (``assembly``) or one ``make workshop-tests`` (``None``) with ``disabled`` switched
+    off; its CPU seconds (and its children's) and wall seconds."""
     env = {**os.environ, DISABLE_ENV: disabled}
     cmd = [sys.executable, "-m", "harness", "local", "run", "--orders", str(orders), "--seed", str(seed)]
     cmd += [*CHAOS_FAULTS, "--replay-transient", "--check", "--timeout", "1200", "--assembly", str(assembly)]
@@ -72,7 +83,10 @@ def run_once(disabled: str, orders: int, assembly: Path, seed: int) -> Run:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         done = subprocess.run(
-            [*cmd, "--report-file", str(report)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            GATE_COMMAND if assembly is None else [*cmd, "--report-file", str(report)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wall = time.monotonic() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -82,7 +96,7 @@ def run_once(disabled: str, orders: int, assembly: Path, seed: int) -> Run:
     return Run(disabled, round(cpu, 2), round(wall, 2), done.returncode == 0, failed)
 
 
-def measure(patches: list[str], orders: int, assembly: Path, seed: int) -> tuple[list[Run], list[Cost], float]:
+def measure(patches: list[str], orders: int, assembly: Path | None, seed: int) -> tuple[list[Run], list[Cost], float]:
     """``B, off(p1), B, off(p2), ..., B``; each patch against its two neighbouring baselines."""
     runs: list[Run] = [run_once("", orders, assembly, seed)]
     print(f"  baseline: {runs[-1].cpu_seconds:.1f} CPU s", file=sys.stderr)
@@ -108,6 +122,8 @@ def measure(patches: list[str], orders: int, assembly: Path, seed: int) -> tuple
                 round(saves, 2),
                 round(100 * saves / mean, 1),
                 measurable,
+                without.wall_seconds,
+                (before.wall_seconds, after.wall_seconds),
             )
         )
     return runs, costs, noise
@@ -118,13 +134,15 @@ def table(costs: list[Cost], noise: float, baselines: list[float]) -> str:
         f"baselines: {len(baselines)} runs, {min(baselines):.1f} to {max(baselines):.1f} CPU s "
         f"(median {statistics.median(baselines):.1f}); largest step between neighbours (noise): {noise:.1f} CPU s",
         "",
-        "| patch | CPU s without it | baselines before / after | dropping it costs | measurable |",
-        "|---|---|---|---|---|",
+        "| off | CPU s without it | baselines before / after | dropping it costs | measurable | wall s without / "
+        "baselines |",
+        "|---|---|---|---|---|---|",
     ]
     for c in costs:
         lines.append(
             f"| `{c.patch}` | {c.without:.1f} | {c.baselines[0]:.1f} / {c.baselines[1]:.1f} | "
-            f"{c.saves:+.1f} CPU s ({c.saves_percent:+.1f}%) | {'yes' if c.measurable else 'no'} |"
+            f"{c.saves:+.1f} CPU s ({c.saves_percent:+.1f}%) | {'yes' if c.measurable else 'no'} | "
+            f"{c.wall_without:.0f} / {c.wall_baselines[0]:.0f}, {c.wall_baselines[1]:.0f} |"
         )
     return "\n".join(lines)
 
@@ -133,22 +151,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.stack.patch_costs", description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=150, help="orders per run (default 150)")
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--patches", help="comma-separated speed patch names (default: every speed patch)")
+    parser.add_argument("--patches", help="comma-separated speed patch or change names (default: every change)")
+    parser.add_argument("--gate", action="store_true", help="time make workshop-tests instead of a chaos run")
     parser.add_argument("--assembly", type=Path, help="a synthesized cdk.out (default: synthesize once)")
     parser.add_argument("--json", type=Path, help="also write the runs and costs here")
     parser.add_argument("--check", action="store_true", help="exit 1 if a patch does not save measurably")
     args = parser.parse_args(argv)
-    names = args.patches.split(",") if args.patches else speed_patches()
+    names = args.patches.split(",") if args.patches else [c.name for c in SPEED_CHANGES]
     unknown = sorted(set(names) - set(speed_patches()))
     if unknown:
         parser.error(f"not speed patches: {', '.join(unknown)} (choose from {', '.join(speed_patches())})")
     with tempfile.TemporaryDirectory(prefix="patch-costs-") as tmp:
         assembly = args.assembly
-        if assembly is None:
+        if assembly is None and not args.gate:
             from harness.stack.synth import synthesize
 
             assembly = synthesize(Path(tmp) / "cdk.out", "dev").outdir
-        runs, costs, noise = measure(names, args.orders, Path(assembly), args.seed)
+        runs, costs, noise = measure(names, args.orders, None if args.gate else Path(assembly), args.seed)
     failed = [r for r in runs if not r.ok]
     baselines = [r.cpu_seconds for r in runs if not r.disabled]
     print(table(costs, noise, baselines))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import json
-import threading
 import time
 import types
 from pathlib import Path
@@ -32,14 +31,6 @@ from local_cloud.clock import SimClock, WallTime
 from local_cloud.environment import sqs_on_clock
 from local_cloud.faults import throttle_dynamodb
 from local_cloud.lambda_runtime import LocalFunction, route_invocations
-from local_cloud.moto_data_speed import (
-    cached_condition_lexing,
-    cached_update_expressions,
-    direct_sqs_retention_check,
-    index_query_by_key,
-    item_level_transaction_rollback,
-    projection_without_round_trip,
-)
 from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
@@ -47,16 +38,10 @@ from local_cloud.moto_patches import (
     sfn_task_timeout_on_clock,
     states_all_excludes_terminal_errors,
 )
-from local_cloud.moto_speed import (
-    JSON_PATH_MODULES,
-    attribute_values_as_held,
-    cached_action_names,
-    cached_asl_parse,
-    cached_json_path_parse,
-    cached_serializer_keys,
-    cached_url_dispatch,
-)
+from local_cloud.moto_speed import JSON_PATH_MODULES, cached_asl_parse, cached_json_path_parse
 from local_cloud.patch_scan import unregistered_patches
+from local_cloud.patch_types import MIN_GATE_SHARE
+from local_cloud.patches_speed import SPEED_CHANGES
 from local_cloud.template import ACCOUNT, REGION
 
 #: The emulator package's sources.
@@ -139,6 +124,26 @@ def test_registry_speed_switches_off_every_speed_patch_and_nothing_else(monkeypa
     assert all(emulator.enabled(p.name) for p in emulator.PATCHES if p.kind != "speed")
     monkeypatch.delenv(emulator.DISABLE_ENV)
     assert all(emulator.enabled(p.name) for p in emulator.PATCHES)  # default: every patch on
+
+
+def test_registry_every_speed_patch_is_part_of_a_change_that_saves_a_tenth_of_the_gate() -> None:
+    """Issue 43's rule: a speed patch stays only as part of one upstreamable change of moto that saves at least
+    10% of ``make test``'s end-to-end time, measured; a change below it is deleted, not kept."""
+    changes = {change.name: change for change in SPEED_CHANGES}
+    speed = [p for p in emulator.PATCHES if p.kind == "speed"]
+    assert speed and all(p.change in changes for p in speed), [p.name for p in speed if p.change not in changes]
+    assert all(p.change == "" for p in emulator.PATCHES if p.kind != "speed")
+    for change in SPEED_CHANGES:
+        assert change.saves_share >= MIN_GATE_SHARE, f"{change.name} saves {change.saves_share:.1%} of make test"
+        assert any(p.change == change.name for p in speed), f"{change.name} has no patch"
+
+
+def test_registry_a_change_name_switches_off_its_patches_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One name switches a whole change off, to measure it as the rule measures it."""
+    (change, *_) = SPEED_CHANGES
+    monkeypatch.setenv(emulator.DISABLE_ENV, change.name)
+    for patch in emulator.PATCHES:
+        assert emulator.enabled(patch.name) is (patch.change != change.name), patch.name
 
 
 # -- correctness -------------------------------------------------------------------------------------
@@ -415,243 +420,6 @@ def test_canary_json_path_parse_is_a_module_level_pure_function() -> None:
         assert expr.update_or_create({"out": {}}, 2) == {"out": {"result": 2}} and first == {"out": {"result": 1}}
 
 
-def test_canary_serializer_key_cache_changes_no_response(aws: None) -> None:
-    """The same items read with and without the cache serialize identically (maps, lists, sets, binary)."""
-    from moto.core.serialize import AttributePicker, XFormedAttributePicker
-
-    for cls in (AttributePicker, XFormedAttributePicker):
-        assert _params(cls.get_possible_keys) == ["self", "context"]
-        assert inspect.isgeneratorfunction(cls.get_possible_keys)
-    assert hasattr(AttributePicker(), "alias_providers")
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    _table(ddb, "ser", range_key=True)
-    item = {
-        "pk": {"S": "o-1"},
-        "sk": {"S": "order"},
-        "n": {"N": "12"},
-        "m": {"M": {"a": {"L": [{"S": "x"}, {"N": "1"}, {"NULL": True}, {"BOOL": False}]}, "S": {"S": "shadow"}}},
-        "ss": {"SS": ["a", "b"]},
-        "b": {"B": b"\x00\x01"},
-        "Item": {"M": {"Items": {"S": "names that are also shape members"}}},
-    }
-    ddb.put_item(TableName="ser", Item=item)
-    plain = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
-    plain.append(
-        ddb.query(TableName="ser", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "o-1"}})[
-            "Items"
-        ]
-    )
-    picks: list[int] = []
-    original_call = AttributePicker.__call__
-
-    def counting(self: Any, context: Any) -> Any:
-        picks.append(1)
-        return original_call(self, context)
-
-    with mock.patch.object(AttributePicker, "__call__", counting):
-        ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})
-        uncached_picks, picks[:] = len(picks), []
-        with cached_serializer_keys():
-            cached = []
-            for _ in range(2):  # a miss, then a hit
-                picks[:] = []
-                cached = [ddb.get_item(TableName="ser", Key={"pk": {"S": "o-1"}, "sk": {"S": "order"}})["Item"]]
-                hit_picks = len(picks)
-                cached.append(
-                    ddb.query(
-                        TableName="ser",
-                        KeyConditionExpression="pk = :p",
-                        ExpressionAttributeValues={":p": {"S": "o-1"}},
-                    )["Items"]
-                )
-                assert cached == plain
-    assert plain[0] == item
-    # the members an AttributeValue does not carry were skipped without asking the picker
-    assert hit_picks * 3 < uncached_picks, (hit_picks, uncached_picks)
-
-
-def test_canary_transact_write_items_rolls_back_only_named_items(aws: None) -> None:
-    from moto.dynamodb import models as ddb_models
-
-    assert isinstance(ddb_models.copy, types.ModuleType)
-    assert "copy.deepcopy(" in inspect.getsource(ddb_models.DynamoDBBackend.transact_write_items)
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    _table(ddb, "a")
-    _table(ddb, "b", range_key=True)
-    table = ddb_models.dynamodb_backends[ACCOUNT][REGION].get_table("b")
-    assert (table.hash_key_attr, table.range_key_attr) == ("pk", "sk")
-    assert isinstance(table.items, dict) and callable(table.get_item)
-    ddb.put_item(TableName="a", Item={"pk": {"S": "kept"}, "v": {"N": "1"}})
-    with item_level_transaction_rollback(), atomic_dynamodb(), pytest.raises(ClientError):
-        ddb.transact_write_items(
-            TransactItems=[
-                {"Put": {"TableName": "b", "Item": {"pk": {"S": "new"}, "sk": {"S": "1"}}}},
-                {"Put": {"TableName": "a", "Item": {"pk": {"S": "kept"}, "v": {"N": "2"}}}},
-                {
-                    "ConditionCheck": {
-                        "TableName": "a",
-                        "Key": {"pk": {"S": "kept"}},
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-            ]
-        )
-    assert "Item" not in ddb.get_item(TableName="b", Key={"pk": {"S": "new"}, "sk": {"S": "1"}})
-    assert ddb.get_item(TableName="a", Key={"pk": {"S": "kept"}})["Item"]["v"] == {"N": "1"}
-
-
-def _same_tree(a: Any, b: Any, seen: set[tuple[int, int]] | None = None) -> bool:
-    """Node-for-node equality of two trees whose nodes point back at their parents."""
-    seen = set() if seen is None else seen
-    if (id(a), id(b)) in seen:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same_tree(x, y, seen) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_tree(a[k], b[k], seen) for k in a)
-    if hasattr(a, "__dict__"):
-        seen.add((id(a), id(b)))
-        return _same_tree(vars(a), vars(b), seen)
-    return bool(a == b)
-
-
-def test_canary_update_expression_cache_gives_each_validation_an_equal_copy(aws: None) -> None:
-    import copy
-
-    from moto.dynamodb.parsing import validators
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
-
-    assert validators.deepcopy is copy.deepcopy  # the validator copies the tree through this name
-    assert "deepcopy(expression)" in inspect.getsource(validators.Validator.__init__)
-    text = "SET #s = :to, history = list_append(if_not_exists(history, :empty), :entry) REMOVE lease ADD n :one"
-    plain = UpdateExpressionParser.make(text)
-    with cached_update_expressions():
-        first = UpdateExpressionParser.make(text)
-        assert UpdateExpressionParser.make(text) is first  # parsed once
-        assert _same_tree(first, plain)
-        copied = validators.deepcopy(first)
-        assert copied is not first and _same_tree(copied, plain)
-        with pytest.raises(Exception):  # noqa: B017 - moto's own parse error, as without the cache
-            UpdateExpressionParser.make("SET = broken")
-        # through the API: the same updates, the same items, and a condition failure still fails
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        _table(ddb, "upd")
-        for n in range(3):
-            ddb.update_item(
-                TableName="upd",
-                Key={"pk": {"S": "o-1"}},
-                UpdateExpression="SET #s = :s, history = list_append(if_not_exists(history, :e), :h) ADD n :one",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":s": {"S": f"S{n}"},
-                    ":e": {"L": []},
-                    ":h": {"L": [{"S": f"h{n}"}]},
-                    ":one": {"N": "1"},
-                },
-            )
-        item = ddb.get_item(TableName="upd", Key={"pk": {"S": "o-1"}})["Item"]
-        assert item["status"] == {"S": "S2"} and item["n"] == {"N": "3"}
-        assert item["history"] == {"L": [{"S": "h0"}, {"S": "h1"}, {"S": "h2"}]}
-        with pytest.raises(ClientError, match="ConditionalCheckFailed"):
-            ddb.update_item(
-                TableName="upd",
-                Key={"pk": {"S": "o-1"}},
-                UpdateExpression="SET #s = :s",
-                ConditionExpression="#s = :expected",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":s": {"S": "X"}, ":expected": {"S": "S0"}},
-            )
-
-
-def test_canary_condition_lex_cache_gives_the_same_tokens_and_answers(aws: None) -> None:
-    from moto.dynamodb.comparisons import ConditionExpressionParser
-
-    text = "attribute_not_exists(pk) OR (#s IN (:a, :b) AND size(history) < :n)"
-    plain = list(ConditionExpressionParser(text, {"#s": "status"}, {})._lex_condition_expression())
-    assert plain and all(token.children == [] for token in plain)
-    with cached_condition_lexing():
-        parser = ConditionExpressionParser(text, {"#s": "status"}, {})
-        first = parser._lex_condition_expression()
-        again = parser._lex_condition_expression()
-        assert list(first) == plain == list(again)
-        assert first[0].children is not again[0].children  # fresh nodes for each call
-        with pytest.raises(ValueError):
-            ConditionExpressionParser("a = $", {}, {})._lex_condition_expression()
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        _table(ddb, "cond")
-        ddb.put_item(TableName="cond", Item={"pk": {"S": "a"}, "status": {"S": "RECEIVED"}})
-        for status, allowed in (("RECEIVED", True), ("SHIPPED", False)):
-            ddb.put_item(TableName="cond", Item={"pk": {"S": "a"}, "status": {"S": status}})
-            call = {
-                "TableName": "cond",
-                "Key": {"pk": {"S": "a"}},
-                "UpdateExpression": "SET #s = :to",
-                "ConditionExpression": "#s IN (:a, :b)",
-                "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": {":to": {"S": "NEXT"}, ":a": {"S": "RECEIVED"}, ":b": {"S": "RESERVED"}},
-            }
-            if allowed:
-                ddb.update_item(**call)
-            else:
-                with pytest.raises(ClientError, match="ConditionalCheckFailed"):
-                    ddb.update_item(**call)
-
-
-def test_canary_action_names_are_a_function_of_the_class(aws: None) -> None:
-    from moto.core import responses
-    from moto.dynamodb.responses import DynamoHandler
-
-    assert "method_names_from_class(self.__class__)" in inspect.getsource(responses.BaseResponse.call_action)
-    plain = responses.method_names_from_class(DynamoHandler)
-    assert "update_item" in plain
-    with cached_action_names():
-        assert responses.method_names_from_class(DynamoHandler) == plain
-        assert responses.method_names_from_class(DynamoHandler) is responses.method_names_from_class(DynamoHandler)
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        _table(ddb, "names")
-        assert ddb.describe_table(TableName="names")["Table"]["TableName"] == "names"
-        with pytest.raises(ClientError):  # an action on a missing table still reaches its handler
-            ddb.describe_table(TableName="missing")
-
-
-def test_canary_url_dispatch_cache_reaches_the_same_handler(aws: None) -> None:
-    from moto.core.botocore_stubber import BotocoreStubber
-
-    source = inspect.getsource(BotocoreStubber.process_request)
-    for step in ("backend_url_patterns", "backend.urls.items()", "normalize_request(request)", "_record_request("):
-        assert step in source  # the steps cached_url_dispatch repeats, in moto's order
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    sqs = boto3.client("sqs", region_name=REGION)
-    _table(ddb, "urls")
-    queue = sqs.create_queue(QueueName="urls")["QueueUrl"]
-    with cached_url_dispatch():
-        for _ in range(2):  # found, then from the cache
-            ddb.put_item(TableName="urls", Item={"pk": {"S": "a"}})
-            assert ddb.get_item(TableName="urls", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}}
-            sqs.send_message(QueueUrl=queue, MessageBody="x")
-            assert sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
-        with pytest.raises(ClientError):  # an error answer still comes from the handler
-            ddb.describe_table(TableName="missing")
-
-
-def test_canary_sqs_retention_check_still_drops_expired_messages(aws: None) -> None:
-    from moto.sqs import models as sqs_models
-
-    source = inspect.getsource(sqs_models.SQSBackend.receive_message)
-    assert "is_message_valid_based_on_retention_period(" in source
-    clock = StepClock()
-    sqs = boto3.client("sqs", region_name=REGION)
-    url = sqs.create_queue(QueueName="retention", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
-    with sqs_on_clock(clock), direct_sqs_retention_check():
-        sqs.send_message(QueueUrl=url, MessageBody="kept")
-        clock.t += 59
-        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]] == ["kept"]
-        clock.t += 2  # past the 60-second retention period
-        assert "Messages" not in sqs.receive_message(QueueUrl=url)
-
-
 def test_canary_sqs_delayed_until_is_the_send_time_plus_the_delay(aws: None) -> None:
     """The event loop's jump reads ``Message.delayed_until`` (ms, moto's clock) from the queue's messages."""
     from local_cloud.clock import SimClock
@@ -707,27 +475,6 @@ def test_canary_backend_scan_equals_the_api_scan(aws: None) -> None:
     row = next(i for i in report._scan_backend("scan-a", ()) if i["pk"] == "o-002")
     assert row["n"] == Decimal(2) and row["blob"].value == bytes([2, 0, 255]) and row["flags"] == {"a", "b"}
     assert report.scan_all("scan-a", ("pk",))[0].keys() == {"pk"}
-
-
-def test_canary_threads_keep_working_with_all_speed_patches(aws: None) -> None:
-    """The speed patches under threads: requests from 8 threads reach one backend through the URL dispatch cache."""
-    sqs = boto3.client("sqs", region_name=REGION)
-    errors: list[BaseException] = []
-
-    def create(i: int) -> None:
-        try:
-            sqs.create_queue(QueueName=f"q{i}")
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    with cached_url_dispatch():
-        threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert errors == []
-    assert len(sqs.list_queues()["QueueUrls"]) == 8
 
 
 def test_canary_backend_history_equals_the_api_history() -> None:
@@ -915,121 +662,6 @@ def test_canary_lambda_task_invocation_gets_the_executions_trace_header(tmp_path
     assert seen == [header, None]
 
 
-def _orders_with_index(ddb: Any, name: str, projection: dict[str, Any]) -> None:
-    keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("order_id", "status", "updated_at")]
-    ddb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=keys,
-        KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "by-status",
-                "KeySchema": [
-                    {"AttributeName": "status", "KeyType": "HASH"},
-                    {"AttributeName": "updated_at", "KeyType": "RANGE"},
-                ],
-                "Projection": projection,
-            }
-        ],
-    )
-    for i in range(60):
-        item: dict[str, Any] = {"order_id": {"S": f"o-{i:03d}"}, "correlation_id": {"S": f"c-{i}"}, "n": {"N": str(i)}}
-        item["history"] = {"L": [{"M": {"status": {"S": "X"}, "at": {"N": str(i)}}}] * 3}
-        if i % 7:  # every seventh has no status: not in the index
-            item["status"] = {"S": ("COMPLETED", "COMPENSATED", "SHIPPED")[i % 3]}
-        if i % 11:  # nor is an item without the sort key
-            item["updated_at"] = {"S": f"2026-01-01T00:{i:02d}:00Z"}
-        ddb.put_item(TableName=name, Item=item)
-
-
-_INDEX_QUERIES: list[dict[str, Any]] = [
-    {"KeyConditionExpression": "#s = :s", "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}}},
-    {
-        "KeyConditionExpression": "#s = :s AND updated_at >= :b",
-        "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}, ":b": {"S": "2026-01-01T00:30:00Z"}},
-    },
-    {
-        "KeyConditionExpression": "#s = :s AND updated_at < :b",
-        "ExpressionAttributeValues": {":s": {"S": "SHIPPED"}, ":b": {"S": "2026-01-01T00:30:00Z"}},
-        "ScanIndexForward": False,
-    },
-    {
-        "KeyConditionExpression": "#s = :s AND updated_at BETWEEN :a AND :b",
-        "ExpressionAttributeValues": {
-            ":s": {"S": "COMPENSATED"},
-            ":a": {"S": "2026"},
-            ":b": {"S": "2027"},
-            ":c": {"S": "c-5"},
-        },
-        "FilterExpression": "correlation_id <> :c",
-        "ProjectionExpression": "order_id, correlation_id",
-    },
-    {
-        "KeyConditionExpression": "#s = :s AND begins_with(updated_at, :p)",
-        "ExpressionAttributeValues": {":s": {"S": "COMPLETED"}, ":p": {"S": "2026-01-01T00:1"}},
-        "Limit": 2,
-    },
-]
-
-
-def _index_answers(ddb: Any, table: str) -> list[Any]:
-    """Every page of every query in :data:`_INDEX_QUERIES` (items, counts, LastEvaluatedKey)."""
-    answers = []
-    for query in _INDEX_QUERIES:
-        start: dict[str, Any] | None = None
-        while True:
-            extra = {"ExclusiveStartKey": start} if start else {}
-            page = ddb.query(
-                TableName=table, IndexName="by-status", ExpressionAttributeNames={"#s": "status"}, **query, **extra
-            )
-            page.pop("ResponseMetadata", None)
-            answers.append(page)
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                break
-    return answers
-
-
-@pytest.mark.parametrize(
-    "projection",
-    [
-        {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["correlation_id"]},
-        {"ProjectionType": "KEYS_ONLY"},
-        {"ProjectionType": "ALL"},
-    ],
-)
-def test_canary_index_query_by_key_gives_the_same_pages(aws: None, projection: dict[str, Any]) -> None:
-    from moto.dynamodb.models.dynamo_type import DynamoType, Item
-
-    assert _params(Item.__init__) == ["self", "hash_key", "range_key", "attrs"]
-    assert "type_as_dict.value" in inspect.getsource(DynamoType.__init__)  # a DynamoType is taken as it is
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    _orders_with_index(ddb, "idx", projection)
-    plain = _index_answers(ddb, "idx")
-    sized: list[int] = []
-    original_size = Item.size
-
-    def size(self: Any) -> int:
-        sized.append(1)
-        return original_size(self)
-
-    with index_query_by_key(), mock.patch.object(Item, "size", size):
-        assert _index_answers(ddb, "idx") == plain
-        sized.clear()
-        ddb.query(
-            TableName="idx",
-            IndexName="by-status",
-            KeyConditionExpression="#s = :s AND updated_at >= :b",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":s": {"S": "COMPLETED"}, ":b": {"S": "2026-01-01T00:50:00Z"}},
-        )
-    # Only the matching items are sized (twice each: the page-size check, then the running total),
-    # not every item with the partition key.
-    assert len(sized) <= 2 * 3, len(sized)
-    assert any(p["Count"] for p in plain) and any(p.get("LastEvaluatedKey") for p in plain)
-
-
 def _unstarted_execution() -> Any:
     """An execution as moto's StartExecution builds it and lists it, before its worker starts."""
     import datetime
@@ -1193,138 +825,3 @@ def test_canary_urllib3_retry_sleeps_through_module_time() -> None:
 
     assert "time.sleep(backoff)" in inspect.getsource(retry.Retry._sleep_backoff)
     assert "time.sleep(retry_after)" in inspect.getsource(retry.Retry.sleep_for_retry)
-
-
-def test_canary_attribute_values_as_held_changes_no_response(aws: None) -> None:
-    """Every read answers the same bytes with and without the pass-through (every AttributeValue type,
-    nested, binary and names that are also shape members), and skips moto's walk of the values."""
-    from moto.core.serialize import BaseJSONSerializer, ResponseSerializer
-
-    assert _params(BaseJSONSerializer._serialize_type_structure) == ["self", "serialized", "value", "shape", "key"]
-    assert callable(ResponseSerializer._default_serialize)
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    _table(ddb, "held")
-    items: list[dict[str, Any]] = [
-        {
-            "pk": {"S": "o-1"},
-            "n": {"N": "-12.5"},
-            "e": {"S": ""},
-            "u": {"S": "caf\u00e9 \U0001f600"},
-            "m": {"M": {"a": {"L": [{"S": "x"}, {"N": "1"}, {"NULL": True}, {"BOOL": False}]}, "S": {"S": "shadow"}}},
-            "ss": {"SS": ["a", "b"]},
-            "ns": {"NS": ["1", "2.5"]},
-            "l": {"L": []},
-            "Item": {"M": {"Items": {"S": "names that are also shape members"}}},
-        },
-        {
-            "pk": {"S": "o-2"},
-            "b": {"B": b"\x00\x01"},
-            "bs": {"BS": [b"\x02"]},
-            "deep": {"L": [{"M": {"b": {"B": b"3"}}}]},
-        },
-    ]
-    for item in items:
-        ddb.put_item(TableName="held", Item=item)
-    bodies: list[bytes] = []
-    ddb.meta.events.register("before-parse.dynamodb.*", lambda response_dict, **_: bodies.append(response_dict["body"]))
-
-    def reads() -> list[Any]:
-        bodies.clear()
-        answers = [ddb.get_item(TableName="held", Key={"pk": {"S": i["pk"]["S"]}}) for i in items]
-        answers.append(ddb.scan(TableName="held"))
-        answers.append(ddb.batch_get_item(RequestItems={"held": {"Keys": [{"pk": i["pk"]} for i in items]}}))
-        return [a.get("Item") or a.get("Items") or a.get("Responses") for a in answers]
-
-    plain, plain_bodies = reads(), list(bodies)
-    walked: list[int] = []
-    original = ResponseSerializer._serialize_structure_member
-
-    def counting(self: Any, *args: Any) -> None:
-        walked.append(1)
-        original(self, *args)
-
-    with mock.patch.object(ResponseSerializer, "_serialize_structure_member", counting):
-        reads()
-        unheld, walked[:] = len(walked), []
-        with attribute_values_as_held():
-            held = reads()
-        assert held == plain and bodies == plain_bodies
-    assert plain[0] == items[0] and plain[1] == items[1]
-    assert len(walked) * 3 < unheld, (len(walked), unheld)  # the values were not walked
-
-
-def test_canary_projection_without_round_trip_changes_no_item(aws: None) -> None:
-    """Projected reads (ProjectionExpression; an INCLUDE index) answer the same with and without the
-    shortcut, for top-level names, nested paths, list indexes, sets, binary and unusual numbers;
-    with it, a projection of top-level names no longer converts the whole item."""
-    from moto.dynamodb.models.dynamo_type import Item
-
-    assert _params(Item.project) == ["self", "projection_expressions"]
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    ddb.create_table(
-        TableName="proj",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "st", "AttributeType": "S"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "by-st",
-                "KeySchema": [{"AttributeName": "st", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["n", "l", "odd"]},
-            }
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    big = {"M": {f"k{i}": {"S": "x" * 50} for i in range(20)}}
-    items: list[dict[str, Any]] = [
-        {"pk": {"S": "a"}, "st": {"S": "s"}, "n": {"N": "12.5"}, "l": {"L": [{"M": {"at": {"N": "1"}}}]}, "big": big},
-        {"pk": {"S": "b"}, "st": {"S": "s"}, "n": {"N": "1e2"}, "odd": {"NS": ["1", "2"]}, "big": big},
-        {
-            "pk": {"S": "c"},
-            "st": {"S": "s"},
-            "l": {"L": [{"M": {"at": {"B": b"\x00"}}}, {"SS": ["x"]}]},
-            "odd": {"BOOL": True},
-        },
-    ]
-    for item in items:
-        ddb.put_item(TableName="proj", Item=item)
-    projections = ["pk, n, l", "pk, l[0].at", "odd, n", "big.k1, pk", "nothing"]
-
-    def reads() -> list[Any]:
-        out: list[Any] = [
-            ddb.query(
-                TableName="proj",
-                IndexName="by-st",
-                KeyConditionExpression="st = :s",
-                ExpressionAttributeValues={":s": {"S": "s"}},
-            )["Items"]
-        ]
-        for p in projections:
-            out += [
-                ddb.get_item(TableName="proj", Key={"pk": i["pk"]}, ProjectionExpression=p).get("Item") for i in items
-            ]
-        return out
-
-    plain = reads()
-    whole: list[int] = []
-    original = Item.to_regular_json
-
-    def counting(self: Any) -> Any:
-        whole.append(1)
-        return original(self)
-
-    def plain_read() -> Any:  # top-level names, values that come back unchanged
-        return ddb.get_item(TableName="proj", Key={"pk": {"S": "a"}}, ProjectionExpression="pk, n, l")["Item"]
-
-    with mock.patch.object(Item, "to_regular_json", counting):
-        plain_read()
-        unshortened, whole[:] = len(whole), []
-        with projection_without_round_trip():
-            shortened = reads()
-            whole[:] = []
-            plain_read()
-    assert shortened == plain
-    assert plain[0][0] == {k: items[0][k] for k in ("pk", "st", "n", "l")}
-    assert unshortened >= 1 and whole == []  # the whole item was not converted

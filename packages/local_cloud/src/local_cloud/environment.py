@@ -14,14 +14,6 @@ from unittest import mock
 import botocore.endpoint
 
 from local_cloud.clock import SimClock
-from local_cloud.moto_data_speed import (
-    cached_condition_lexing,
-    cached_update_expressions,
-    direct_sqs_retention_check,
-    index_query_by_key,
-    item_level_transaction_rollback,
-    projection_without_round_trip,
-)
 from local_cloud.moto_patches import (
     atomic_dynamodb,
     dynamodb_task_timeout,
@@ -29,15 +21,7 @@ from local_cloud.moto_patches import (
     sfn_task_timeout_on_clock,
     states_all_excludes_terminal_errors,
 )
-from local_cloud.moto_speed import (
-    attribute_values_as_held,
-    cached_action_names,
-    cached_asl_parse,
-    cached_json_path_parse,
-    cached_serializer_keys,
-    cached_step_functions_clients,
-    cached_url_dispatch,
-)
+from local_cloud.moto_speed import cached_asl_parse, cached_json_path_parse, cached_step_functions_clients
 from local_cloud.patches import enabled
 from local_cloud.powertools_state import metrics_per_invocation
 from local_cloud.sfn_task_errors import aws_task_error_names
@@ -61,15 +45,6 @@ SPEED_PATCHES: tuple[tuple[str, Callable[[], AbstractContextManager[None]]], ...
     ("sfn_client_cache", cached_step_functions_clients),
     ("asl_parse_cache", cached_asl_parse),
     ("json_path_cache", cached_json_path_parse),
-    ("serializer_key_cache", cached_serializer_keys),
-    ("attribute_values_as_held", attribute_values_as_held),
-    ("update_expression_cache", cached_update_expressions),
-    ("condition_lex_cache", cached_condition_lexing),
-    ("action_names_cache", cached_action_names),
-    ("sqs_retention_check", direct_sqs_retention_check),
-    ("url_dispatch_cache", cached_url_dispatch),
-    ("index_query_by_key", index_query_by_key),
-    ("projection_without_round_trip", projection_without_round_trip),
 )
 
 
@@ -90,8 +65,6 @@ def moto_behaviour(clock: SimClock) -> Iterator[None]:
         stack.enter_context(mock.patch.object(retrier_decl, "time", shim))
         # botocore's own retry backoff (throttling) also waits in simulated time.
         stack.enter_context(mock.patch.object(botocore.endpoint, "time", shim))
-        if enabled("transaction_snapshot"):  # inside atomic_dynamodb's lock: entered first, wrapped next
-            stack.enter_context(item_level_transaction_rollback())
         stack.enter_context(atomic_dynamodb())
         # States.ALL catches neither States.Runtime nor States.DataLimitExceeded, as on AWS.
         stack.enter_context(states_all_excludes_terminal_errors())

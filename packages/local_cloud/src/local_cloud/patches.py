@@ -9,8 +9,9 @@ patches third-party code of its own (fault injection of its scenarios) keeps its
 :class:`Patch` entries and renders the table of both with :func:`markdown_rows`.
 
 Speed patches can be switched off to measure them again, e.g.
-``OPS_LOCAL_DISABLE_PATCHES=asl_parse_cache,url_dispatch_cache`` in the environment, or all of them at once
-with ``OPS_LOCAL_DISABLE_PATCHES=speed`` (unset: every patch on).
+``OPS_LOCAL_DISABLE_PATCHES=asl_parse_cache,json_path_cache`` in the environment, a whole change by its name
+(``moto_stepfunctions_speed``), or all of them at once with ``OPS_LOCAL_DISABLE_PATCHES=speed`` (unset: every
+patch on).
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ def by_name(name: str) -> Patch:
 
 
 def enabled(name: str) -> bool:
-    """Whether the speed patch ``name`` applies (only speed patches can be switched off)."""
+    """Whether the speed patch ``name`` applies (only speed patches can be switched off: by name, by the name of
+    the change it is part of, or all of them with ``speed``)."""
     patch = by_name(name)
     disabled = {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
-    return patch.kind != "speed" or not ({patch.name, ALL_SPEED} & disabled)
+    return patch.kind != "speed" or not ({patch.name, patch.change, ALL_SPEED} & disabled)
 
 
 def targets(patch: Patch) -> list[tuple[str, str]]:
