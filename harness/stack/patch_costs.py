@@ -76,14 +76,17 @@ def run_once(disabled: str, orders: int, assembly: Path | None, seed: int) -> Ru
     """One ``ops local run`` (``assembly``) or one ``make workshop-tests`` (``None``) with ``disabled`` switched
     off; its CPU seconds (and its children's) and wall seconds."""
     env = {**os.environ, DISABLE_ENV: disabled}
-    cmd = [sys.executable, "-m", "harness", "local", "run", "--orders", str(orders), "--seed", str(seed)]
-    cmd += [*CHAOS_FAULTS, "--replay-transient", "--check", "--timeout", "1200", "--assembly", str(assembly)]
     with tempfile.TemporaryDirectory(prefix="patch-cost-run-") as tmp:
         report = Path(tmp) / "report.json"
+        cmd = GATE_COMMAND
+        if assembly is not None:
+            cmd = [sys.executable, "-m", "harness", "local", "run", "--orders", str(orders), "--seed", str(seed)]
+            cmd += [*CHAOS_FAULTS, "--replay-transient", "--check", "--timeout", "1200", "--assembly", str(assembly)]
+            cmd += ["--report-file", str(report)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         done = subprocess.run(
-            GATE_COMMAND if assembly is None else [*cmd, "--report-file", str(report)],
+            cmd,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

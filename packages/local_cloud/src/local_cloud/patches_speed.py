@@ -12,9 +12,12 @@ from local_cloud.patch_types import Patch, SpeedChange
 #: same way, the gate's emulator tests with them on and off): moto's DynamoDB backend (expression caches, index
 #: queries by key, item-level transaction snapshots, projections), moto's core request path (URL dispatch, action
 #: names, serializer keys, AttributeValues as held) and SQS's retention check.
+#: The Step Functions interpreter's change: its name, as its patches and ``OPS_LOCAL_DISABLE_PATCHES`` give it.
+STEP_FUNCTIONS_SPEED = "moto_stepfunctions_speed"
+
 SPEED_CHANGES: tuple[SpeedChange, ...] = (
     SpeedChange(
-        "moto_stepfunctions_speed",
+        STEP_FUNCTIONS_SPEED,
         "moto's Step Functions interpreter parses a definition once per text, builds one boto3 client per task "
         "service and Region, and one JSONPath parser per path (local_cloud.moto_speed).",
         emulator_tests_with=305.3,
@@ -41,7 +44,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 41.1 vs 32.8 / 35.4, +7.0 CPU s (+21%). Earlier: 150 orders, 51.5 vs 46.6 "
         "(-10%).",
-        change="moto_stepfunctions_speed",
+        change=STEP_FUNCTIONS_SPEED,
     ),
     Patch(
         "asl_parse_cache",
@@ -53,7 +56,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 45.7 vs 35.4 / 32.0, +12.0 CPU s (+36%). Earlier: 150 orders, 56.3 vs 46.6 "
         "(-17%).",
-        change="moto_stepfunctions_speed",
+        change=STEP_FUNCTIONS_SPEED,
     ),
     Patch(
         "json_path_cache",
@@ -67,7 +70,7 @@ SPEED_REGISTRY: tuple[Patch, ...] = (
         "patch-cost runs (2026-11-25, 200 chaos orders, one process; CPU s without it vs the baselines "
         "before / after it): 30.9 vs 32.0 / 29.7, +0.05 CPU s: below that run's noise. Counted instead: 306 "
         "parses per 50 orders without it, 843 us each (timeit), about 5 CPU s of a 2,000-order chaos run.",
-        change="moto_stepfunctions_speed",
+        change=STEP_FUNCTIONS_SPEED,
     ),
     Patch(
         "sfn_history_read",
